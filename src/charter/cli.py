@@ -1,0 +1,114 @@
+"""The `charter` command line. Exit codes are an interface (docs/cli.md):
+
+0  success (contracts valid, artifact admitted, generated code fresh, no survivors)
+1  rejected (an artifact failed admission, generated code is stale, a mutant survived)
+2  usage or contract error (bad arguments, invalid contracts, unreadable files)
+3  internal error (a bug in charter; set CHARTER_DEBUG=1 for the traceback)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from charter import __version__
+from charter.diagnostics import CharterError, Diagnostic
+
+EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+def _print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=sys.stdout) -> None:
+    if fmt == "json":
+        print(json.dumps([d.to_json() for d in diagnostics], indent=2, sort_keys=True), file=stream)
+    else:
+        for d in diagnostics:
+            print(d.render(), file=stream)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from charter.spec.contractset import load_set
+
+    cs = load_set(args.paths)
+    if cs.diagnostics:
+        _print_diagnostics(cs.diagnostics, args.format)
+        if args.format == "text":
+            n = len(cs.diagnostics)
+            print(f"{n} error{'s' if n != 1 else ''} in contracts", file=sys.stderr)
+        return EXIT_USAGE
+    kinds: dict[str, int] = {}
+    for c in cs.contracts.values():
+        kinds[c.kind] = kinds.get(c.kind, 0) + 1
+    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(kinds.items()))
+    if args.format == "json":
+        print(json.dumps({"valid": True, "contracts": sorted(cs.contracts)}, indent=2))
+    else:
+        print(f"ok: {len(cs.contracts)} contracts valid ({summary})")
+    return EXIT_OK
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from charter.spec.schema import write_schemas
+
+    changed = write_schemas(Path(args.output))
+    for p in changed:
+        print(f"wrote {p}")
+    if not changed:
+        print(f"schemas in {args.output} are up to date")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="charter",
+        description="Contracts that make a model artifact fail closed.",
+        epilog="Exit codes: 0 ok, 1 rejected/stale/survivor, 2 usage or contract error, 3 internal error.",
+    )
+    parser.add_argument("--version", action="version", version=f"charter {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    p = sub.add_parser("check", help="validate contracts (YAML, schema, expressions, references)")
+    p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("schema", help="write the JSON Schema of each contract kind")
+    p.add_argument("-o", "--output", default="schemas", help="output directory (default: schemas)")
+    p.set_defaults(func=cmd_schema)
+
+    for register in _EXTENSIONS:
+        register(sub)
+    return parser
+
+
+# Later subcommands register themselves here (admit, generate, freeze, mutate, fixtures).
+_EXTENSIONS: list = []
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except CharterError as exc:
+        _print_diagnostics(exc.diagnostics, getattr(args, "format", "text"))
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("charter: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as exc:  # a bug in charter, never bad input: say so, without a traceback
+        if os.environ.get("CHARTER_DEBUG"):
+            traceback.print_exc()
+        print(f"charter: internal error: {type(exc).__name__}: {exc} (set CHARTER_DEBUG=1 for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,241 @@
+"""One diagnostic type for every failure charter reports: contracts, readers, admission.
+
+Codes are a stable interface (documented in docs/diagnostics.md): a code is never renamed or
+reused for another meaning. Each code belongs to exactly one stage; `Stage.SPEC` covers everything
+found while loading and resolving contracts, the other stages are the ordered admission stages of
+Note [Ordered admission] in charter.admission.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Stage(str, Enum):
+    """Where a diagnostic was found. Admission stages are listed in the order they run."""
+
+    SPEC = "spec"
+    CONTAINER = "container"
+    IDENTITY = "identity"
+    METADATA = "metadata"
+    TOKENIZER = "tokenizer"
+    TENSORS = "tensors"
+    CODEC = "codec"
+    LAYOUT = "layout"
+    STORES = "stores"
+    POLICY = "policy"
+    PAYLOAD = "payload"
+
+
+ADMISSION_STAGES: tuple[Stage, ...] = tuple(s for s in Stage if s is not Stage.SPEC)
+
+
+class Code(str, Enum):
+    """Stable diagnostic codes. The value is the code's printed name; `stage` owns it."""
+
+    # --- contracts: YAML --------------------------------------------------------------------
+    FILE_UNREADABLE = "FILE_UNREADABLE"
+    YAML_SYNTAX = "YAML_SYNTAX"
+    YAML_DUPLICATE_KEY = "YAML_DUPLICATE_KEY"
+    YAML_AMBIGUOUS_SCALAR = "YAML_AMBIGUOUS_SCALAR"
+    YAML_NON_STRING_KEY = "YAML_NON_STRING_KEY"
+    YAML_ALIAS_LIMIT = "YAML_ALIAS_LIMIT"
+    YAML_MERGE_KEY = "YAML_MERGE_KEY"
+    YAML_TAG = "YAML_TAG"
+    YAML_MULTI_DOCUMENT = "YAML_MULTI_DOCUMENT"
+    YAML_EMPTY = "YAML_EMPTY"
+    YAML_TOO_DEEP = "YAML_TOO_DEEP"
+    YAML_TOO_LARGE = "YAML_TOO_LARGE"
+    # --- contracts: schema and meaning ------------------------------------------------------
+    SPEC_SCHEMA = "SPEC_SCHEMA"
+    SPEC_VERSION = "SPEC_VERSION"
+    SPEC_KIND = "SPEC_KIND"
+    SPEC_INVALID = "SPEC_INVALID"
+    EXPR_SYNTAX = "EXPR_SYNTAX"
+    EXPR_NAME = "EXPR_NAME"
+    EXPR_CYCLE = "EXPR_CYCLE"
+    EXPR_DIVISION_BY_ZERO = "EXPR_DIVISION_BY_ZERO"
+    EXPR_TYPE = "EXPR_TYPE"
+    EXPR_RANGE = "EXPR_RANGE"
+    INVARIANT_FALSE = "INVARIANT_FALSE"
+    REF_DANGLING = "REF_DANGLING"
+    ID_DUPLICATE = "ID_DUPLICATE"
+    # --- admission: container (the strict readers) ------------------------------------------
+    CONTAINER_UNREADABLE = "CONTAINER_UNREADABLE"
+    CONTAINER_MAGIC = "CONTAINER_MAGIC"
+    CONTAINER_VERSION = "CONTAINER_VERSION"
+    CONTAINER_TRUNCATED = "CONTAINER_TRUNCATED"
+    CONTAINER_COUNT = "CONTAINER_COUNT"
+    CONTAINER_STRING = "CONTAINER_STRING"
+    CONTAINER_VALUE_TYPE = "CONTAINER_VALUE_TYPE"
+    CONTAINER_BOOL = "CONTAINER_BOOL"
+    CONTAINER_ARRAY = "CONTAINER_ARRAY"
+    CONTAINER_KEY = "CONTAINER_KEY"
+    CONTAINER_DUPLICATE_KEY = "CONTAINER_DUPLICATE_KEY"
+    CONTAINER_ALIGNMENT = "CONTAINER_ALIGNMENT"
+    CONTAINER_TENSOR_NAME = "CONTAINER_TENSOR_NAME"
+    CONTAINER_TENSOR_RANK = "CONTAINER_TENSOR_RANK"
+    CONTAINER_TENSOR_DIM = "CONTAINER_TENSOR_DIM"
+    CONTAINER_TENSOR_TYPE = "CONTAINER_TENSOR_TYPE"
+    CONTAINER_TENSOR_BLOCK = "CONTAINER_TENSOR_BLOCK"
+    CONTAINER_OVERFLOW = "CONTAINER_OVERFLOW"
+    CONTAINER_OFFSET = "CONTAINER_OFFSET"
+    CONTAINER_EXTENT = "CONTAINER_EXTENT"
+    CONTAINER_HEADER = "CONTAINER_HEADER"
+    CONTAINER_JSON = "CONTAINER_JSON"
+    CONTAINER_DTYPE = "CONTAINER_DTYPE"
+    CONTAINER_METADATA = "CONTAINER_METADATA"
+    CONTAINER_TRAILING = "CONTAINER_TRAILING"
+    CONTAINER_FORMAT = "CONTAINER_FORMAT"
+    # --- admission: identity ----------------------------------------------------------------
+    IDENTITY_ARCHITECTURE = "IDENTITY_ARCHITECTURE"
+    IDENTITY_MISSING = "IDENTITY_MISSING"
+    IDENTITY_MISMATCH = "IDENTITY_MISMATCH"
+    # --- admission: metadata ----------------------------------------------------------------
+    METADATA_MISSING = "METADATA_MISSING"
+    METADATA_UNEXPECTED = "METADATA_UNEXPECTED"
+    METADATA_FORBIDDEN = "METADATA_FORBIDDEN"
+    METADATA_TYPE = "METADATA_TYPE"
+    METADATA_VALUE = "METADATA_VALUE"
+    METADATA_ARRAY_LENGTH = "METADATA_ARRAY_LENGTH"
+    METADATA_ARRAY_DIGEST = "METADATA_ARRAY_DIGEST"
+    METADATA_DIGEST = "METADATA_DIGEST"
+    # --- admission: tokenizer ---------------------------------------------------------------
+    TOKENIZER_VALUE = "TOKENIZER_VALUE"
+    TOKENIZER_ARRAY_LENGTH = "TOKENIZER_ARRAY_LENGTH"
+    TOKENIZER_ARRAY_DIGEST = "TOKENIZER_ARRAY_DIGEST"
+    TOKENIZER_DIGEST = "TOKENIZER_DIGEST"
+    TOKENIZER_SPECIAL_ID = "TOKENIZER_SPECIAL_ID"
+    TOKENIZER_STOP_ID = "TOKENIZER_STOP_ID"
+    TOKENIZER_DOMAIN = "TOKENIZER_DOMAIN"
+    TOKENIZER_LOGITS_ROWS = "TOKENIZER_LOGITS_ROWS"
+    # --- admission: tensors -----------------------------------------------------------------
+    TENSOR_MISSING = "TENSOR_MISSING"
+    TENSOR_UNEXPECTED = "TENSOR_UNEXPECTED"
+    TENSOR_DUPLICATE = "TENSOR_DUPLICATE"
+    TENSOR_RANK = "TENSOR_RANK"
+    TENSOR_SHAPE = "TENSOR_SHAPE"
+    TENSOR_CODEC = "TENSOR_CODEC"
+    # --- admission: codec -------------------------------------------------------------------
+    CODEC_BLOCK = "CODEC_BLOCK"
+    CODEC_SIZE = "CODEC_SIZE"
+    # --- admission: layout ------------------------------------------------------------------
+    LAYOUT_ALIGNMENT = "LAYOUT_ALIGNMENT"
+    LAYOUT_DATA_OFFSET = "LAYOUT_DATA_OFFSET"
+    LAYOUT_BOUNDS = "LAYOUT_BOUNDS"
+    LAYOUT_ORDER = "LAYOUT_ORDER"
+    LAYOUT_OVERLAP = "LAYOUT_OVERLAP"
+    LAYOUT_GAP = "LAYOUT_GAP"
+    LAYOUT_PADDING = "LAYOUT_PADDING"
+    LAYOUT_TRAILING = "LAYOUT_TRAILING"
+    # --- admission: stores ------------------------------------------------------------------
+    STORE_MISSING = "STORE_MISSING"
+    STORE_MANIFEST = "STORE_MANIFEST"
+    STORE_GEOMETRY = "STORE_GEOMETRY"
+    STORE_DIGEST = "STORE_DIGEST"
+    # --- admission: policy ------------------------------------------------------------------
+    POLICY_EXCLUSION = "POLICY_EXCLUSION"
+    POLICY_STATUS = "POLICY_STATUS"
+    # --- admission: payload -----------------------------------------------------------------
+    PAYLOAD_DIGEST = "PAYLOAD_DIGEST"
+    PAYLOAD_PADDING = "PAYLOAD_PADDING"
+    PAYLOAD_FILE_DIGEST = "PAYLOAD_FILE_DIGEST"
+
+    @property
+    def stage(self) -> Stage:
+        return _stage_of(self)
+
+
+_PREFIX_STAGE = {
+    "CONTAINER_": Stage.CONTAINER,
+    "IDENTITY_": Stage.IDENTITY,
+    "METADATA_": Stage.METADATA,
+    "TOKENIZER_": Stage.TOKENIZER,
+    "TENSOR_": Stage.TENSORS,
+    "CODEC_": Stage.CODEC,
+    "LAYOUT_": Stage.LAYOUT,
+    "STORE_": Stage.STORES,
+    "POLICY_": Stage.POLICY,
+    "PAYLOAD_": Stage.PAYLOAD,
+}
+
+
+def _stage_of(code: Code) -> Stage:
+    for prefix, stage in _PREFIX_STAGE.items():
+        if code.value.startswith(prefix):
+            return stage
+    return Stage.SPEC
+
+
+@dataclass(frozen=True, order=True)
+class Location:
+    """A place in a text file; line and column are 1-based, as editors count them."""
+
+    file: str
+    line: int = 0
+    col: int = 0
+
+    def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
+        if self.col <= 0:
+            return f"{self.file}:{self.line}"
+        return f"{self.file}:{self.line}:{self.col}"
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """One precise finding: what (code), where in the data (field), and which fact said so."""
+
+    code: Code
+    field: str
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+    location: Location | None = None
+    offset: int | None = None  # byte offset in the artifact, when the finding has one
+
+    @property
+    def stage(self) -> Stage:
+        return self.code.stage
+
+    def render(self) -> str:
+        """The ruff/mypy-style line: `file:line:col: CODE field: message`."""
+        where = f"{self.location}: " if self.location else ""
+        subject = f" {self.field}" if self.field else ""
+        return f"{where}{self.code.value}{subject}: {self.message}"
+
+    def to_json(self) -> dict:
+        return {
+            "stage": self.stage.value,
+            "code": self.code.value,
+            "field": self.field,
+            "message": self.message,
+            "expected": self.expected,
+            "actual": self.actual,
+            "location": str(self.location) if self.location else None,
+            "offset": self.offset,
+        }
+
+
+def mismatch(code: Code, field: str, expected: object, actual: object, **kw) -> Diagnostic:
+    """The common shape: `expected X, got Y`."""
+    return Diagnostic(
+        code, field, f"expected {expected}, got {actual}", str(expected), str(actual), **kw
+    )
+
+
+@dataclass
+class CharterError(Exception):
+    """Raised at a boundary with one or more diagnostics; the CLI prints them and exits."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+def dumps(diagnostics: list[Diagnostic]) -> str:
+    return json.dumps([d.to_json() for d in diagnostics], indent=2, sort_keys=True)

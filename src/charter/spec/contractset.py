@@ -1,0 +1,150 @@
+"""A directory of contracts, loaded together: ids unique, references resolved, plans built.
+
+Loading never stops at the first bad file: every file is checked and every diagnostic kept, so
+`charter check specs/` reports all problems of a tree in one run.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from charter.diagnostics import CharterError, Code, Diagnostic
+from charter.spec.load import LoadedContract, load_contract
+from charter.spec.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
+from charter.spec.plan import ArtifactPlan, ModelPlan
+from charter.spec.resolve import check_kernel, resolve_artifact, resolve_model
+
+SPEC_SUFFIXES = (".yaml", ".yml")
+
+
+@dataclass
+class ContractSet:
+    contracts: dict[str, LoadedContract] = field(default_factory=dict)
+    models: dict[str, ModelPlan] = field(default_factory=dict)
+    artifacts: dict[str, ArtifactPlan] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.diagnostics
+
+    def of_kind(self, kind: str) -> list[LoadedContract]:
+        return [c for c in self.contracts.values() if c.kind == kind]
+
+    def raise_if_failed(self) -> None:
+        if self.diagnostics:
+            raise CharterError(self.diagnostics)
+
+
+def display_path(path: Path) -> str:
+    """Paths in diagnostics are relative to the working directory when they can be."""
+    try:
+        return os.path.relpath(path)
+    except ValueError:
+        return str(path)
+
+
+def discover(paths: list[str | Path]) -> list[Path]:
+    """Spec files under the given files and directories, in a stable order."""
+    found: list[Path] = []
+    for p in map(Path, paths):
+        if p.is_dir():
+            found.extend(sorted(q for q in p.rglob("*") if q.suffix in SPEC_SUFFIXES and q.is_file()))
+        else:
+            found.append(p)
+    unique: dict[Path, None] = {}
+    for p in found:
+        unique.setdefault(p.resolve(), None)
+    return sorted(unique, key=lambda q: display_path(q))
+
+
+def load_set(paths: list[str | Path], extra_search: list[str | Path] = ()) -> ContractSet:
+    """Load, index and resolve. `extra_search` supplies referenced contracts (e.g. the model of
+    an artifact checked on its own) without reporting their problems as the set's own."""
+    cs = ContractSet()
+    files = discover(paths)
+    if not files:
+        cs.diagnostics.append(Diagnostic(Code.FILE_UNREADABLE, "", "no contract files found",
+                                         location=None if not paths else _loc_of(paths[0])))
+    for f in files:
+        _add(cs, f)
+    primary = set(cs.contracts)
+    if extra_search:
+        side = ContractSet()
+        for f in discover(list(extra_search)):
+            if f not in files:
+                _add(side, f)
+        for cid, lc in side.contracts.items():
+            cs.contracts.setdefault(cid, lc)
+    _check_references(cs, primary)
+    _resolve(cs, primary)
+    return cs
+
+
+def _loc_of(p):
+    from charter.diagnostics import Location
+
+    return Location(str(p))
+
+
+def _add(cs: ContractSet, path: Path) -> None:
+    try:
+        lc = load_contract(path, display_path(path))
+    except CharterError as exc:
+        cs.diagnostics.extend(exc.diagnostics)
+        return
+    previous = cs.contracts.get(lc.id)
+    if previous is not None:
+        cs.diagnostics.append(Diagnostic(
+            Code.ID_DUPLICATE, "id", f"id {lc.id!r} is already used by {previous.doc.where(('id',))}",
+            location=lc.doc.where(("id",))))
+        return
+    cs.contracts[lc.id] = lc
+
+
+def _check_references(cs: ContractSet, primary: set[str]) -> None:
+    for cid in sorted(primary):
+        lc = cs.contracts[cid]
+        c = lc.contract
+        refs: list[tuple[tuple, str, str]] = []
+        if isinstance(c, ArtifactContract):
+            refs.append((("model",), c.model, "model"))
+        elif isinstance(c, KernelContract):
+            refs.extend((("models", i), m, "model") for i, m in enumerate(c.models))
+        elif isinstance(c, ProvenanceContract):
+            if c.model:
+                refs.append((("model",), c.model, "model"))
+            if c.artifact:
+                refs.append((("artifact",), c.artifact, "artifact"))
+            if lc.path is not None and not (lc.path.parent / c.fixture).is_file():
+                cs.diagnostics.append(Diagnostic(
+                    Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
+                    location=lc.doc.where(("fixture",))))
+        for path, target, kind in refs:
+            found = cs.contracts.get(target)
+            if found is None or found.kind != kind:
+                what = "no contract" if found is None else f"a {found.kind} contract"
+                cs.diagnostics.append(Diagnostic(
+                    Code.REF_DANGLING, ".".join(map(str, path)),
+                    f"refers to {kind} {target!r}, but {what} has that id", location=lc.doc.where(path)))
+
+
+def _resolve(cs: ContractSet, primary: set[str]) -> None:
+    for lc in sorted(cs.contracts.values(), key=lambda x: x.id):
+        if isinstance(lc.contract, ModelContract):
+            try:
+                cs.models[lc.id] = resolve_model(lc)
+            except CharterError as exc:
+                if lc.id in primary:
+                    cs.diagnostics.extend(exc.diagnostics)
+    for cid in sorted(primary):
+        lc = cs.contracts[cid]
+        try:
+            if isinstance(lc.contract, ArtifactContract) and lc.contract.model in cs.models:
+                cs.artifacts[cid] = resolve_artifact(lc, cs.models[lc.contract.model])
+            elif isinstance(lc.contract, KernelContract):
+                check_kernel(lc, cs.models)
+        except CharterError as exc:
+            cs.diagnostics.extend(exc.diagnostics)

@@ -1,0 +1,334 @@
+"""Contracts -> plans: evaluate expressions over model constants, check invariants and C types.
+
+Every error is located at the contract text that caused it. Resolution collects all errors of a
+contract it can find independently (one per fact) rather than stopping at the first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from charter.diagnostics import CharterError, Code, Diagnostic, Location
+from charter.spec import expr
+from charter.spec.load import LoadedContract
+from charter.spec.models import ArtifactContract, KernelContract, MetaFact, ModelContract
+from charter.spec.plan import (
+    ArtifactPlan,
+    CodecCheck,
+    ExclusionCheck,
+    MetaCheck,
+    ModelPlan,
+    SpecialIdCheck,
+    TensorCheck,
+    TokenizerPlan,
+)
+from charter.spec.yamlload import dotted
+
+MAX_EXPANDED_TENSORS = 1_000_000
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class _Collector:
+    """Gathers diagnostics so one run reports every independent error of a contract."""
+
+    def __init__(self, loaded: LoadedContract) -> None:
+        self.loaded = loaded
+        self.diagnostics: list[Diagnostic] = []
+
+    def at(self, *path: str | int) -> Location:
+        return self.loaded.doc.where(path)
+
+    def attempt(self, fn, *args, default=None):
+        try:
+            return fn(*args)
+        except CharterError as exc:
+            self.diagnostics.extend(exc.diagnostics)
+            return default
+
+    def error(self, code: Code, path: tuple, message: str) -> None:
+        self.diagnostics.append(Diagnostic(code, dotted(path), message, location=self.at(*path)))
+
+    def finish(self) -> None:
+        if self.diagnostics:
+            raise CharterError(self.diagnostics)
+
+
+def _value(c: _Collector, raw, env: dict, path: tuple, ctype: str | None = None):
+    """A literal or an expression, evaluated and (when a C type is declared) range-checked."""
+    loc = c.at(*path)
+    field = dotted(path)
+    if isinstance(raw, str):
+        value = expr.parse(raw, loc, field).evaluate(env)
+    else:
+        value = raw
+    if ctype is not None:
+        expr.check_ctype(value, ctype, loc, field)
+    return value
+
+
+def _int(c: _Collector, raw, env: dict, path: tuple, ctype: str = "int64"):
+    return c.attempt(_value, c, raw, env, path, ctype)
+
+
+# --- model ------------------------------------------------------------------------------------
+
+
+def resolve_model(loaded: LoadedContract) -> ModelPlan:
+    m = loaded.contract
+    assert isinstance(m, ModelContract)
+    c = _Collector(loaded)
+    base = dict(m.constants)
+    locations = {name: c.at("constants", name) for name in m.constants}
+    for name, value in base.items():
+        if isinstance(value, float):
+            c.attempt(expr.check_ctype, value, "float64", locations[name], f"constants.{name}")
+    definitions = {}
+    for name, text in m.derived.items():
+        locations[name] = c.at("derived", name)
+        parsed = c.attempt(expr.parse, text, locations[name], f"derived.{name}")
+        if parsed is not None:
+            definitions[name] = parsed
+    env = c.attempt(expr.resolve, definitions, base, default=None)
+    if env is None:
+        c.finish()
+    for i, text in enumerate(m.invariants):
+        parsed = c.attempt(expr.parse, text, c.at("invariants", i), f"invariants[{i}]")
+        if parsed is not None:
+            c.attempt(expr.check_invariant, parsed, env, f"invariants[{i}]")
+    layer_kinds: tuple[str, ...] = ()
+    if m.layer_pattern is not None:
+        repeat = _int(c, m.layer_pattern.repeat, env, ("layer_pattern", "repeat"), "uint32")
+        if repeat is not None:
+            layer_kinds = tuple(m.layer_pattern.period) * repeat
+            if "layers" in env and len(layer_kinds) != env["layers"]:
+                c.error(Code.INVARIANT_FALSE, ("layer_pattern",),
+                        f"the layer pattern covers {len(layer_kinds)} layers, but layers = {env['layers']}")
+    plan_kw: dict = {}
+    if m.tokenizer is not None:
+        plan_kw = _resolve_tokenizer_facts(c, m, env)
+        locations["tokenizer.ids"] = c.at("tokenizer", "ids")
+        locations["tokenizer.logits_rows"] = c.at("tokenizer", "logits_rows")
+    c.finish()
+    return ModelPlan(m.id, m.status.value, m.architecture, m.family, env, locations,
+                     layer_kinds=layer_kinds, **plan_kw)
+
+
+def _resolve_tokenizer_facts(c: _Collector, m: ModelContract, env: dict) -> dict:
+    t = m.tokenizer
+    ids = _int(c, t.ids, env, ("tokenizer", "ids"), "uint32")
+    rows = _int(c, t.logits_rows, env, ("tokenizer", "logits_rows"), "uint32")
+    if ids is not None and rows is not None and rows < ids:
+        c.error(Code.INVARIANT_FALSE, ("tokenizer", "logits_rows"),
+                f"logits_rows >= ids is false: {rows} >= {ids} (padded logits can only add rows)")
+    special = {}
+    for name, raw in t.special.items():
+        value = _int(c, raw, env, ("tokenizer", "special", name), "uint32")
+        if value is not None:
+            special[name] = value
+            if ids is not None and value >= ids:
+                c.error(Code.INVARIANT_FALSE, ("tokenizer", "special", name),
+                        f"special id {name} = {value} is outside the tokenizer domain [0, {ids})")
+    stops = []
+    for key in ("stop_ids", "non_stop_ids"):
+        out = []
+        for i, raw in enumerate(getattr(t, key)):
+            value = _int(c, raw, env, ("tokenizer", key, i), "uint32")
+            if value is None:
+                continue
+            if ids is not None and value >= ids:
+                c.error(Code.INVARIANT_FALSE, ("tokenizer", key, i),
+                        f"{key} entry {value} is outside the tokenizer domain [0, {ids})")
+            if value in out:
+                c.error(Code.SPEC_INVALID, ("tokenizer", key, i), f"{key} lists {value} twice")
+            out.append(value)
+        stops.append(tuple(out))
+    both = sorted(set(stops[0]) & set(stops[1]))
+    if both:
+        c.error(Code.SPEC_INVALID, ("tokenizer", "non_stop_ids"), f"ids both stop and non-stop: {both}")
+    return dict(tokenizer_ids=ids, logits_rows=rows, special_ids=special, stop_ids=stops[0], non_stop_ids=stops[1])
+
+
+# --- artifact ---------------------------------------------------------------------------------
+
+
+def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
+    a = loaded.contract
+    assert isinstance(a, ArtifactContract)
+    c = _Collector(loaded)
+    env = model.constants
+    identity = tuple(
+        MetaCheck(key, "string", "identity", c.at("identity", key), value=value) for key, value in a.identity.items()
+    )
+    metadata = tuple(_meta(c, key, fact, env, ("metadata", "keys", key), "metadata") for key, fact in a.metadata.keys.items())
+    tokenizer = None
+    tok_checks: tuple[MetaCheck, ...] = ()
+    if a.tokenizer is not None:
+        tok_checks = tuple(
+            _meta(c, key, fact, env, ("tokenizer", "keys", key), "tokenizer") for key, fact in a.tokenizer.keys.items()
+        )
+        tokenizer = _tokenizer_plan(c, a, model)
+    version = a.container.version
+    alignment = _int(c, a.container.alignment, env, ("container", "alignment"), "uint32") if a.container.alignment is not None else None
+    if alignment is not None and (alignment <= 0 or alignment & (alignment - 1)):
+        c.error(Code.SPEC_INVALID, ("container", "alignment"), f"alignment {alignment} is not a power of two")
+    if a.format == "gguf" and a.container.header_aligned is not None:
+        c.error(Code.SPEC_INVALID, ("container", "header_aligned"), "header_aligned applies to safetensors only")
+    if a.format == "safetensors" and (version is not None or alignment is not None):
+        c.error(Code.SPEC_INVALID, ("container",), "version and alignment apply to GGUF only")
+    tensors = _expand_tensors(c, a, env)
+    codecs = tuple(
+        CodecCheck(name, _int(c, f.block, env, ("codecs", name, "block"), "uint32") or 0,
+                   _int(c, f.bytes, env, ("codecs", name, "bytes"), "uint32") or 0, c.at("codecs", name))
+        for name, f in a.codecs.items()
+    )
+    for codec in codecs:
+        if codec.block <= 0 or codec.bytes <= 0:
+            c.error(Code.SPEC_INVALID, ("codecs", codec.name), "block and bytes must be positive")
+    exclusions = tuple(
+        ExclusionCheck(e.name, _int(c, e.source_count, env, ("exclusions", i, "source_count"), "uint32") or 0,
+                       tuple(e.patterns), e.reason, c.at("exclusions", i))
+        for i, e in enumerate(a.exclusions)
+    )
+    layout = a.layout.model_dump()
+    payload = a.payload
+    c.finish()
+    raw = loaded.doc.source.encode("utf-8")
+    return ArtifactPlan(
+        id=a.id, status=a.status.value, model=a.model, format=a.format,
+        spec_path=loaded.doc.file, spec_sha256=hashlib.sha256(raw).hexdigest(),
+        version=version, version_location=c.at("container", "version") if version is not None else None,
+        alignment=alignment, alignment_location=c.at("container", "alignment") if alignment is not None else None,
+        header_aligned=a.container.header_aligned,
+        identity=identity, metadata=metadata + tok_checks,
+        extra_keys=a.metadata.extra_keys, extra_keys_location=c.at("metadata", "extra_keys"),
+        forbidden=tuple((k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
+        tokenizer=tokenizer, tensors=tensors, codecs=codecs,
+        layout=layout, layout_locations={k: c.at("layout", k) for k in layout},
+        exclusions=exclusions,
+        payload_file_sha256=payload.file_sha256 if payload else None,
+        payload_tensors=tuple((n, d, c.at("payload", "tensors", n)) for n, d in (payload.tensors.items() if payload else ())),
+        payload_location=c.at("payload") if payload else None,
+        status_location=c.at("status"),
+        source_sha256=a.source.sha256 if a.source else None,
+    )
+
+
+def _meta(c: _Collector, key: str, fact: MetaFact, env: dict, path: tuple, stage: str) -> MetaCheck:
+    loc = c.at(*path)
+    value = fact.value
+    if fact.type not in ("string", "bool", "array") and value is not None:
+        value = c.attempt(_value, c, value, env, path + ("value",), fact.type)
+    length = None
+    if fact.length is not None:
+        length = _int(c, fact.length, env, path + ("length",), "uint64")
+    values = None
+    if fact.values is not None:
+        values = tuple(fact.values)
+        for i, v in enumerate(values):
+            c.attempt(_check_element, v, fact.element, c.at(*path, "values", i), dotted(path + ("values", i)))
+        if length is not None and len(values) != length:
+            c.error(Code.SPEC_INVALID, path + ("values",), f"{len(values)} values listed but length is {length}")
+    return MetaCheck(key, fact.type, stage, loc, value=value, element=fact.element, length=length,
+                     values=values, sha256=fact.sha256)
+
+
+def _check_element(value, element: str, loc: Location, field: str) -> None:
+    if element == "string":
+        if not isinstance(value, str):
+            raise CharterError([Diagnostic(Code.EXPR_TYPE, field, f"expected a string element, got {value!r}", location=loc)])
+        return
+    if element == "bool":
+        if not isinstance(value, bool):
+            raise CharterError([Diagnostic(Code.EXPR_TYPE, field, f"expected a bool element, got {value!r}", location=loc)])
+        return
+    if isinstance(value, str):
+        raise CharterError([Diagnostic(Code.EXPR_TYPE, field, f"array elements are literals, got {value!r}", location=loc)])
+    expr.check_ctype(value, element, loc, field)
+
+
+def _tokenizer_plan(c: _Collector, a: ArtifactContract, model: ModelPlan) -> TokenizerPlan:
+    t = a.tokenizer
+    if (t.tokens or t.logits or t.special or t.stop) and model.tokenizer_ids is None:
+        c.error(Code.REF_DANGLING, ("tokenizer",), f"model {model.id} states no tokenizer facts to bind to")
+    special = []
+    for key, name in t.special.items():
+        if name not in model.special_ids:
+            c.error(Code.REF_DANGLING, ("tokenizer", "special", key),
+                    f"model {model.id} has no special id named {name!r} (known: {sorted(model.special_ids)})")
+            continue
+        special.append(SpecialIdCheck(key, name, model.special_ids[name], c.at("tokenizer", "special", key)))
+    return TokenizerPlan(
+        tokens_key=t.tokens, ids=model.tokenizer_ids,
+        ids_location=model.locations.get("tokenizer.ids"),
+        logits_tensor=t.logits.tensor if t.logits else None, logits_axis=t.logits.axis if t.logits else None,
+        logits_rows=model.logits_rows, logits_location=model.locations.get("tokenizer.logits_rows"),
+        special=tuple(special), stop_keys=tuple((k, c.at("tokenizer", "stop", i)) for i, k in enumerate(t.stop)),
+        stop_ids=model.stop_ids,
+    )
+
+
+def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[TensorCheck, ...]:
+    out: list[TensorCheck] = []
+    seen: dict[str, Location] = {}
+    for i, t in enumerate(a.tensors):
+        path = ("tensors", i)
+        shape = []
+        for j, dim in enumerate(t.shape):
+            value = _int(c, dim, env, path + ("shape", j), "uint64")
+            if value is not None and value <= 0:
+                c.error(Code.EXPR_RANGE, path + ("shape", j), f"a dim must be positive, got {value}")
+            shape.append(value)
+        if any(v is None for v in shape):
+            continue
+        counts = {}
+        for name, raw in (t.repeat or {}).items():
+            counts[name] = _int(c, raw, env, path + ("repeat", name), "uint32")
+        if any(v is None for v in counts.values()):
+            continue
+        total = 1
+        for v in counts.values():
+            total *= v
+        if len(out) + total > MAX_EXPANDED_TENSORS:
+            c.error(Code.SPEC_INVALID, path + ("repeat",), f"expands to more than {MAX_EXPANDED_TENSORS} tensors")
+            break
+        loc = c.at(*path)
+        for name in _expand_name(t.name, counts):
+            if name in seen:
+                c.error(Code.SPEC_INVALID, path + ("name",), f"tensor {name!r} is also stated at {seen[name]}")
+                continue
+            seen[name] = loc
+            out.append(TensorCheck(name, t.role, tuple(shape), t.codec, loc))
+    return tuple(out)
+
+
+def _expand_name(template: str, counts: dict[str, int]) -> list[str]:
+    names = [template]
+    for placeholder, count in counts.items():
+        token = "{" + placeholder + "}"
+        names = [n.replace(token, str(k)) for n in names for k in range(count)]
+    return names
+
+
+# --- kernel -----------------------------------------------------------------------------------
+
+
+def check_kernel(loaded: LoadedContract, models: dict[str, ModelPlan]) -> None:
+    """Every shape entry of a kernel names a constant of each model or a declared free dim."""
+    k = loaded.contract
+    assert isinstance(k, KernelContract)
+    c = _Collector(loaded)
+    for model_id in k.models:
+        model = models.get(model_id)
+        if model is None:
+            continue
+        env = dict(model.constants)
+        env.update({d: 1 for d in k.dims})
+        for group in ("inputs", "outputs"):
+            for i, arg in enumerate(getattr(k, group)):
+                for j, dim in enumerate(arg.shape):
+                    _int(c, dim, env, (group, i, "shape", j), "uint64")
+        for name, attr in k.attributes.items():
+            if attr.value is not None:
+                c.attempt(_value, c, attr.value, env, ("attributes", name, "value"), attr.type)
+    c.finish()
