@@ -21,7 +21,8 @@ from charter.diagnostics import CharterError, Diagnostic
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-def _print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=sys.stdout) -> None:
+def _print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> None:
+    stream = stream or sys.stdout
     if fmt == "json":
         print(json.dumps([d.to_json() for d in diagnostics], indent=2, sort_keys=True), file=stream)
     else:
@@ -29,10 +30,25 @@ def _print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=sys.stdou
             print(d.render(), file=stream)
 
 
+def search_paths(paths: list[str], explicit: list[str] | None) -> list[str]:
+    """Where referenced contracts are looked up: --search, else each path's enclosing `specs/`."""
+    if explicit:
+        return list(explicit)
+    found: list[str] = []
+    for p in map(Path, paths):
+        for parent in [p, *p.resolve().parents]:
+            if parent.name == "specs" and parent.is_dir():
+                found.append(str(parent))
+                break
+    if not found and Path("specs").is_dir():
+        found.append("specs")
+    return found
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from charter.spec.contractset import load_set
 
-    cs = load_set(args.paths)
+    cs = load_set(args.paths, search_paths(args.paths, args.search))
     if cs.diagnostics:
         _print_diagnostics(cs.diagnostics, args.format)
         if args.format == "text":
@@ -74,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("check", help="validate contracts (YAML, schema, expressions, references)")
     p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--search", action="append", metavar="DIR",
+                   help="where referenced contracts are found (default: the enclosing specs/ directory)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("schema", help="write the JSON Schema of each contract kind")

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.spec.models import CONTRACT_KINDS, SCHEMA_VERSION, Contract
+from charter.spec.models import CONTRACT_KINDS, LOCATED_PREFIX, SCHEMA_VERSION, Contract
 from charter.spec.yamlload import Document, dotted, load_file, load_text
 
 
@@ -94,6 +95,9 @@ def _diagnostic(error: dict, doc: Document) -> Diagnostic:
     message = error["msg"]
     if message.startswith("Value error, "):
         message = message[len("Value error, "):]
+    if message.startswith(LOCATED_PREFIX):
+        _, sub, message = message.split(LOCATED_PREFIX, 2)
+        path = path + tuple(json.loads(sub))
     if error["type"] == "extra_forbidden":
         message = "unknown key (not part of the contract language)"
     elif error["type"] == "missing":

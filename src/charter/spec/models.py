@@ -9,6 +9,7 @@ values live in charter.spec.resolve.
 
 from __future__ import annotations
 
+import json
 import re
 from enum import Enum
 from typing import Annotated, Literal, Union
@@ -27,6 +28,14 @@ NumberOrExpr = Union[StrictInt, StrictFloat, Expr]
 Number = Union[StrictInt, StrictFloat]
 
 RESERVED_NAMES = frozenset({"min", "max", "align_up", "true", "false"})
+
+
+def located(path: tuple, message: str) -> ValueError:
+    """A validator error that names the sub-field it is about (decoded by charter.spec.load)."""
+    return ValueError(LOCATED_PREFIX + json.dumps(list(path)) + LOCATED_PREFIX + message)
+
+
+LOCATED_PREFIX = "@@"
 
 
 class Strict(BaseModel):
@@ -83,7 +92,7 @@ class LayerPattern(Strict):
     def _kinds_known(self) -> "LayerPattern":
         unknown = sorted(set(self.kinds) - set(self.period))
         if unknown:
-            raise ValueError(f"kinds describes layer kinds not in period: {unknown}")
+            raise located(("kinds", unknown[0]), f"kinds describes layer kinds not in period: {unknown}")
         return self
 
 
@@ -102,10 +111,10 @@ class ModelContract(Header):
     def _names_distinct(self) -> "ModelContract":
         both = sorted(set(self.constants) & set(self.derived))
         if both:
-            raise ValueError(f"names defined both as constants and derived: {both}")
+            raise located(("derived", both[0]), f"names defined both as constants and derived: {both}")
         reserved = sorted((set(self.constants) | set(self.derived)) & RESERVED_NAMES)
         if reserved:
-            raise ValueError(f"reserved names cannot be constants: {reserved}")
+            raise located(("constants" if reserved[0] in self.constants else "derived", reserved[0]), f"reserved names cannot be constants: {reserved}")
         return self
 
 
@@ -167,15 +176,15 @@ class MetaFact(Strict):
         return self
 
 
-def _require_values(keys: dict[str, MetaFact], bound: set[str], where: str) -> None:
+def _require_values(keys: dict[str, MetaFact], bound: set[str]) -> None:
     """A scalar fact needs its value, unless its value is a model id bound elsewhere (then it must not repeat it)."""
     for key, fact in keys.items():
         scalar = fact.type not in ("string", "array")
         if key in bound:
             if fact.value is not None:
-                raise ValueError(f"{where}.{key}: the value comes from the model's id binding; do not repeat it here")
+                raise located(("keys", key, "value"), "the value comes from the model's id binding; do not repeat it here")
         elif scalar and fact.value is None:
-            raise ValueError(f"{where}.{key}: a {fact.type} fact needs a value")
+            raise located(("keys", key), f"a {fact.type} fact needs a value")
 
 
 class Metadata(Strict):
@@ -185,7 +194,7 @@ class Metadata(Strict):
 
     @model_validator(mode="after")
     def _values_present(self) -> "Metadata":
-        _require_values(self.keys, set(), "metadata.keys")
+        _require_values(self.keys, set())
         return self
 
 
@@ -208,8 +217,8 @@ class TokenizerBinding(Strict):
         named = ([self.tokens] if self.tokens else []) + list(self.special) + list(self.stop)
         missing = sorted(k for k in named if k not in self.keys)
         if missing:
-            raise ValueError(f"keys named here must also be pinned under tokenizer.keys: {missing}")
-        _require_values(self.keys, set(self.special) | set(self.stop), "tokenizer.keys")
+            raise located((), f"keys named here must also be pinned under tokenizer.keys: {missing}")
+        _require_values(self.keys, set(self.special) | set(self.stop))
         return self
 
 
@@ -225,7 +234,7 @@ class TensorFact(Strict):
         used = set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.name))
         declared = set(self.repeat or {})
         if used != declared:
-            raise ValueError(f"placeholders {sorted(used)} in the name must match repeat {sorted(declared)}")
+            raise located(("name",), f"placeholders {sorted(used)} in the name must match repeat {sorted(declared)}")
         return self
 
 
@@ -295,16 +304,16 @@ class ArtifactContract(Header):
             for b in names[i + 1 :]:
                 both = sorted(sections[a] & sections[b])
                 if both:
-                    raise ValueError(f"keys pinned in both {a} and {b}: {both} (each key has one owner)")
+                    raise located((*b.split("."), both[0]), f"keys pinned in both {a} and {b}: {both} (each key has one owner)")
         forbidden = sorted(set(self.metadata.forbidden) & set().union(*sections.values()))
         if forbidden:
-            raise ValueError(f"keys both pinned and forbidden: {forbidden}")
+            raise located(("metadata", "forbidden", self.metadata.forbidden.index(forbidden[0])), f"keys both pinned and forbidden: {forbidden}")
         unused = sorted(set(self.codecs) - {t.codec for t in self.tensors})
         if unused:
-            raise ValueError(f"codecs listed but used by no tensor: {unused}")
+            raise located(("codecs", unused[0]), f"codecs listed but used by no tensor: {unused}")
         undeclared = sorted({t.codec for t in self.tensors} - set(self.codecs))
         if undeclared and self.codecs:
-            raise ValueError(f"tensor codecs without block geometry under codecs: {undeclared}")
+            raise located(("codecs",), f"tensor codecs without block geometry under codecs: {undeclared}")
         return self
 
 
@@ -373,11 +382,11 @@ class ProvenanceContract(Header):
         names = [a.name for a in self.arrays]
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
-            raise ValueError(f"arrays labelled twice: {dupes}")
+            raise located(("arrays", len(names) - 1 - names[::-1].index(dupes[0])), f"arrays labelled twice: {dupes}")
         for a in self.arrays:
             unknown = sorted(set(a.inputs) - set(names))
             if unknown:
-                raise ValueError(f"array {a.name} has inputs that are not arrays of this fixture: {unknown}")
+                raise located(("arrays", names.index(a.name), "inputs"), f"array {a.name} has inputs that are not arrays of this fixture: {unknown}")
         return self
 
 

@@ -4,7 +4,7 @@ PyYAML is used only to tokenize and compose nodes; scalars are resolved here, by
 cannot change the author's meaning behind their back. Note [Strict YAML]:
 
 * Duplicate keys are errors (PyYAML keeps the last one silently).
-* YAML 1.1 surprises are refused, not guessed: `yes`/`no`/`on`/`off`/`y`/`n` as booleans, `012`
+* YAML 1.1 surprises are refused, not guessed: `yes`/`no`/`on`/`off` as booleans, `012`
   octal, `0x`/`0o`/`0b` literals, `1_000` underscores, sexagesimal `1:20`, dates, `.inf`/`.nan`.
   Only `true`/`false` are booleans; quote a string that looks like something else.
 * `1e-5` is a float (PyYAML's 1.1 resolver would leave it a string).
@@ -36,7 +36,7 @@ _INT = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 _FLOAT = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?")
 _NULL = {"null", "~", ""}
 _BOOL = {"true": True, "false": False}
-_YAML11_BOOL = {"yes", "no", "on", "off", "y", "n"}
+_YAML11_BOOL = {"yes", "no", "on", "off"}
 _SUSPECT = [
     (re.compile(r"[-+]?0[0-9]+"), "a leading zero (YAML 1.1 reads it as octal)"),
     (re.compile(r"[-+]?0[xXoObB][0-9a-fA-F_]+"), "a base prefix"),
@@ -77,7 +77,10 @@ def load_file(path: str | Path, display: str | None = None) -> Document:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise _error(Code.YAML_SYNTAX, "", f"not UTF-8 (byte {exc.start})", Location(name))
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise _error(Code.YAML_SYNTAX, "", f"not UTF-8: byte 0x{raw[exc.start]:02x} cannot start or continue a character",
+                     Location(name, line, col))
     return load_text(text, name)
 
 
@@ -92,6 +95,9 @@ def load_text(text: str, file: str = "<string>") -> Document:
         raise _error(Code.YAML_SYNTAX, "", f"{exc.problem or exc.context}", loc)
     except yaml.YAMLError as exc:
         raise _error(Code.YAML_SYNTAX, "", str(exc).splitlines()[0], Location(file))
+    except _ExplicitTag as exc:
+        loc = Location(file, exc.mark.line + 1, exc.mark.column + 1)
+        raise _error(Code.YAML_TAG, "", f"explicit tag {exc.tag!r} is not allowed", loc)
     except RecursionError:
         raise _error(Code.YAML_TOO_DEEP, "", f"nesting is deeper than {MAX_DEPTH} levels", Location(file))
     if not nodes:
@@ -104,8 +110,24 @@ def load_text(text: str, file: str = "<string>") -> Document:
     return Document(data, builder.locations, text, file)
 
 
+class _ExplicitTag(Exception):
+    def __init__(self, tag: str, mark) -> None:
+        self.tag, self.mark = tag, mark
+
+
+class _StrictComposer(yaml.SafeLoader):
+    """Refuses explicit tags while composing: once a node exists, `!!str 3` and `3` look alike."""
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        tag = getattr(event, "tag", None)
+        if not isinstance(event, yaml.AliasEvent) and tag not in (None, "!"):
+            raise _ExplicitTag(tag, event.start_mark)
+        return super().compose_node(parent, index)
+
+
 def _compose_all(text: str) -> list[yaml.Node]:
-    loader = yaml.SafeLoader(text)
+    loader = _StrictComposer(text)
     try:
         nodes = []
         while loader.check_node():

