@@ -1,0 +1,738 @@
+"""Strict, header-only GGUF reader (versions 2 and 3, little-endian).
+
+This is the security gate in front of expensive work, so no number in the file is trusted: every
+length and count is bounded by the bytes that remain before it is used, nothing is allocated from
+a count, nothing recurses on file structure, and every failure is one `CharterError` carrying a
+`CONTAINER_*` diagnostic with the byte offset of the offending field. Tensor bytes are never read.
+
+Policies decided here (later stages and contracts rely on them):
+
+* Arrays of arrays are rejected (CONTAINER_ARRAY): no shipped model uses them, and they would make
+  the size bound of an array recursive.
+* Array values stay lazy: a `GGUFArray` keeps the element type, count, offset and the serialized
+  elements exactly as stored (`raw`). Its canonical digest is `sha256(raw)`: the elements as
+  stored, for string arrays each element's u64 length followed by its bytes. Strings inside
+  arrays are still bounds-checked and UTF-8 validated during the parse.
+* `general.alignment`, if present, must be a uint32 power of two in [1, 2**30]; 2**30 (1 GiB, the
+  largest huge page) is far above any real layout and keeps padding arithmetic small. Default 32.
+* Tensor names: 1..63 bytes of UTF-8, unique. ggml's GGML_MAX_NAME is 64 including the NUL and
+  gguf.cpp rejects names with length >= 64.
+* Tensor rank 1..4; every dim in [1, 2**63-1] and their product <= 2**63-1 (ggml's ne is int64);
+  ne[0] a multiple of the type's block size; byte size <= 2**64-1.
+* The header (through the tensor infos) may not exceed `max_header_bytes` (CONTAINER_HEADER):
+  64 MiB by default, 36 times SmolLM2's 1.8 MB header with its 49k-token vocabulary and merges;
+  it bounds the work a large file can demand (a parameter, should a real model need more).
+* Not checked here, left to the layout stage that reads this model: tensor overlap, order, gaps,
+  the content of padding, trailing bytes, and whether a tensor-less file holds its padding.
+
+`read_gguf` maps the file and touches only header pages. A file truncated by another process
+while it is being read can raise SIGBUS; a concurrent writer defeats any check anyway.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from enum import IntEnum
+from typing import ClassVar
+
+import numpy as np
+
+from charter.diagnostics import CharterError, Code, Diagnostic
+from charter.formats.ggml_types import REMOVED, GGMLType, ggml_type
+
+MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+DEFAULT_ALIGNMENT = 32
+MAX_ALIGNMENT = 2**30
+MAX_NAME_BYTES = 63
+MAX_DIMS = 4
+MAX_HEADER_BYTES = 64 * 2**20
+U64_MAX = 2**64 - 1
+I64_MAX = 2**63 - 1
+
+
+class GGUFValueType(IntEnum):
+    UINT8 = 0
+    INT8 = 1
+    UINT16 = 2
+    INT16 = 3
+    UINT32 = 4
+    INT32 = 5
+    FLOAT32 = 6
+    BOOL = 7
+    STRING = 8
+    ARRAY = 9
+    UINT64 = 10
+    INT64 = 11
+    FLOAT64 = 12
+
+
+_T = GGUFValueType
+_SCALARS: dict[GGUFValueType, struct.Struct] = {
+    _T.UINT8: struct.Struct("<B"),
+    _T.INT8: struct.Struct("<b"),
+    _T.UINT16: struct.Struct("<H"),
+    _T.INT16: struct.Struct("<h"),
+    _T.UINT32: struct.Struct("<I"),
+    _T.INT32: struct.Struct("<i"),
+    _T.FLOAT32: struct.Struct("<f"),
+    _T.BOOL: struct.Struct("<B"),
+    _T.UINT64: struct.Struct("<Q"),
+    _T.INT64: struct.Struct("<q"),
+    _T.FLOAT64: struct.Struct("<d"),
+}
+_U32 = _SCALARS[_T.UINT32]
+_U64 = _SCALARS[_T.UINT64]
+_MIN_ELEM = {t: s.size for t, s in _SCALARS.items()} | {_T.STRING: 8}
+_MIN_KV = 8 + 1 + 4 + 1  # key length + 1-byte key + type tag + smallest value
+_MIN_TENSOR_INFO = (
+    8 + 1 + 4 + 8 + 4 + 8
+)  # name length + 1-byte name + n_dims + 1 dim + type + offset
+
+
+def _fail(code: Code, field: str, message: str, offset: int, expected=None, actual=None):
+    expected = None if expected is None else str(expected)
+    actual = None if actual is None else str(actual)
+    raise CharterError([Diagnostic(code, field, message, expected, actual, offset=offset)])
+
+
+@dataclass(frozen=True)
+class GGUFArray:
+    """An array value kept as its serialized elements: cheap to hold and hash, decoded on demand."""
+
+    elem_type: GGUFValueType
+    count: int
+    offset: int  # the element-type tag; the u64 count follows at +4, the elements at +12
+    raw: bytes = field(repr=False)
+
+    @property
+    def count_offset(self) -> int:
+        return self.offset + 4
+
+    @property
+    def data_offset(self) -> int:
+        return self.offset + 12
+
+    def __len__(self) -> int:
+        return self.count
+
+    def sha256(self) -> str:
+        """The canonical digest of a GGUF array: sha256 of its elements exactly as stored."""
+        return hashlib.sha256(self.raw).hexdigest()
+
+    def items(self) -> list:
+        """Decode the elements (validated at parse time, so this cannot fail on parsed arrays)."""
+        raw, t = self.raw, self.elem_type
+        if t is _T.STRING:
+            out, pos = [], 0
+            for _ in range(self.count):
+                (n,) = _U64.unpack_from(raw, pos)
+                out.append(str(raw[pos + 8 : pos + 8 + n], "utf-8"))
+                pos += 8 + n
+            return out
+        values = list(struct.unpack(f"<{self.count}{_SCALARS[t].format[1:]}", raw))
+        return [v != 0 for v in values] if t is _T.BOOL else values
+
+    @classmethod
+    def from_items(cls, elem_type: GGUFValueType, items: list, offset: int = 0) -> GGUFArray:
+        """Build an array value from Python items (for writers and mutation tools)."""
+        elem_type = GGUFValueType(elem_type)
+        if elem_type is _T.ARRAY:
+            raise ValueError("arrays of arrays are not supported")
+        raw = b"".join(_encode_scalar(elem_type, v) for v in items)
+        return cls(elem_type, len(items), offset, raw)
+
+
+@dataclass(frozen=True)
+class KV:
+    """One metadata pair; offsets point into the file so a tool can patch one field in place."""
+
+    key: str
+    type: GGUFValueType
+    value: int | float | bool | str | GGUFArray
+    offset: int  # start of the pair: the key's u64 length
+    value_offset: int  # first byte of the value (string: its u64 length; array: its element tag)
+    end: int  # first byte after the pair
+
+    @property
+    def type_offset(self) -> int:
+        return self.value_offset - 4
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One tensor info record; `dims` as stored (ne[0], the row width, first)."""
+
+    name: str
+    dims: tuple[int, ...]
+    ggml_type: GGMLType
+    offset: int  # relative to the data section, as stored
+    nbytes: int
+    info_offset: int  # start of the record: the name's u64 length
+    data_start: int  # absolute offset of the data section (the header's data_offset)
+
+    @property
+    def n_dims_offset(self) -> int:
+        return self.info_offset + 8 + len(self.name.encode("utf-8"))
+
+    @property
+    def dims_offset(self) -> int:
+        return self.n_dims_offset + 4
+
+    @property
+    def type_offset(self) -> int:
+        return self.dims_offset + 8 * len(self.dims)
+
+    @property
+    def offset_offset(self) -> int:
+        return self.type_offset + 4
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def start(self) -> int:
+        return self.data_start + self.offset
+
+    @property
+    def end(self) -> int:
+        return self.start + self.nbytes
+
+
+@dataclass(frozen=True)
+class GGUFHeader:
+    """Everything before the data section, with the byte offset of every field."""
+
+    version: int
+    tensor_count: int
+    kv_count: int
+    alignment: int
+    kvs: dict[str, KV]  # file order
+    tensors: list[TensorInfo]  # file order
+    tensor_infos_offset: int  # end of the kv pairs
+    header_end: int  # end of the tensor infos
+    data_offset: int  # align_up(header_end, alignment)
+    file_size: int
+
+    MAGIC_OFFSET: ClassVar[int] = 0
+    VERSION_OFFSET: ClassVar[int] = 4
+    TENSOR_COUNT_OFFSET: ClassVar[int] = 8
+    KV_COUNT_OFFSET: ClassVar[int] = 16
+    KVS_OFFSET: ClassVar[int] = 24
+
+    def value(self, key: str, default=None):
+        kv = self.kvs.get(key)
+        return default if kv is None else kv.value
+
+
+class _Cursor:
+    """Bounds-checked reads: `end` is the first byte we may not read, whatever the reason."""
+
+    __slots__ = ("buf", "pos", "file_size", "cap", "end")
+
+    def __init__(self, buf, file_size: int, cap: int):
+        self.buf, self.pos, self.file_size, self.cap = buf, 0, file_size, cap
+        self.end = min(len(buf), file_size, cap)
+
+    def short(self, n: int, field: str, what: str, code: Code = Code.CONTAINER_TRUNCATED):
+        """Raise for a read of `n` bytes at `pos` that does not fit; `code` if the file is short."""
+        need, pos = self.pos + n, self.pos
+        if need > self.file_size:
+            left = max(self.file_size - pos, 0)
+            _fail(
+                code,
+                field,
+                f"{what} needs {n} bytes at offset {pos}, only {left} remain",
+                pos,
+                f"<= {left} bytes",
+                f"{n} bytes",
+            )
+        if need > self.cap:
+            _fail(
+                Code.CONTAINER_HEADER,
+                field,
+                f"{what} would extend the header past the {self.cap}-byte limit",
+                pos,
+                f"header <= {self.cap} bytes",
+                f"ends at {need}",
+            )
+        _fail(
+            Code.CONTAINER_TRUNCATED,
+            field,
+            f"{what} lies past the {len(self.buf)} bytes of the file that were provided",
+            pos,
+        )
+
+    def take(self, n: int, field: str, what: str) -> int:
+        start = self.pos
+        if start + n > self.end:
+            self.short(n, field, what)
+        self.pos = start + n
+        return start
+
+    def u32(self, field: str, what: str) -> int:
+        return _U32.unpack_from(self.buf, self.take(4, field, what))[0]
+
+    def u64(self, field: str, what: str) -> int:
+        return _U64.unpack_from(self.buf, self.take(8, field, what))[0]
+
+    def string(self, field: str, what: str, code: Code) -> tuple[str, int]:
+        """A gguf string; `code` for bad UTF-8. Returns (text, byte length)."""
+        n = self.u64(field, f"{what} length")
+        start = self.take(n, field, what)
+        data = self.buf[start : start + n]
+        try:
+            return str(data, "utf-8"), n
+        except UnicodeDecodeError as e:
+            _fail(code, field, f"{what} is not valid UTF-8 ({e.reason})", start + e.start)
+
+
+def read_gguf(path: str | os.PathLike, *, max_header_bytes: int = MAX_HEADER_BYTES) -> GGUFHeader:
+    """Parse the header of the GGUF file at `path`, touching only the header's pages."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            if size == 0:
+                return parse_gguf(b"", 0, max_header_bytes=max_header_bytes)
+            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except OSError as e:
+        _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot read {os.fspath(path)!r}: {e}", 0)
+    except ValueError as e:  # mmap of a non-regular file
+        _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot map {os.fspath(path)!r}: {e}", 0)
+    try:
+        return parse_gguf(mm, size, max_header_bytes=max_header_bytes)
+    finally:
+        with contextlib.suppress(BufferError):  # a live traceback holds a view; freed later
+            mm.close()
+
+
+def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES) -> GGUFHeader:
+    """Parse the GGUF header held in `buf` (bytes-like) of a file of `file_size` bytes."""
+    cur = _Cursor(buf, max(int(file_size), 0), max_header_bytes)
+    _read_magic(cur)
+    version = _read_version(cur)
+    tensor_count = cur.u64("header.tensor_count", "tensor count")
+    kv_count = cur.u64("header.kv_count", "kv count")
+    left = cur.file_size - cur.pos
+    if tensor_count * _MIN_TENSOR_INFO > left:
+        _fail(
+            Code.CONTAINER_COUNT,
+            "header.tensor_count",
+            f"{tensor_count} tensor infos cannot fit in the {left} bytes that remain "
+            f"(each takes at least {_MIN_TENSOR_INFO})",
+            8,
+            f"<= {left // _MIN_TENSOR_INFO}",
+            tensor_count,
+        )
+    left -= tensor_count * _MIN_TENSOR_INFO
+    if kv_count * _MIN_KV > left:
+        _fail(
+            Code.CONTAINER_COUNT,
+            "header.kv_count",
+            f"{kv_count} kv pairs cannot fit in the {left} bytes left after the tensor infos "
+            f"(each takes at least {_MIN_KV})",
+            16,
+            f"<= {left // _MIN_KV}",
+            kv_count,
+        )
+    kvs = _read_kvs(cur, kv_count)
+    alignment = _alignment(kvs)
+    infos_offset = cur.pos
+    raw_infos = _read_tensor_infos(cur, tensor_count)
+    header_end = cur.pos
+    data_offset = -(-header_end // alignment) * alignment
+    tensors = [_finish_tensor(cur.file_size, alignment, data_offset, *r) for r in raw_infos]
+    return GGUFHeader(
+        version,
+        tensor_count,
+        kv_count,
+        alignment,
+        kvs,
+        tensors,
+        infos_offset,
+        header_end,
+        data_offset,
+        cur.file_size,
+    )
+
+
+def _read_magic(cur: _Cursor) -> None:
+    head = bytes(cur.buf[: min(4, cur.end)])
+    if head == MAGIC:
+        cur.pos = 4
+        return
+    if len(head) < 4 and MAGIC.startswith(head):
+        cur.short(4, "header.magic", "magic")
+    _fail(Code.CONTAINER_MAGIC, "header.magic", "not a GGUF file", 0, MAGIC.hex(), head.hex())
+
+
+def _read_version(cur: _Cursor) -> int:
+    version = cur.u32("header.version", "version")
+    if version in SUPPORTED_VERSIONS:
+        return version
+    swapped = int.from_bytes(version.to_bytes(4, "little"), "big")
+    if version & 0xFFFF == 0 and swapped in (1, 2, 3):
+        _fail(
+            Code.CONTAINER_VERSION,
+            "header.version",
+            f"version {version:#010x} is version {swapped} byte-swapped: big-endian GGUF is "
+            "not supported",
+            4,
+            "2 or 3 (little-endian)",
+            f"{version:#010x}",
+        )
+    _fail(
+        Code.CONTAINER_VERSION,
+        "header.version",
+        f"unsupported GGUF version {version}",
+        4,
+        "2 or 3",
+        version,
+    )
+
+
+def _read_kvs(cur: _Cursor, kv_count: int) -> dict[str, KV]:
+    kvs: dict[str, KV] = {}
+    for i in range(kv_count):
+        start = cur.pos
+        key, n = cur.string(f"kv[{i}].key", "key", Code.CONTAINER_KEY)
+        if n == 0:
+            _fail(Code.CONTAINER_KEY, f"kv[{i}].key", "empty key", start)
+        if key in kvs:
+            _fail(
+                Code.CONTAINER_DUPLICATE_KEY,
+                f"kv[{i}].key",
+                f"key {key!r} already defined at offset {kvs[key].offset}",
+                start,
+            )
+        field = f"metadata.{key}"
+        type_at = cur.pos
+        vtype = _value_type(cur.u32(field, "value type"), field, type_at)
+        value_at = cur.pos
+        array = vtype is _T.ARRAY
+        value = _read_array(cur, field) if array else _read_scalar(cur, vtype, field)
+        kvs[key] = KV(key, vtype, value, start, value_at, cur.pos)
+    return kvs
+
+
+def _value_type(tag: int, field: str, offset: int) -> GGUFValueType:
+    try:
+        return GGUFValueType(tag)
+    except ValueError:
+        _fail(Code.CONTAINER_VALUE_TYPE, field, f"unknown value type {tag}", offset, "0..12", tag)
+
+
+def _read_scalar(cur: _Cursor, vtype: GGUFValueType, field: str):
+    if vtype is _T.STRING:
+        return cur.string(field, "string value", Code.CONTAINER_STRING)[0]
+    s = _SCALARS[vtype]
+    at = cur.take(s.size, field, f"{vtype.name.lower()} value")
+    (value,) = s.unpack_from(cur.buf, at)
+    if vtype is _T.BOOL:
+        if value > 1:
+            _fail(
+                Code.CONTAINER_BOOL,
+                field,
+                f"bool byte must be 0 or 1, got {value}",
+                at,
+                "0 or 1",
+                value,
+            )
+        return value == 1
+    return value
+
+
+def _read_array(cur: _Cursor, field: str) -> GGUFArray:
+    at = cur.pos
+    etype = _value_type(cur.u32(field, "array element type"), field, at)
+    if etype is _T.ARRAY:
+        _fail(
+            Code.CONTAINER_ARRAY,
+            field,
+            "arrays of arrays are not supported",
+            at,
+            "a scalar or string element type",
+            "array",
+        )
+    count = cur.u64(field, "array count")
+    size = _MIN_ELEM[etype]
+    if count * size > cur.end - cur.pos:
+        cur.short(
+            count * size,
+            field,
+            f"{count} {etype.name.lower()} elements (at least {size} bytes each)",
+            Code.CONTAINER_COUNT,
+        )
+    start = cur.pos
+    if etype is _T.STRING:
+        stop, prefixes = _walk_strings(cur, start, count, field)
+    else:
+        stop = start + count * size
+    raw = bytes(cur.buf[start:stop])
+    cur.pos = stop
+    if etype is _T.STRING and not raw.isascii():
+        _check_utf8(raw, start, prefixes, field)
+    if etype is _T.BOOL:
+        bad = raw.translate(None, b"\x00\x01")
+        if bad:
+            j = next(k for k, b in enumerate(raw) if b > 1)
+            _fail(
+                Code.CONTAINER_BOOL,
+                f"{field}[{j}]",
+                f"bool byte must be 0 or 1, got {raw[j]}",
+                start + j,
+                "0 or 1",
+                raw[j],
+            )
+    return GGUFArray(etype, count, at, raw)
+
+
+def _walk_strings(cur: _Cursor, start: int, count: int, field: str) -> tuple[int, list[int]]:
+    """Bounds-check `count` length-prefixed strings at `start`: (end, offset of each length)."""
+    buf, end, unpack = cur.buf, cur.end, _U64.unpack_from
+    last = end - 8
+    prefixes: list[int] = []
+    note = prefixes.append
+    p = start
+    for _ in range(count):
+        if p > last:
+            break
+        note(p)
+        p += 8 + unpack(buf, p)[0]
+    if len(prefixes) < count or p > end:
+        _string_overrun(cur, start, count, field)
+    return p, prefixes
+
+
+def _string_overrun(cur: _Cursor, start: int, count: int, field: str) -> None:
+    """Slow path: walk again, one checked read at a time, to name the element that overruns."""
+    cur.pos = start
+    for j in range(count):
+        n = cur.u64(f"{field}[{j}]", "string element length")
+        cur.take(n, f"{field}[{j}]", "string element")
+    _fail(Code.CONTAINER_TRUNCATED, field, "string elements overrun the header", start)
+
+
+def _check_utf8(raw: bytes, base: int, prefixes: list[int], field: str) -> None:
+    """Validate every element at once: zeroing the length prefixes puts an ASCII NUL between
+    elements, so a sequence can neither be completed nor continued across an element boundary
+    and the whole region decodes iff every element does."""
+    masked = np.frombuffer(raw, dtype=np.uint8).copy()
+    rel = np.fromiter(prefixes, dtype=np.int64, count=len(prefixes)) - base
+    for k in range(8):
+        masked[rel + k] = 0
+    try:
+        str(masked.data, "utf-8")
+    except UnicodeDecodeError as e:
+        j = int(np.searchsorted(rel, e.start, side="right")) - 1
+        _fail(
+            Code.CONTAINER_STRING,
+            f"{field}[{j}]",
+            f"string element is not valid UTF-8 ({e.reason})",
+            base + e.start,
+        )
+
+
+def _alignment(kvs: dict[str, KV]) -> int:
+    kv = kvs.get("general.alignment")
+    if kv is None:
+        return DEFAULT_ALIGNMENT
+    field = "metadata.general.alignment"
+    if kv.type is not _T.UINT32:
+        _fail(
+            Code.CONTAINER_ALIGNMENT,
+            field,
+            f"alignment must be a uint32, got {kv.type.name}",
+            kv.type_offset,
+            "uint32",
+            kv.type.name.lower(),
+        )
+    a = kv.value
+    if a == 0 or a & (a - 1) or a > MAX_ALIGNMENT:
+        _fail(
+            Code.CONTAINER_ALIGNMENT,
+            field,
+            f"alignment must be a power of two in [1, {MAX_ALIGNMENT}], got {a}",
+            kv.value_offset,
+            f"power of two <= {MAX_ALIGNMENT}",
+            a,
+        )
+    return a
+
+
+def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
+    """Read and check each record's own fields; offsets wait until the data start is known."""
+    seen: dict[str, int] = {}
+    out = []
+    for i in range(tensor_count):
+        start = cur.pos
+        name, n = cur.string(f"tensors[{i}].name", "tensor name", Code.CONTAINER_TENSOR_NAME)
+        if not 0 < n <= MAX_NAME_BYTES:
+            _fail(
+                Code.CONTAINER_TENSOR_NAME,
+                f"tensors[{i}].name",
+                f"tensor name must be 1..{MAX_NAME_BYTES} bytes, got {n}",
+                start,
+                f"1..{MAX_NAME_BYTES} bytes",
+                n,
+            )
+        if name in seen:
+            _fail(
+                Code.CONTAINER_TENSOR_NAME,
+                f"tensors[{i}].name",
+                f"duplicate tensor name {name!r} (first at offset {seen[name]})",
+                start,
+            )
+        seen[name] = start
+        field = f"tensors.{name}"
+        rank_at = cur.pos
+        n_dims = cur.u32(f"{field}.n_dims", "n_dims")
+        if not 1 <= n_dims <= MAX_DIMS:
+            _fail(
+                Code.CONTAINER_TENSOR_RANK,
+                f"{field}.n_dims",
+                f"rank must be 1..{MAX_DIMS}, got {n_dims}",
+                rank_at,
+                f"1..{MAX_DIMS}",
+                n_dims,
+            )
+        dims = []
+        n_elements = 1
+        for k in range(n_dims):
+            at = cur.pos
+            d = cur.u64(f"{field}.dims", f"dim {k}")
+            if not 1 <= d <= I64_MAX:
+                _fail(
+                    Code.CONTAINER_TENSOR_DIM,
+                    f"{field}.dims",
+                    f"dim {k} must be in [1, 2**63-1], got {d}",
+                    at,
+                    "1..2**63-1",
+                    d,
+                )
+            dims.append(d)
+            n_elements *= d
+            if n_elements > I64_MAX:
+                _fail(
+                    Code.CONTAINER_OVERFLOW,
+                    f"{field}.dims",
+                    f"element count of dims {dims} exceeds 2**63-1",
+                    at,
+                    "<= 2**63-1",
+                    n_elements,
+                )
+        type_at = cur.pos
+        type_id = cur.u32(f"{field}.type", "ggml type")
+        gtype = _tensor_type(type_id, f"{field}.type", type_at)
+        if dims[0] % gtype.block_size:
+            _fail(
+                Code.CONTAINER_TENSOR_BLOCK,
+                f"{field}.dims",
+                f"ne[0]={dims[0]} is not a multiple of {gtype.name}'s block size "
+                f"{gtype.block_size}",
+                rank_at + 4,
+                f"multiple of {gtype.block_size}",
+                dims[0],
+            )
+        nbytes = gtype.nbytes(n_elements)
+        if nbytes > U64_MAX:
+            _fail(
+                Code.CONTAINER_OVERFLOW,
+                f"{field}.dims",
+                f"byte size {nbytes} exceeds 2**64-1",
+                rank_at + 4,
+                "<= 2**64-1",
+                nbytes,
+            )
+        off_at = cur.pos
+        offset = cur.u64(f"{field}.offset", "data offset")
+        out.append((name, tuple(dims), gtype, offset, nbytes, start, off_at))
+    return out
+
+
+def _tensor_type(type_id: int, field: str, at: int) -> GGMLType:
+    gtype = ggml_type(type_id)
+    if gtype is not None:
+        return gtype
+    why = (
+        f"removed ggml type {type_id} ({REMOVED[type_id]})"
+        if type_id in REMOVED
+        else (f"unknown ggml type {type_id}")
+    )
+    _fail(Code.CONTAINER_TENSOR_TYPE, field, why, at, "a known ggml type", type_id)
+
+
+def _finish_tensor(
+    file_size, alignment, data_start, name, dims, gtype, offset, nbytes, start, off_at
+) -> TensorInfo:
+    field = f"tensors.{name}.offset"
+    if offset % alignment:
+        _fail(
+            Code.CONTAINER_OFFSET,
+            field,
+            f"offset {offset} is not a multiple of the alignment {alignment}",
+            off_at,
+            f"multiple of {alignment}",
+            offset,
+        )
+    end = data_start + offset + nbytes
+    if end > file_size:
+        _fail(
+            Code.CONTAINER_EXTENT,
+            field,
+            f"data [{data_start + offset}, {end}) ends past the end of the file ({file_size})",
+            off_at,
+            f"end <= {file_size}",
+            end,
+        )
+    return TensorInfo(name, dims, gtype, offset, nbytes, start, data_start)
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def _encode_string(s: str) -> bytes:
+    b = s.encode("utf-8")
+    return _U64.pack(len(b)) + b
+
+
+def _encode_scalar(vtype: GGUFValueType, value) -> bytes:
+    if vtype is _T.STRING:
+        return _encode_string(value)
+    if vtype is _T.BOOL:
+        return b"\x01" if value else b"\x00"
+    return _SCALARS[vtype].pack(value)
+
+
+def serialize_gguf_header(header: GGUFHeader) -> bytes:
+    """Write the header back: fields as held (counts included, so a mutation can make them lie),
+    arrays from their raw bytes, then zero padding up to the next multiple of `alignment`.
+    Round-trips byte for byte with any parsed file whose padding is zero."""
+    out = [
+        MAGIC,
+        _U32.pack(header.version),
+        _U64.pack(header.tensor_count),
+        _U64.pack(header.kv_count),
+    ]
+    for kv in header.kvs.values():
+        out += [_encode_string(kv.key), _U32.pack(kv.type)]
+        if isinstance(kv.value, GGUFArray):
+            a = kv.value
+            out += [_U32.pack(a.elem_type), _U64.pack(a.count), a.raw]
+        else:
+            out.append(_encode_scalar(kv.type, kv.value))
+    for t in header.tensors:
+        out += [_encode_string(t.name), _U32.pack(len(t.dims))]
+        out += [_U64.pack(d) for d in t.dims]
+        out += [_U32.pack(t.ggml_type.id), _U64.pack(t.offset)]
+    blob = b"".join(out)
+    return blob + bytes(-len(blob) % header.alignment)

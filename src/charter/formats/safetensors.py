@@ -1,0 +1,487 @@
+"""Strict, header-only safetensors reader.
+
+Layout: u64 little-endian header length N, N bytes of UTF-8 JSON, then the data section. The
+reader never trusts a size: N is capped at 100,000,000 bytes like the Rust crate and must fit in
+the file before a byte of JSON is read; tensor bytes are never read.
+
+Policies decided here:
+
+* Stricter than the crate: duplicate keys are rejected at every level (the crate keeps one
+  silently), tensor entries must have exactly `dtype`, `shape`, `data_offsets` (the crate ignores
+  extras), strings may not hold lone surrogates, and NaN/Infinity literals are rejected.
+* `__metadata__` is optional and must be a str -> str map; an entry of that name is always
+  metadata, never a tensor.
+* Dtypes are those of the safetensors 0.8 crate, with their bit widths; a sub-byte tensor (F4,
+  F6_*) must fill a whole number of bytes, as the crate requires.
+* Element counts and bit sizes are folded in order and must stay <= 2**64-1, as the crate's
+  checked usize arithmetic does (so [2**40, 2**40, 0] is an overflow, not an empty tensor).
+* Extents, sorted by (begin, end), must tile the data section: start at 0, no gap, no overlap,
+  end exactly at the end of the file (all CONTAINER_EXTENT; the message says which).
+* A header length that is not a multiple of 8 is accepted, as the crate does; the spec's writers
+  pad with spaces to 8, and `header_len_aligned` records it so a contract can demand it.
+* JSON nesting depth is bounded by the stdlib decoder's recursion guard (reported as
+  CONTAINER_JSON); this module itself only walks two fixed levels.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import reprlib
+import struct
+from dataclasses import dataclass
+from json.decoder import scanstring
+
+from charter.diagnostics import CharterError, Code, Diagnostic
+
+MAX_HEADER_BYTES = 100_000_000
+U64_MAX = 2**64 - 1
+TENSOR_KEYS = ("dtype", "shape", "data_offsets")
+
+# safetensors 0.8 `Dtype` -> bits per element (`Dtype::bitsize`).
+DTYPE_BITS: dict[str, int] = {
+    "BOOL": 8,
+    "F4": 4,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "F8_E4M3FNUZ": 8,
+    "F8_E5M2FNUZ": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "C64": 64,
+    "F64": 64,
+    "I64": 64,
+    "U64": 64,
+}
+
+_WS = re.compile(r"[ \t\n\r]*")
+_REPR = reprlib.Repr()  # keeps values quoted from the file short in messages
+_REPR.maxlist, _REPR.maxstring, _REPR.maxother = 4, 40, 40
+
+
+def _fail(code: Code, field: str, message: str, offset: int, expected=None, actual=None):
+    expected = None if expected is None else str(expected)
+    actual = None if actual is None else str(actual)
+    raise CharterError([Diagnostic(code, field, message, expected, actual, offset=offset)])
+
+
+@dataclass(frozen=True)
+class SafetensorsTensor:
+    """One tensor entry; `begin`/`end` are relative to the data section, as stored."""
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    begin: int
+    end: int
+
+    @property
+    def nbytes(self) -> int:
+        return self.end - self.begin
+
+    @property
+    def n_elements(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class SafetensorsHeader:
+    header_len: int
+    metadata: dict[str, str] | None
+    tensors: list[SafetensorsTensor]  # JSON order
+    data_offset: int  # 8 + header_len
+    file_size: int
+    header_len_aligned: bool  # header_len % 8 == 0, as the spec's writers pad it
+
+
+class _Dup(Exception):
+    def __init__(self, key: str):
+        self.key = key
+
+
+def _no_dupes(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        for k, _ in pairs:
+            if k in seen:
+                raise _Dup(k)
+            seen.add(k)
+    return d
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(object_pairs_hook=_no_dupes, parse_constant=_no_constant)
+
+
+class _Json:
+    """Walks the two object levels safetensors defines, keeping where each value starts."""
+
+    def __init__(self, text: str, raw: bytes):
+        self.text, self.raw = text, raw
+        self.ascii = raw.isascii()
+
+    def offset(self, i: int) -> int:
+        """File offset of character `i` of the header text."""
+        return 8 + (i if self.ascii else len(self.text[:i].encode("utf-8")))
+
+    def bad(
+        self, i: int, message: str, field="header", code=Code.CONTAINER_JSON, **expected_actual
+    ):
+        _fail(code, field, message, self.offset(min(i, len(self.text))), **expected_actual)
+
+    def ws(self, i: int) -> int:
+        return _WS.match(self.text, i).end()
+
+    def value(self, i: int, field: str):
+        try:
+            return _DECODER.raw_decode(self.text, i)
+        except _Dup as e:
+            self.bad(i, f"duplicate key {e.key!r}", field, Code.CONTAINER_DUPLICATE_KEY)
+        except json.JSONDecodeError as e:
+            self.bad(e.pos, f"invalid JSON: {e.msg}")
+        except RecursionError:
+            self.bad(i, "JSON nested too deeply")
+        except ValueError as e:  # NaN/Infinity, integers past the int-string limit
+            self.bad(i, f"invalid JSON value: {e}")
+
+    def object(self, i: int, field: str) -> tuple[list[tuple[str, int, object, int]], int]:
+        """Parse the object at `i` one level deep: [(key, key_at, value, value_at)], end."""
+        text, pairs, seen = self.text, [], set()
+        if i >= len(text) or text[i] != "{":
+            self.bad(i, "expected a JSON object")
+        i = self.ws(i + 1)
+        if i < len(text) and text[i] == "}":
+            return pairs, i + 1
+        while True:
+            if i >= len(text) or text[i] != '"':
+                self.bad(i, "expected a string key")
+            try:
+                key, j = scanstring(text, i + 1, True)
+            except json.JSONDecodeError as e:
+                self.bad(e.pos, f"invalid JSON: {e.msg}")
+            self.check_str(key, i, field)
+            if key in seen:
+                self.bad(
+                    i, f"duplicate key {key!r}", _join(field, key), Code.CONTAINER_DUPLICATE_KEY
+                )
+            seen.add(key)
+            j = self.ws(j)
+            if j >= len(text) or text[j] != ":":
+                self.bad(j, "expected ':' after a key")
+            v_at = self.ws(j + 1)
+            value, j = self.value(v_at, _join(field, key))
+            pairs.append((key, i, value, v_at))
+            i = self.ws(j)
+            if i < len(text) and text[i] == ",":
+                i = self.ws(i + 1)
+            elif i < len(text) and text[i] == "}":
+                return pairs, i + 1
+            else:
+                self.bad(i, "expected ',' or '}'")
+
+    def check_str(self, s: str, i: int, field: str) -> None:
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            self.bad(i, "string holds a lone surrogate escape", field)
+
+
+def _join(field: str, key: str) -> str:
+    if field == "header":
+        return "metadata" if key == "__metadata__" else f"tensors.{key}"
+    return f"{field}.{key}"
+
+
+def read_safetensors(path: str | os.PathLike) -> SafetensorsHeader:
+    """Parse the header of the safetensors file at `path`, reading only the header bytes."""
+    try:
+        with open(path, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            head = f.read(8)
+            if len(head) == 8:
+                (n,) = struct.unpack("<Q", head)
+                if n <= MAX_HEADER_BYTES and 8 + n <= size:
+                    head += f.read(n)
+    except OSError as e:
+        _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot read {os.fspath(path)!r}: {e}", 0)
+    return parse_safetensors(head, size)
+
+
+def parse_safetensors(buf, file_size: int) -> SafetensorsHeader:
+    """Parse a safetensors header from `buf` (bytes-like, at least 8 + N bytes) of a file of
+    `file_size` bytes."""
+    file_size = max(int(file_size), 0)
+    avail = min(len(buf), file_size)
+    if avail < 8:
+        why = "the file" if file_size < 8 else "the provided buffer"
+        _fail(
+            Code.CONTAINER_TRUNCATED,
+            "header.length",
+            f"{why} holds {avail} bytes, the header length needs 8",
+            0,
+            ">= 8 bytes",
+            avail,
+        )
+    (n,) = struct.unpack_from("<Q", buf, 0)
+    if n > MAX_HEADER_BYTES:
+        _fail(
+            Code.CONTAINER_HEADER,
+            "header.length",
+            f"header length {n} exceeds the {MAX_HEADER_BYTES}-byte limit",
+            0,
+            f"<= {MAX_HEADER_BYTES}",
+            n,
+        )
+    if 8 + n > avail:
+        why = "file" if 8 + n > file_size else "provided buffer"
+        _fail(
+            Code.CONTAINER_TRUNCATED,
+            "header.length",
+            f"header of {n} bytes does not fit in the {why} ({avail} bytes after offset 0)",
+            0,
+            f"<= {avail - 8}",
+            n,
+        )
+    raw = bytes(buf[8 : 8 + n])
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        _fail(Code.CONTAINER_JSON, "header", f"header is not valid UTF-8 ({e.reason})", 8 + e.start)
+    js = _Json(text, raw)
+    start = js.ws(0)
+    pairs, end = js.object(start, "header")
+    if js.ws(end) != len(text):
+        js.bad(js.ws(end), "trailing characters after the header object")
+    data_offset = 8 + n
+    metadata, tensors = None, []
+    for key, _key_at, value, value_at in pairs:
+        if key == "__metadata__":
+            metadata = _metadata(js, value, value_at)
+        else:
+            tensors.append(_tensor(js, key, value, value_at, file_size - data_offset))
+    _check_tiling(js, tensors, pairs, file_size - data_offset)
+    return SafetensorsHeader(n, metadata, tensors, data_offset, file_size, n % 8 == 0)
+
+
+def _metadata(js: _Json, value, at: int) -> dict[str, str]:
+    if not isinstance(value, dict):
+        js.bad(
+            at,
+            f"__metadata__ must be a map of strings, got {type(value).__name__}",
+            "metadata",
+            Code.CONTAINER_METADATA,
+            expected="object",
+            actual=type(value).__name__,
+        )
+    pairs, _ = js.object(at, "metadata")  # positions and duplicates; cheap, metadata is small
+    for key, _key_at, v, v_at in pairs:
+        if not isinstance(v, str):
+            js.bad(
+                v_at,
+                f"metadata values must be strings, got {type(v).__name__}",
+                f"metadata.{key}",
+                Code.CONTAINER_METADATA,
+                expected="str",
+                actual=type(v).__name__,
+            )
+        js.check_str(v, v_at, f"metadata.{key}")
+    return dict(value)
+
+
+def _tensor(js: _Json, name: str, value, at: int, data_len: int) -> SafetensorsTensor:
+    field = f"tensors.{name}"
+    if not isinstance(value, dict):
+        js.bad(
+            at,
+            f"tensor entry must be an object, got {type(value).__name__}",
+            field,
+            Code.CONTAINER_HEADER,
+            expected="object",
+            actual=type(value).__name__,
+        )
+    pairs, _ = js.object(at, field)
+    where = {k: v_at for k, _, _, v_at in pairs}
+    for k, k_at, _, _ in pairs:
+        if k not in TENSOR_KEYS:
+            js.bad(
+                k_at,
+                f"unexpected key {k!r} in tensor entry",
+                f"{field}.{k}",
+                Code.CONTAINER_HEADER,
+                expected=", ".join(TENSOR_KEYS),
+                actual=k,
+            )
+    for k in TENSOR_KEYS:
+        if k not in where:
+            js.bad(
+                at,
+                f"tensor entry lacks {k!r}",
+                f"{field}.{k}",
+                Code.CONTAINER_HEADER,
+                expected=k,
+                actual="missing",
+            )
+    dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
+    if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+        js.bad(
+            where["dtype"],
+            f"unknown dtype {_REPR.repr(dtype)}",
+            f"{field}.dtype",
+            Code.CONTAINER_DTYPE,
+            expected="a safetensors dtype",
+            actual=_REPR.repr(dtype),
+        )
+    n_elements = _elements(js, shape, where["shape"], f"{field}.shape")
+    bits = n_elements * DTYPE_BITS[dtype]
+    if bits > U64_MAX:
+        js.bad(
+            where["shape"],
+            f"{n_elements} elements of {dtype} overflow a u64 bit count",
+            f"{field}.shape",
+            Code.CONTAINER_OVERFLOW,
+            expected="<= 2**64-1 bits",
+            actual=bits,
+        )
+    o_field, o_at = f"{field}.data_offsets", where["data_offsets"]
+    if not (
+        isinstance(offsets, list)
+        and len(offsets) == 2
+        and all(type(x) is int and 0 <= x <= U64_MAX for x in offsets)
+    ):
+        js.bad(
+            o_at,
+            f"data_offsets must be two integers in [0, 2**64-1], got {_REPR.repr(offsets)}",
+            o_field,
+            Code.CONTAINER_OFFSET,
+            expected="[begin, end]",
+            actual=_REPR.repr(offsets),
+        )
+    begin, end = offsets
+    if begin > end:
+        js.bad(
+            o_at,
+            f"data_offsets begin {begin} > end {end}",
+            o_field,
+            Code.CONTAINER_OFFSET,
+            expected=f"begin <= {end}",
+            actual=begin,
+        )
+    if bits % 8:
+        js.bad(
+            where["shape"],
+            f"{n_elements} elements of {dtype} are not a whole number of bytes",
+            f"{field}.shape",
+            Code.CONTAINER_EXTENT,
+            expected="a multiple of 8 bits",
+            actual=f"{bits} bits",
+        )
+    if end - begin != bits // 8:
+        _fail(
+            Code.CONTAINER_EXTENT,
+            o_field,
+            f"data_offsets span {end - begin} bytes, shape and dtype need {bits // 8}",
+            js.offset(o_at),
+            bits // 8,
+            end - begin,
+        )
+    if end > data_len:
+        _fail(
+            Code.CONTAINER_EXTENT,
+            o_field,
+            f"data [{begin}, {end}) extends past the end of the file (data section holds "
+            f"{data_len} bytes)",
+            js.offset(o_at),
+            f"end <= {data_len}",
+            end,
+        )
+    return SafetensorsTensor(name, dtype, tuple(shape), begin, end)
+
+
+def _elements(js: _Json, shape, at: int, field: str) -> int:
+    """Element count, folded left to right with the crate's u64 overflow check."""
+    if not isinstance(shape, list):
+        js.bad(
+            at,
+            f"shape must be a list, got {type(shape).__name__}",
+            field,
+            Code.CONTAINER_HEADER,
+            expected="list",
+            actual=type(shape).__name__,
+        )
+    n = 1
+    for k, d in enumerate(shape):
+        if type(d) is not int or d < 0:
+            js.bad(
+                at,
+                f"dim {k} must be a non-negative integer, got {_REPR.repr(d)}",
+                field,
+                Code.CONTAINER_TENSOR_DIM,
+                expected="integer >= 0",
+                actual=_REPR.repr(d),
+            )
+        n *= d
+        if n > U64_MAX:
+            js.bad(
+                at,
+                f"element count overflows a u64 at dim {k}",
+                field,
+                Code.CONTAINER_OVERFLOW,
+                expected="<= 2**64-1",
+                actual=n,
+            )
+    return n
+
+
+def _check_tiling(js: _Json, tensors: list[SafetensorsTensor], pairs, data_len: int) -> None:
+    """Sorted by (begin, end), extents must cover [0, data_len) exactly once."""
+    at = {key: v_at for key, _, _, v_at in pairs}
+    pos = 0
+    for t in sorted(tensors, key=lambda t: (t.begin, t.end)):
+        field, off = f"tensors.{t.name}.data_offsets", js.offset(at[t.name])
+        if t.begin > pos:
+            what = "the data section starts" if pos == 0 else "the previous tensor ends"
+            _fail(
+                Code.CONTAINER_EXTENT,
+                field,
+                f"gap: tensor begins at {t.begin} but {what} at {pos}",
+                off,
+                pos,
+                t.begin,
+            )
+        if t.begin < pos:
+            _fail(
+                Code.CONTAINER_EXTENT,
+                field,
+                f"overlap: tensor begins at {t.begin}, before the previous tensor ends at {pos}",
+                off,
+                pos,
+                t.begin,
+            )
+        pos = t.end
+    if pos != data_len:
+        _fail(
+            Code.CONTAINER_EXTENT,
+            "tensors",
+            f"trailing bytes: tensors end at {pos} but the data section holds {data_len} bytes",
+            8 + len(js.raw) + pos,
+            data_len,
+            pos,
+        )
