@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
@@ -21,7 +22,7 @@ from charter.diagnostics import CharterError, Diagnostic
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
-def _print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> None:
+def print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> None:
     stream = stream or sys.stdout
     if fmt == "json":
         print(json.dumps([d.to_json() for d in diagnostics], indent=2, sort_keys=True), file=stream)
@@ -50,7 +51,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     cs = load_set(args.paths, search_paths(args.paths, args.search))
     if cs.diagnostics:
-        _print_diagnostics(cs.diagnostics, args.format)
+        print_diagnostics(cs.diagnostics, args.format)
         if args.format == "text":
             n = len(cs.diagnostics)
             print(f"{n} error{'s' if n != 1 else ''} in contracts", file=sys.stderr)
@@ -98,13 +99,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="schemas", help="output directory (default: schemas)")
     p.set_defaults(func=cmd_schema)
 
-    for register in _EXTENSIONS:
-        register(sub)
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return parser
 
 
-# Later subcommands register themselves here (admit, generate, freeze, mutate, fixtures).
-_EXTENSIONS: list = []
+# Modules that add subcommands: each has `register(subparsers)` and keeps its imports lazy.
+COMMAND_MODULES = (
+    "charter.admission.commands",
+    "charter.codegen.commands",
+    "charter.provenance.commands",
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except CharterError as exc:
-        _print_diagnostics(exc.diagnostics, getattr(args, "format", "text"))
+        print_diagnostics(exc.diagnostics, getattr(args, "format", "text"))
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("charter: interrupted", file=sys.stderr)

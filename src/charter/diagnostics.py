@@ -177,6 +177,17 @@ class Location:
     line: int = 0
     col: int = 0
 
+    @classmethod
+    def parse(cls, text: str) -> "Location":
+        """Inverse of str(): `file:line:col`, `file:line` or `file`."""
+        parts = text.rsplit(":", 2)
+        if len(parts) == 3 and parts[1].isdigit() and parts[2].isdigit():
+            return cls(parts[0], int(parts[1]), int(parts[2]))
+        parts = text.rsplit(":", 1)
+        if len(parts) == 2 and parts[1].isdigit():
+            return cls(parts[0], int(parts[1]))
+        return cls(text)
+
     def __str__(self) -> str:
         if self.line <= 0:
             return self.file

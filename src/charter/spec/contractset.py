@@ -39,11 +39,17 @@ class ContractSet:
 
 
 def display_path(path: Path) -> str:
-    """Paths in diagnostics are relative to the working directory when they can be."""
+    """How a spec is named in diagnostics and generated code: relative to the project root (the
+    parent of the enclosing `specs/` directory), so the name does not depend on where charter runs;
+    outside a `specs/` tree, relative to the working directory."""
+    resolved = Path(path).resolve()
+    for parent in resolved.parents:
+        if parent.name == "specs":
+            return resolved.relative_to(parent.parent).as_posix()
     try:
-        return os.path.relpath(path)
+        return Path(os.path.relpath(resolved)).as_posix()
     except ValueError:
-        return str(path)
+        return resolved.as_posix()
 
 
 def discover(paths: list[str | Path]) -> list[Path]:

@@ -55,6 +55,18 @@ class TensorCheck:
 
 
 @dataclass(frozen=True)
+class TensorRow:
+    """A tensor fact as the contract states it: a name template and its repeat counts."""
+
+    template: str
+    repeat: tuple[tuple[str, int], ...]
+    role: str
+    shape: tuple[int, ...]
+    codec: str
+    location: Location
+
+
+@dataclass(frozen=True)
 class CodecCheck:
     name: str
     block: int
@@ -113,6 +125,7 @@ class ArtifactPlan:
     forbidden: tuple[tuple[str, Location], ...]
     tokenizer: TokenizerPlan | None
     tensors: tuple[TensorCheck, ...]
+    tensor_rows: tuple[TensorRow, ...]
     codecs: tuple[CodecCheck, ...]
     layout: dict[str, object]
     layout_locations: dict[str, Location]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import struct
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.spec import expr
@@ -21,6 +22,7 @@ from charter.spec.plan import (
     ModelPlan,
     SpecialIdCheck,
     TensorCheck,
+    TensorRow,
     TokenizerPlan,
 )
 from charter.spec.yamlload import dotted
@@ -176,7 +178,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         c.error(Code.SPEC_INVALID, ("container", "header_aligned"), "header_aligned applies to safetensors only")
     if a.format == "safetensors" and (version is not None or alignment is not None):
         c.error(Code.SPEC_INVALID, ("container",), "version and alignment apply to GGUF only")
-    tensors = _expand_tensors(c, a, env)
+    tensors, tensor_rows = _expand_tensors(c, a, env)
     codecs = tuple(
         CodecCheck(name, _int(c, f.block, env, ("codecs", name, "block"), "uint32") or 0,
                    _int(c, f.bytes, env, ("codecs", name, "bytes"), "uint32") or 0, c.at("codecs", name))
@@ -203,7 +205,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         identity=identity, metadata=metadata + tok_checks,
         extra_keys=a.metadata.extra_keys, extra_keys_location=c.at("metadata", "extra_keys"),
         forbidden=tuple((k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
-        tokenizer=tokenizer, tensors=tensors, codecs=codecs,
+        tokenizer=tokenizer, tensors=tensors, tensor_rows=tensor_rows, codecs=codecs,
         layout=layout, layout_locations={k: c.at("layout", k) for k in layout},
         exclusions=exclusions,
         payload_file_sha256=payload.file_sha256 if payload else None,
@@ -219,6 +221,10 @@ def _meta(c: _Collector, key: str, fact: MetaFact, env: dict, path: tuple, stage
     value = fact.value
     if fact.type not in ("string", "bool", "array") and value is not None:
         value = c.attempt(_value, c, value, env, path + ("value",), fact.type)
+        if fact.type == "float32" and value is not None:
+            value = struct.unpack("<f", struct.pack("<f", value))[0]  # the value the file can hold
+        elif fact.type == "float64" and value is not None:
+            value = float(value)
     length = None
     if fact.length is not None:
         length = _int(c, fact.length, env, path + ("length",), "uint64")
@@ -268,8 +274,9 @@ def _tokenizer_plan(c: _Collector, a: ArtifactContract, model: ModelPlan) -> Tok
     )
 
 
-def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[TensorCheck, ...]:
+def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[tuple[TensorCheck, ...], tuple[TensorRow, ...]]:
     out: list[TensorCheck] = []
+    rows: list[TensorRow] = []
     seen: dict[str, Location] = {}
     for i, t in enumerate(a.tensors):
         path = ("tensors", i)
@@ -293,13 +300,14 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[Tens
             c.error(Code.SPEC_INVALID, path + ("repeat",), f"expands to more than {MAX_EXPANDED_TENSORS} tensors")
             break
         loc = c.at(*path)
+        rows.append(TensorRow(t.name, tuple(counts.items()), t.role, tuple(shape), t.codec, loc))
         for name in _expand_name(t.name, counts):
             if name in seen:
                 c.error(Code.SPEC_INVALID, path + ("name",), f"tensor {name!r} is also stated at {seen[name]}")
                 continue
             seen[name] = loc
             out.append(TensorCheck(name, t.role, tuple(shape), t.codec, loc))
-    return tuple(out)
+    return tuple(out), tuple(rows)
 
 
 def _expand_name(template: str, counts: dict[str, int]) -> list[str]:

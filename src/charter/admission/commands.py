@@ -1,0 +1,77 @@
+"""`charter admit` and `charter freeze`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+STATUSES = ("structural", "pinned-not-supported", "supported")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("admit", help="admit an artifact against its contract (ordered stages, one diagnostic)")
+    p.add_argument("artifact", nargs="?", help="GGUF or safetensors file (default: the contract's pinned source)")
+    p.add_argument("--contract", required=True, help="artifact contract (YAML)")
+    p.add_argument("--search", action="append", metavar="DIR", help="where the model contract is found")
+    p.add_argument("--json", action="store_true", help="print the AdmissionReport as JSON")
+    p.add_argument("--require-status", choices=STATUSES, help="reject contracts whose status is below this")
+    p.add_argument("--verify-payload", action="store_true", help="also run the payload stage (reads tensor bytes)")
+    p.add_argument("--generated", default="generated", help="committed generated code (default: generated)")
+    p.add_argument("--engine", choices=("python",), default="python", help="checker implementation")
+    p.add_argument("-v", "--verbose", action="store_true", help="say which checker ran")
+    p.set_defaults(func=run_admit, format="text")
+
+    p = sub.add_parser("freeze", help="write model and artifact contracts that pin everything an artifact states")
+    p.add_argument("artifact", help="a known-good GGUF or safetensors file")
+    p.add_argument("--id", required=True, help="id of the artifact contract (the model gets ID-model)")
+    p.add_argument("-o", "--output", default=".", help="directory for models/ID-model.yaml and artifacts/ID.yaml")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=run_freeze, format="text")
+
+
+def run_admit(args) -> int:
+    from charter.admission.locate import locate
+    from charter.admission.runtime import admit
+    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
+    from charter.codegen.loader import load_checker
+    from charter.diagnostics import CharterError
+    from charter.spec.contractset import load_set
+    from charter.spec.models import ArtifactContract
+
+    cs = load_set([args.contract], search_paths([args.contract], args.search))
+    if cs.diagnostics:
+        print_diagnostics(cs.diagnostics, "text")
+        return EXIT_USAGE
+    artifacts = [c for c in cs.contracts.values()
+                 if isinstance(c.contract, ArtifactContract) and c.id in cs.artifacts
+                 and c.path and c.path.resolve() == Path(args.contract).resolve()]
+    if len(artifacts) != 1:
+        print(f"charter: {args.contract} is not an artifact contract", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = artifacts[0]
+    if args.artifact:
+        path = Path(args.artifact)
+        if not path.is_file():
+            print(f"charter: {path}: no such file", file=sys.stderr)
+            return EXIT_USAGE
+    elif loaded.contract.source is not None:
+        try:
+            path = locate(loaded.contract.source, loaded.path.parent)
+        except CharterError as exc:
+            print_diagnostics(exc.diagnostics, "text")
+            return EXIT_USAGE
+    else:
+        print("charter: name the artifact file (the contract pins no source)", file=sys.stderr)
+        return EXIT_USAGE
+    checker, origin = load_checker(cs, loaded.id, Path(args.generated))
+    if args.verbose:
+        print(f"checker: {origin}", file=sys.stderr)
+    report = admit(str(path), checker, verify_payload=args.verify_payload, require_status=args.require_status)
+    print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
+    return EXIT_OK if report.admitted else EXIT_REJECTED
+
+
+def run_freeze(args) -> int:
+    from charter.freeze import freeze
+
+    return freeze(args)

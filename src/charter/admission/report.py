@@ -1,0 +1,85 @@
+"""The result of one admission: which stages ran, and the one diagnostic that stopped it."""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from charter import __version__
+from charter.diagnostics import ADMISSION_STAGES, Diagnostic
+
+StageResult = Literal["passed", "failed", "not-run", "skipped"]
+
+CLAIM = (
+    "structural admission only: the artifact's header matches the contract. It does not prove the "
+    "weights compute the model, that any runtime supports it, or payload integrity unless payload passed."
+)
+
+
+class StageOutcome(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    stage: str
+    result: StageResult
+
+
+class DiagnosticModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    stage: str
+    code: str
+    field: str
+    message: str
+    expected: str | None
+    actual: str | None
+    location: str | None = Field(description="file:line:col of the contract fact")
+    offset: int | None = Field(description="byte offset in the artifact, when known")
+
+
+class AdmissionReport(BaseModel):
+    """Serialized with `to_json`; its JSON Schema is published as schemas/admission-report.schema.json."""
+
+    model_config = ConfigDict(extra="forbid")
+    charter: str = __version__
+    artifact: str
+    contract: str
+    spec: str
+    format: str
+    status: str
+    admitted: bool = False
+    stages: list[StageOutcome] = Field(default_factory=list)
+    diagnostic: DiagnosticModel | None = None
+    claim: str = CLAIM
+
+    def record(self, stage: str, result: StageResult) -> None:
+        self.stages.append(StageOutcome(stage=stage, result=result))
+
+    def reject(self, stage: str, diagnostic: Diagnostic) -> None:
+        self.record(stage, "failed")
+        self.diagnostic = DiagnosticModel(**diagnostic.to_json())
+        self.admitted = False
+
+    def finish(self) -> "AdmissionReport":
+        ran = {s.stage for s in self.stages}
+        for stage in ADMISSION_STAGES:
+            if stage.value not in ran:
+                self.stages.append(StageOutcome(stage=stage.value, result="not-run"))
+        order = [s.value for s in ADMISSION_STAGES]
+        self.stages.sort(key=lambda s: order.index(s.stage))
+        self.admitted = self.diagnostic is None
+        return self
+
+    def to_json(self) -> str:
+        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+
+    def render(self) -> str:
+        if self.admitted:
+            passed = sum(s.result == "passed" for s in self.stages)
+            skipped = [s.stage for s in self.stages if s.result == "skipped"]
+            extra = f"; skipped: {', '.join(skipped)}" if skipped else ""
+            return (f"admitted: {self.artifact} is {self.contract} (status {self.status}); "
+                    f"{passed} stages passed{extra}")
+        d = self.diagnostic
+        where = f"{d.location}: " if d.location else ""
+        at = f" (artifact byte {d.offset})" if d.offset is not None else ""
+        return f"rejected at {d.stage}: {where}{d.code} {d.field}: {d.message}{at}"

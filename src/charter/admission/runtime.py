@@ -1,0 +1,438 @@
+"""The admission runtime: generic checks that generated checkers call with a contract's literals.
+
+Note [Ordered admission]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A checker runs the stages of charter.diagnostics.ADMISSION_STAGES in order and stops at the first
+failure. The order is part of the interface: a fact fails at the cheapest stage that owns it,
+never later as a confusing symptom. Ownership rules the runtime relies on:
+
+* container  -- the strict reader (bounds, types, extents) plus the contract's container facts.
+* identity   -- the string keys naming what the artifact is (architecture, family, profile).
+* metadata   -- the exact key set and the type of every key (identity and tokenizer keys
+                included), then the values of metadata-owned keys.
+* tokenizer  -- values of tokenizer-owned keys, special/stop ids, id domain vs logits rows.
+* tensors    -- the exact name set (names matching a named exclusion are left to policy),
+                then rank, shape and codec of each tensor.
+* codec      -- the contract's block geometry: the block divides the row width and the byte size
+                matches the extent the container declares.
+* layout     -- alignment, order, overlap, gaps and trailing bytes of the extents.
+* stores     -- embedded store manifests (none for plain artifacts).
+* policy     -- named exclusions and the required support status.
+* payload    -- opt-in; the only stage that reads tensor bytes (streamed digests, padding).
+
+A check either returns or raises `Rejected` with exactly one Diagnostic. Checks never read YAML
+and never import codegen: generated checkers pass every fact as a literal.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import math
+import struct
+from collections.abc import Iterable
+
+from charter.admission.report import AdmissionReport
+from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
+from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
+from charter.formats.gguf import GGUFArray
+
+STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
+PAYLOAD_CHUNK = 1 << 20
+
+
+class Rejected(Exception):
+    def __init__(self, diagnostic: Diagnostic) -> None:
+        super().__init__(diagnostic.render())
+        self.diagnostic = diagnostic
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return repr(value) if len(value) <= 80 else repr(value[:77] + "...")
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def _same_bits(ctype: str, a: float, b: float) -> bool:
+    fmt = "<f" if ctype == "float32" else "<d"
+    return struct.pack(fmt, a) == struct.pack(fmt, b)
+
+
+class Context:
+    """The artifact under admission plus the caller's options; every check is a method."""
+
+    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None) -> None:
+        self.view = view
+        self.path = path
+        self.require_status = require_status
+        self._excluded: tuple[str, ...] = ()
+
+    # --- failing -----------------------------------------------------------------------------
+
+    def fail(self, code: Code, field: str, message: str, at: str | None, expected: object = None,
+             actual: object = None, offset: int | None = None) -> None:
+        raise Rejected(Diagnostic(
+            code, field, message,
+            None if expected is None else str(expected), None if actual is None else str(actual),
+            Location.parse(at) if at else None, offset))
+
+    def mismatch(self, code: Code, field: str, expected: object, actual: object, at: str | None,
+                 offset: int | None = None, note: str = "") -> None:
+        self.fail(code, field, f"expected {_show(expected)}, got {_show(actual)}{note}", at,
+                  _show(expected), _show(actual), offset)
+
+    # --- container ---------------------------------------------------------------------------
+
+    def container_format(self, fmt: str, at: str | None) -> None:
+        if self.view.format != fmt:
+            self.mismatch(Code.CONTAINER_FORMAT, "format", fmt, self.view.format, at, 0)
+
+    def container_version(self, version: int, at: str | None) -> None:
+        if self.view.version != version:
+            self.mismatch(Code.CONTAINER_VERSION, "container.version", version, self.view.version, at, 4)
+
+    def container_alignment(self, alignment: int, at: str | None) -> None:
+        if self.view.alignment != alignment:
+            entry = self.view.meta.get("general.alignment")
+            self.mismatch(Code.CONTAINER_ALIGNMENT, "container.alignment", alignment, self.view.alignment, at,
+                          entry.offset if entry else None)
+
+    def container_header_aligned(self, aligned: bool, at: str | None) -> None:
+        if self.view.header_len_aligned != aligned:
+            self.mismatch(Code.CONTAINER_HEADER, "container.header_aligned", aligned,
+                          self.view.header_len_aligned, at, 0, " (header length multiple of 8)")
+
+    # --- identity ----------------------------------------------------------------------------
+
+    def identity(self, key: str, value: str, at: str | None) -> None:
+        entry = self.view.meta.get(key)
+        if entry is None:
+            self.fail(Code.IDENTITY_MISSING, f"identity.{key}", f"key {key!r} is missing", at, value, "missing")
+        if entry.type != "string":
+            self.mismatch(Code.IDENTITY_MISMATCH, f"identity.{key}", "string", entry.type, at, entry.offset,
+                          " (type)")
+        if entry.value != value:
+            code = Code.IDENTITY_ARCHITECTURE if key.endswith(".architecture") else Code.IDENTITY_MISMATCH
+            self.mismatch(code, f"identity.{key}", value, entry.value, at, entry.offset)
+
+    # --- metadata: key set and types ---------------------------------------------------------
+
+    def meta_types(self, facts: Iterable[tuple[str, str, str | None, str | None]]) -> None:
+        """(key, type, element type or None, at): presence and exact type of every pinned key."""
+        for key, ctype, element, at in facts:
+            entry = self.view.meta.get(key)
+            if entry is None:
+                self.fail(Code.METADATA_MISSING, f"metadata.{key}", f"key {key!r} is missing", at, ctype, "missing")
+            if entry.type != ctype:
+                self.mismatch(Code.METADATA_TYPE, f"metadata.{key}", ctype, entry.type, at, entry.offset)
+            if element is not None and entry.element != element:
+                self.mismatch(Code.METADATA_TYPE, f"metadata.{key}.element", element, entry.element, at,
+                              entry.offset)
+
+    def meta_key_set(self, pinned: Iterable[str], forbidden: Iterable[tuple[str, str | None]], extra: str,
+                     at: str | None) -> None:
+        for key, key_at in forbidden:
+            if key in self.view.meta:
+                self.fail(Code.METADATA_FORBIDDEN, f"metadata.{key}", f"forbidden key {key!r} is present", key_at,
+                          "absent", "present", self.view.meta[key].offset)
+        if extra == "reject":
+            pinned = set(pinned)
+            for key, entry in self.view.meta.items():
+                if key not in pinned:
+                    self.fail(Code.METADATA_UNEXPECTED, f"metadata.{key}",
+                              f"key {key!r} ({entry.type}) is not in the contract (extra_keys: reject)", at,
+                              "absent", "present", entry.offset)
+
+    # --- values (metadata- or tokenizer-owned) ------------------------------------------------
+
+    def _entry(self, key: str) -> MetaEntry:
+        return self.view.meta[key]  # presence and type were established by the metadata stage
+
+    def value(self, stage: str, key: str, ctype: str, expected: object, at: str | None) -> None:
+        entry = self._entry(key)
+        actual = entry.value
+        if ctype in ("float32", "float64"):
+            same = _same_bits(ctype, float(actual), float(expected))
+        else:
+            same = actual == expected and type(actual) is type(expected)
+        if not same:
+            code = Code.TOKENIZER_VALUE if stage == "tokenizer" else Code.METADATA_VALUE
+            self.mismatch(code, f"{stage}.{key}", expected, actual, at, entry.offset)
+
+    def string_digest(self, stage: str, key: str, sha256: str, at: str | None) -> None:
+        entry = self._entry(key)
+        actual = hashlib.sha256(entry.value.encode("utf-8")).hexdigest()
+        if actual != sha256:
+            code = Code.TOKENIZER_DIGEST if stage == "tokenizer" else Code.METADATA_DIGEST
+            self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, entry.offset)
+
+    def array(self, stage: str, key: str, length: int, values: tuple | None, sha256: str | None,
+              at: str | None) -> None:
+        entry = self._entry(key)
+        arr: GGUFArray = entry.value
+        tok = stage == "tokenizer"
+        if arr.count != length:
+            code = Code.TOKENIZER_ARRAY_LENGTH if tok else Code.METADATA_ARRAY_LENGTH
+            self.mismatch(code, f"{stage}.{key}.length", length, arr.count, at, arr.count_offset)
+        if values is not None:
+            for i, (want, got) in enumerate(zip(values, arr.items())):
+                if want != got or type(want) is not type(got):
+                    code = Code.TOKENIZER_VALUE if tok else Code.METADATA_VALUE
+                    self.mismatch(code, f"{stage}.{key}.values[{i}]", want, got, at, arr.data_offset)
+        if sha256 is not None:
+            actual = arr.sha256()
+            if actual != sha256:
+                code = Code.TOKENIZER_ARRAY_DIGEST if tok else Code.METADATA_ARRAY_DIGEST
+                self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, arr.data_offset)
+
+    # --- tokenizer ---------------------------------------------------------------------------
+
+    def special_id(self, key: str, name: str, value: int, at: str | None) -> None:
+        entry = self._entry(key)
+        if entry.value != value:
+            self.mismatch(Code.TOKENIZER_SPECIAL_ID, f"tokenizer.special.{name}", value, entry.value, at,
+                          entry.offset, f" ({key})")
+
+    def stop_id(self, key: str, stop_ids: tuple[int, ...], at: str | None) -> None:
+        entry = self._entry(key)
+        if entry.value not in stop_ids:
+            self.fail(Code.TOKENIZER_STOP_ID, f"tokenizer.stop.{key}",
+                      f"{key} = {entry.value} is not one of the model's stop ids {list(stop_ids)}", at,
+                      list(stop_ids), entry.value, entry.offset)
+
+    def token_domain(self, key: str, ids: int, at: str | None) -> None:
+        entry = self._entry(key)
+        if entry.value.count != ids:
+            self.fail(Code.TOKENIZER_DOMAIN, "tokenizer.ids",
+                      f"{key} holds {entry.value.count} tokens, but the model's tokenizer domain is {ids} ids", at,
+                      ids, entry.value.count, entry.offset)
+
+    def logits_rows(self, tensor: str, axis: int, rows: int, at: str | None) -> None:
+        t = self.tensor_named(tensor)
+        if t is None or axis >= len(t.shape):
+            return  # absence and rank are facts of the tensors stage (Note [Ordered admission])
+        if t.shape[axis] != rows:
+            self.fail(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows",
+                      f"{tensor} has {t.shape[axis]} rows on axis {axis}, but the model's physical logits rows "
+                      f"are {rows}", at, rows, t.shape[axis], t.offset)
+
+    # --- tensors -----------------------------------------------------------------------------
+
+    def tensor_named(self, name: str) -> TensorEntry | None:
+        for t in self.view.tensors:
+            if t.name == name:
+                return t
+        return None
+
+    def exclude(self, patterns: Iterable[str]) -> None:
+        """Names matching a named exclusion are owned by the policy stage."""
+        self._excluded = tuple(patterns)
+
+    def tensors(self, table: Iterable[tuple]) -> None:
+        """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...)."""
+        expected: dict[str, tuple] = {}
+        for name, repeat, role, shape, codec, at in table:
+            for concrete in _expand(name, repeat):
+                expected[concrete] = (role, shape, codec, at)
+        actual: dict[str, TensorEntry] = {}
+        for t in self.view.tensors:
+            if t.name in actual:
+                self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
+                          1, 2, t.offset)
+            actual[t.name] = t
+        for name, (_, _, _, at) in expected.items():
+            if name not in actual:
+                self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", at, "present",
+                          "missing")
+        for name, t in actual.items():
+            if name not in expected and not self._is_excluded(name):
+                self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", None,
+                          "absent", "present", t.offset)
+        for name, (role, shape, codec, at) in expected.items():
+            t = actual[name]
+            if len(t.shape) != len(shape):
+                self.mismatch(Code.TENSOR_RANK, f"tensors.{name}.rank", len(shape), len(t.shape), at, t.offset,
+                              f" ({role})")
+            for j, (want, got) in enumerate(zip(shape, t.shape)):
+                if want != got:
+                    self.mismatch(Code.TENSOR_SHAPE, f"tensors.{name}.shape[{j}]", want, got, at, t.offset,
+                                  f" ({role}: expected shape {list(shape)}, got {list(t.shape)})")
+            if t.codec != codec:
+                self.mismatch(Code.TENSOR_CODEC, f"tensors.{name}.codec", codec, t.codec, at, t.offset)
+
+    def _is_excluded(self, name: str) -> bool:
+        return any(fnmatch.fnmatchcase(name, p) for p in self._excluded)
+
+    # --- codec -------------------------------------------------------------------------------
+
+    def codecs(self, table: Iterable[tuple[str, int, int, str | None]]) -> None:
+        """Rows (codec, block elements, block bytes, at), checked against every tensor of that codec."""
+        geometry = {name: (block, nbytes, at) for name, block, nbytes, at in table}
+        for t in self.view.tensors:
+            if t.codec not in geometry:
+                continue
+            block, block_bytes, at = geometry[t.codec]
+            row = t.shape[0] if self.view.format == "gguf" else (t.shape[-1] if t.shape else 1)
+            if block <= 0 or row % block:
+                self.fail(Code.CODEC_BLOCK, f"codecs.{t.codec}.block",
+                          f"{t.name}: a {t.codec} block of {block} elements does not divide the row width {row}",
+                          at, block, row, t.offset)
+            elements = math.prod(t.shape)
+            want = elements // block * block_bytes
+            if want != t.end - t.start:
+                self.fail(Code.CODEC_SIZE, f"codecs.{t.codec}.bytes",
+                          f"{t.name}: {elements} elements in {t.codec} blocks of {block}/{block_bytes} bytes "
+                          f"are {want} bytes, but the extent holds {t.end - t.start}", at, want, t.end - t.start,
+                          t.offset)
+
+    # --- layout ------------------------------------------------------------------------------
+
+    def layout(self, alignment: int | None, sorted_: bool, packed: bool, trailing: str,
+               at: dict[str, str | None]) -> None:
+        v = self.view
+        if alignment is not None:
+            if v.data_offset % alignment:
+                self.fail(Code.LAYOUT_DATA_OFFSET, "layout.alignment",
+                          f"data section starts at {v.data_offset}, not a multiple of {alignment}",
+                          at.get("alignment"), alignment, v.data_offset)
+            for t in v.tensors:
+                if (t.start - v.data_offset) % alignment:
+                    self.fail(Code.LAYOUT_ALIGNMENT, f"tensors.{t.name}.offset",
+                              f"{t.name} starts at data offset {t.start - v.data_offset}, not a multiple of {alignment}",
+                              at.get("alignment"), alignment, t.start - v.data_offset, t.offset)
+        for t in v.tensors:
+            if t.start < v.data_offset or t.end > v.file_size:
+                self.fail(Code.LAYOUT_BOUNDS, f"tensors.{t.name}.offset",
+                          f"{t.name} spans [{t.start}, {t.end}), outside the data section "
+                          f"[{v.data_offset}, {v.file_size})", None, f"[{v.data_offset}, {v.file_size})",
+                          f"[{t.start}, {t.end})", t.offset)
+        if sorted_:
+            for prev, t in zip(v.tensors, v.tensors[1:]):
+                if t.start < prev.start:
+                    self.fail(Code.LAYOUT_ORDER, f"tensors.{t.name}.offset",
+                              f"{t.name} starts at {t.start}, before {prev.name} at {prev.start} (layout.sorted)",
+                              at.get("sorted"), f">= {prev.start}", t.start, t.offset)
+        spans = sorted(v.tensors, key=lambda t: (t.start, t.end))
+        for prev, t in zip(spans, spans[1:]):
+            if t.start < prev.end:
+                self.fail(Code.LAYOUT_OVERLAP, f"tensors.{t.name}.offset",
+                          f"{t.name} [{t.start}, {t.end}) overlaps {prev.name} [{prev.start}, {prev.end})", None,
+                          f">= {prev.end}", t.start, t.offset)
+        step = alignment or 1
+        if packed:
+            cursor = v.data_offset
+            for t in spans:
+                if t.start != _align_up(cursor, step) and not (cursor == v.data_offset and t.start == cursor):
+                    self.fail(Code.LAYOUT_GAP, f"tensors.{t.name}.offset",
+                              f"{t.name} starts at {t.start}; packed layout puts it at {_align_up(cursor, step)} "
+                              f"(unowned bytes beyond alignment padding)", at.get("packed"),
+                              _align_up(cursor, step), t.start, t.offset)
+                cursor = t.end
+        end = spans[-1].end if spans else v.data_offset
+        if trailing == "reject" and v.file_size != end:
+            self.fail(Code.LAYOUT_TRAILING, "layout.trailing", f"{v.file_size - end} bytes after the last extent",
+                      at.get("trailing"), end, v.file_size, end)
+        if trailing == "alignment" and v.file_size > _align_up(end, step):
+            self.fail(Code.LAYOUT_TRAILING, "layout.trailing",
+                      f"{v.file_size - end} bytes after the last extent, more than alignment padding",
+                      at.get("trailing"), _align_up(end, step), v.file_size, end)
+
+    # --- policy ------------------------------------------------------------------------------
+
+    def exclusions(self, table: Iterable[tuple[str, tuple[str, ...], str | None]]) -> None:
+        for name, patterns, at in table:
+            for t in self.view.tensors:
+                if any(fnmatch.fnmatchcase(t.name, p) for p in patterns):
+                    self.fail(Code.POLICY_EXCLUSION, f"exclusions.{name}",
+                              f"tensor {t.name!r} belongs to the excluded class {name!r}", at, "absent",
+                              t.name, t.offset)
+
+    def status(self, status: str, at: str | None) -> None:
+        required = self.require_status
+        if required and STATUS_ORDER.index(status) < STATUS_ORDER.index(required):
+            self.fail(Code.POLICY_STATUS, "status",
+                      f"the contract's status is {status!r}; --require-status {required} refuses it", at,
+                      required, status)
+
+    # --- payload -----------------------------------------------------------------------------
+
+    def payload(self, file_sha256: str | None, tensors: Iterable[tuple[str, str, str | None]], padding: str,
+                at: dict[str, str | None]) -> None:
+        """Stream the file once with a bounded buffer: whole-file digest, tensor digests, zero padding."""
+        v = self.view
+        wanted = {name: (sha, where) for name, sha, where in tensors}
+        zero = padding == "zero"
+        whole = hashlib.sha256()
+        with open(self.path, "rb") as f:
+            pos = self._stream(f, whole, 0, v.data_offset)
+            for t in sorted(v.tensors, key=lambda t: t.start):
+                pos = self._stream(f, whole, pos, t.start, zero_at=(at.get("padding") or "") if zero else None)
+                digest = hashlib.sha256() if t.name in wanted else None
+                pos = self._stream(f, whole, pos, t.end, also=digest)
+                if digest is not None and digest.hexdigest() != wanted[t.name][0]:
+                    self.mismatch(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}", wanted[t.name][0],
+                                  digest.hexdigest(), wanted[t.name][1], t.start)
+            self._stream(f, whole, pos, v.file_size, zero_at=(at.get("padding") or "") if zero else None)
+        if file_sha256 is not None and whole.hexdigest() != file_sha256:
+            self.mismatch(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256", file_sha256, whole.hexdigest(),
+                          at.get("file_sha256"))
+
+    def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None) -> int:
+        """Hash [start, end) into `whole` (and `also`); with `zero_at`, every byte must be zero."""
+        f.seek(start)
+        pos = start
+        while pos < end:
+            chunk = f.read(min(PAYLOAD_CHUNK, end - pos))
+            if not chunk:
+                self.fail(Code.PAYLOAD_DIGEST, "file", f"file ended at {pos}, before {end}", None, end, pos, pos)
+            whole.update(chunk)
+            if also is not None:
+                also.update(chunk)
+            if zero_at is not None and chunk.count(0) != len(chunk):
+                bad = pos + next(i for i, b in enumerate(chunk) if b)
+                self.fail(Code.PAYLOAD_PADDING, "layout.padding", f"padding byte at {bad} is not zero", zero_at,
+                          0, "nonzero", bad)
+            pos += len(chunk)
+        return pos
+
+
+def _align_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _expand(template: str, repeat) -> list[str]:
+    names = [template]
+    for placeholder, count in repeat or ():
+        token = "{" + placeholder + "}"
+        names = [n.replace(token, str(i)) for n in names for i in range(count)]
+    return names
+
+
+# --- running a checker -----------------------------------------------------------------------
+
+
+def admit(path: str, checker, *, verify_payload: bool = False, require_status: str | None = None) -> AdmissionReport:
+    """Run a generated checker module over the artifact at `path` (Note [Ordered admission])."""
+    report = AdmissionReport(artifact=str(path), contract=checker.CONTRACT_ID, spec=checker.SPEC,
+                             format=checker.FORMAT, status=checker.STATUS)
+    try:
+        view = read_view(str(path), checker.FORMAT)
+    except CharterError as exc:
+        report.reject(Stage.CONTAINER.value, exc.diagnostics[0])
+        return report.finish()
+    ctx = Context(view, str(path), require_status)
+    for stage, check in checker.STAGES:
+        if stage == Stage.PAYLOAD.value and not verify_payload:
+            report.record(stage, "skipped")
+            continue
+        try:
+            check(ctx)
+        except Rejected as r:
+            report.reject(stage, r.diagnostic)
+            return report.finish()
+        report.record(stage, "passed")
+    return report.finish()

@@ -1,0 +1,38 @@
+"""The only ways a contract's strings reach generated code: one escaping function per target.
+
+A contract can never inject code: every string is emitted as a literal built here, never spliced
+into source text by a template.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def py_literal(value: object) -> str:
+    """A Python literal that evaluates to exactly `value` (str, int, float, bool, None, tuples)."""
+    if value is None or isinstance(value, (bool, int)):
+        return repr(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return f"float({repr(value)!r})"
+        return repr(value)
+    if isinstance(value, str):
+        return _py_str(value)
+    if isinstance(value, (tuple, list)):
+        items = ", ".join(py_literal(v) for v in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    raise TypeError(f"no Python literal for {type(value).__name__}")
+
+
+def _py_str(s: str) -> str:
+    """repr() escapes quotes, backslashes, NUL and non-printables; make sure of the rest too."""
+    out = repr(s)
+    # repr leaves printable non-ASCII as is; U+2028/2029 are escaped by repr already (not printable).
+    assert "\n" not in out and "\r" not in out
+    return out
+
+
+def py_comment(text: str) -> str:
+    """Text for a `#` comment: one line, no control characters."""
+    return "".join(c if c.isprintable() else "?" for c in text)[:200]

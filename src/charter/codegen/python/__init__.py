@@ -1,0 +1,1 @@
+"""Target: Python admission checkers (generated/python/<id>.py)."""
