@@ -32,17 +32,16 @@ def print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> N
 
 
 def search_paths(paths: list[str], explicit: list[str] | None) -> list[str]:
-    """Where referenced contracts are looked up: --search, else each path's enclosing `specs/`."""
+    """Where referenced contracts are looked up: --search, else each path's enclosing `specs/`
+    tree (or, outside one, the directory above the contract's own)."""
     if explicit:
         return list(explicit)
     found: list[str] = []
     for p in map(Path, paths):
-        for parent in [p, *p.resolve().parents]:
-            if parent.name == "specs" and parent.is_dir():
-                found.append(str(parent))
-                break
-    if not found and Path("specs").is_dir():
-        found.append("specs")
+        tree = next((d for d in [p.resolve(), *p.resolve().parents] if d.name == "specs" and d.is_dir()), None)
+        if tree is None:  # a loose contract: its siblings' tree (e.g. out/artifacts/x.yaml -> out/)
+            tree = p.resolve().parent.parent if p.is_file() else p.resolve()
+        found.append(str(tree))
     return found
 
 

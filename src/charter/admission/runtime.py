@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import fnmatch
 import hashlib
+import json
 import math
 import struct
 from collections.abc import Iterable
+from pathlib import Path
 
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
@@ -188,6 +190,39 @@ class Context:
             if actual != sha256:
                 code = Code.TOKENIZER_ARRAY_DIGEST if tok else Code.METADATA_ARRAY_DIGEST
                 self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, arr.data_offset)
+
+    # --- companion config (a cross-artifact constraint, checked with metadata) ---------------
+
+    def config(self, file: str, facts: Iterable[tuple[str, str, object, str | None]]) -> None:
+        """Rows (dotted key, type, expected value, at) checked in the JSON file beside the artifact."""
+        facts = tuple(facts)
+        data = self._companion(file, facts[0][3] if facts else None)
+        for key, ctype, expected, at in facts:
+            node: object = data
+            for part in key.split("."):
+                if not isinstance(node, dict) or part not in node:
+                    self.fail(Code.METADATA_MISSING, f"config.{key}", f"{file} has no key {key!r}", at, ctype,
+                              "missing")
+                node = node[part]
+            actual_type = _json_type(node)
+            if actual_type != ctype:
+                self.mismatch(Code.METADATA_TYPE, f"config.{key}", ctype, actual_type, at, note=f" ({file})")
+            same = _same_bits("float64", node, expected) if ctype == "float64" else node == expected
+            if not same:
+                self.mismatch(Code.METADATA_VALUE, f"config.{key}", expected, node, at, note=f" ({file})")
+
+    def _companion(self, file: str, at: str | None) -> object:
+        path = Path(self.path).parent / file
+        try:
+            size = path.stat().st_size
+            if size > MAX_COMPANION_BYTES:
+                self.fail(Code.METADATA_CONFIG, "config", f"{file} is {size} bytes (limit {MAX_COMPANION_BYTES})", at)
+            text = path.read_bytes().decode("utf-8")
+            return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+        except OSError as exc:
+            self.fail(Code.METADATA_CONFIG, "config", f"cannot read {file} beside the artifact: {exc.strerror}", at)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            self.fail(Code.METADATA_CONFIG, "config", f"{file} is not valid JSON: {exc}", at)
 
     # --- tokenizer ---------------------------------------------------------------------------
 
@@ -398,6 +433,34 @@ class Context:
                           0, "nonzero", bad)
             pos += len(chunk)
         return pos
+
+
+MAX_COMPANION_BYTES = 1 << 24
+
+
+def _unique_pairs(pairs: list) -> dict:
+    out = {}
+    for k, v in pairs:
+        if k in out:
+            raise ValueError(f"duplicate key {k!r}")
+        out[k] = v
+    return out
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _json_type(value: object) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int64"
+    if isinstance(value, float):
+        return "float64"
+    if isinstance(value, str):
+        return "string"
+    return type(value).__name__ if value is not None else "null"
 
 
 def _align_up(n: int, a: int) -> int:

@@ -265,6 +265,35 @@ class Exclusion(Strict):
     reason: str = Field(min_length=1)
 
 
+ConfigType = Literal["int64", "float64", "bool", "string"]
+
+
+class ConfigFact(Strict):
+    """One value of a JSON file shipped beside the weights (e.g. Hugging Face config.json)."""
+
+    type: ConfigType
+    value: Union[StrictBool, StrictInt, StrictFloat, str] = Field(
+        description="Expected value; for int64/float64 a string is an expression over model constants."
+    )
+
+    @model_validator(mode="after")
+    def _value_matches_type(self) -> "ConfigFact":
+        if self.type == "bool" and not isinstance(self.value, bool):
+            raise located(("value",), "a bool config value must be true or false")
+        if self.type != "bool" and isinstance(self.value, bool):
+            raise located(("value",), f"a {self.type} config value cannot be a boolean")
+        if self.type == "int64" and isinstance(self.value, float):
+            raise located(("value",), "an int64 config value must be an integer or an expression")
+        return self
+
+
+class ConfigBinding(Strict):
+    """A cross-artifact constraint: the companion config must state the model's constants."""
+
+    file: str = Field("config.json", min_length=1, pattern=r"^[^/\\]+$", description="Sibling file of the artifact.")
+    keys: dict[Key, ConfigFact] = Field(min_length=1, description="Dotted paths into the JSON object.")
+
+
 class ArtifactSource(Strict):
     """Where the pinned real artifact comes from, so `charter admit --contract` can find it."""
 
@@ -288,6 +317,7 @@ class ArtifactContract(Header):
     identity: dict[Key, str] = Field(default_factory=dict, description="String keys naming what the artifact is.")
     metadata: Metadata = Metadata()
     tokenizer: TokenizerBinding | None = None
+    config: ConfigBinding | None = Field(None, description="Companion JSON beside the artifact, checked at metadata.")
     tensors: list[TensorFact] = Field(default_factory=list)
     codecs: dict[str, CodecFact] = Field(default_factory=dict, description="Block geometry of each codec used.")
     layout: Layout = Layout()

@@ -124,6 +124,8 @@ class ArtifactPlan:
     extra_keys_location: Location
     forbidden: tuple[tuple[str, Location], ...]
     tokenizer: TokenizerPlan | None
+    config_file: str | None
+    config: tuple[MetaCheck, ...]
     tensors: tuple[TensorCheck, ...]
     tensor_rows: tuple[TensorRow, ...]
     codecs: tuple[CodecCheck, ...]

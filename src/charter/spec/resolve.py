@@ -170,6 +170,9 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
             _meta(c, key, fact, env, ("tokenizer", "keys", key), "tokenizer") for key, fact in a.tokenizer.keys.items()
         )
         tokenizer = _tokenizer_plan(c, a, model)
+    config: tuple[MetaCheck, ...] = ()
+    if a.config is not None:
+        config = tuple(_config_fact(c, key, fact, env) for key, fact in a.config.keys.items())
     version = a.container.version
     alignment = _int(c, a.container.alignment, env, ("container", "alignment"), "uint32") if a.container.alignment is not None else None
     if alignment is not None and (alignment <= 0 or alignment & (alignment - 1)):
@@ -205,7 +208,8 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         identity=identity, metadata=metadata + tok_checks,
         extra_keys=a.metadata.extra_keys, extra_keys_location=c.at("metadata", "extra_keys"),
         forbidden=tuple((k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
-        tokenizer=tokenizer, tensors=tensors, tensor_rows=tensor_rows, codecs=codecs,
+        tokenizer=tokenizer, config_file=a.config.file if a.config else None, config=config,
+        tensors=tensors, tensor_rows=tensor_rows, codecs=codecs,
         layout=layout, layout_locations={k: c.at("layout", k) for k in layout},
         exclusions=exclusions,
         payload_file_sha256=payload.file_sha256 if payload else None,
@@ -237,6 +241,16 @@ def _meta(c: _Collector, key: str, fact: MetaFact, env: dict, path: tuple, stage
             c.error(Code.SPEC_INVALID, path + ("values",), f"{len(values)} values listed but length is {length}")
     return MetaCheck(key, fact.type, stage, loc, value=value, element=fact.element, length=length,
                      values=values, sha256=fact.sha256)
+
+
+def _config_fact(c: _Collector, key: str, fact, env: dict) -> MetaCheck:
+    path = ("config", "keys", key)
+    value = fact.value
+    if fact.type in ("int64", "float64"):
+        value = c.attempt(_value, c, value, env, path + ("value",), fact.type)
+        if fact.type == "float64" and value is not None:
+            value = float(value)
+    return MetaCheck(key, fact.type, "metadata", c.at(*path), value=value)
 
 
 def _check_element(value, element: str, loc: Location, field: str) -> None:

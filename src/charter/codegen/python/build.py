@@ -77,6 +77,9 @@ def _metadata(p: ArtifactPlan):
         f"{lit(p.extra_keys)}, {_at(p.extra_keys_location)})",
     ]
     out.extend(_values("metadata", [m for m in p.metadata if m.stage == "metadata"]))
+    if p.config_file is not None:
+        rows = ",\n        ".join(f"({lit(m.key)}, {lit(m.type)}, {lit(m.value)}, {_at(m.location)})" for m in p.config)
+        out.append(f"ctx.config({lit(p.config_file)}, (\n        {rows},\n    ))")
     return "Exact key set and exact types of every key, then the values metadata owns.", out
 
 

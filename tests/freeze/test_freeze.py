@@ -1,0 +1,128 @@
+"""`charter freeze` then `charter admit`: the frozen contract admits its artifact and nothing else."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from safetensors.numpy import save_file
+
+from charter.cli import main
+from charter.formats.gguf import read_gguf
+
+
+def freeze(artifact: Path, out: Path, cid: str = "frozen") -> Path:
+    assert main(["freeze", str(artifact), "--id", cid, "-o", str(out)]) == 0
+    return out / "artifacts" / f"{cid}.yaml"
+
+
+def admit(artifact: Path, contract: Path, capsys, *extra: str) -> tuple[int, str]:
+    capsys.readouterr()
+    code = main(["admit", str(artifact), "--contract", str(contract), "--generated", str(contract.parent / "gen"),
+                 *extra])
+    return code, capsys.readouterr().out
+
+
+@pytest.fixture(scope="module")
+def header_copy(tmp_path_factory, smollm2_path):
+    """The real file's header plus a sparse tail: the same header facts, tiny on disk."""
+    h = read_gguf(smollm2_path)
+    path = tmp_path_factory.mktemp("hdr") / "smol.gguf"
+    with open(smollm2_path, "rb") as src, open(path, "wb") as dst:
+        dst.write(src.read(h.data_offset))
+        dst.truncate(h.file_size)
+    return path
+
+
+def test_frozen_real_file_is_admitted_with_payload(tmp_path, smollm2_path, capsys):
+    contract = freeze(smollm2_path, tmp_path)
+    code, out = admit(smollm2_path, contract, capsys, "--verify-payload")
+    assert code == 0, out
+    assert out.startswith("admitted:")
+
+
+def test_freeze_refuses_to_overwrite(tmp_path, header_copy, capsys):
+    freeze(header_copy, tmp_path)
+    assert main(["freeze", str(header_copy), "--id", "frozen", "-o", str(tmp_path)]) == 2
+    assert "refusing to overwrite" in capsys.readouterr().err
+
+
+def test_freeze_is_deterministic(tmp_path, header_copy):
+    a = freeze(header_copy, tmp_path / "a").read_text()
+    b = freeze(header_copy, tmp_path / "b").read_text()
+    assert a == b
+
+
+def test_frozen_contract_folds_layers_and_names_constants(tmp_path, header_copy):
+    text = freeze(header_copy, tmp_path).read_text()
+    assert "name: blk.{i}.attn_q.weight" in text
+    assert "i: block_count" in text
+    assert "value: block_count" in text
+    assert text.count("name: blk.") == 9  # 30 layers x 9 tensors folded into 9 rows
+
+
+@pytest.mark.parametrize("edit, code", [
+    (lambda h, b: b.__setitem__(slice(h.kvs["llama.block_count"].value_offset,
+                                      h.kvs["llama.block_count"].value_offset + 4), (31).to_bytes(4, "little")),
+     "METADATA_VALUE"),
+    (lambda h, b: b.__setitem__(h.kvs["tokenizer.ggml.bos_token_id"].value_offset, 7), "TOKENIZER_SPECIAL_ID"),
+    (lambda h, b: b.__setitem__(h.tensors[5].dims_offset, 0x41), "TENSOR_SHAPE"),
+])
+def test_changing_a_pinned_fact_is_rejected(tmp_path, header_copy, capsys, edit, code):
+    contract = freeze(header_copy, tmp_path)
+    h = read_gguf(header_copy)
+    data = bytearray(header_copy.read_bytes()[: h.data_offset])
+    edit(h, data)
+    mutant = tmp_path / "mutant.gguf"
+    with open(mutant, "wb") as f:
+        f.write(data)
+        f.truncate(h.file_size)
+    status, out = admit(mutant, contract, capsys)
+    assert status == 1
+    assert code in out
+
+
+def _write_safetensors(folder: Path, hidden: int) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(0)
+    tensors = {"model.embed_tokens.weight": rng.standard_normal((32, 16)).astype(np.float32)}
+    for i in range(3):
+        tensors[f"model.layers.{i}.mlp.up_proj.weight"] = rng.standard_normal((24, 16)).astype(np.float32)
+        tensors[f"model.layers.{i}.input_layernorm.weight"] = np.ones(16, np.float32)
+    path = folder / "model.safetensors"
+    save_file(tensors, str(path), metadata={"format": "pt"})
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
+        "intermediate_size": 24, "vocab_size": 32, "num_hidden_layers": 3, "rms_norm_eps": 1e-5,
+        "tie_word_embeddings": True}))
+    return path
+
+
+def test_safetensors_freeze_binds_config_to_dims(tmp_path, capsys):
+    weights = _write_safetensors(tmp_path / "model", hidden=16)
+    contract = freeze(weights, tmp_path / "specs")
+    text = contract.read_text()
+    assert "hidden_size" in text and "model.layers.{i}.mlp.up_proj.weight" in text
+    code, out = admit(weights, contract, capsys, "--verify-payload")
+    assert code == 0, out
+    # A config.json that disagrees with the weights is rejected: a cross-artifact constraint.
+    config = json.loads((weights.parent / "config.json").read_text())
+    config["hidden_size"] = 32
+    (weights.parent / "config.json").write_text(json.dumps(config))
+    code, out = admit(weights, contract, capsys)
+    assert code == 1
+    assert "METADATA_VALUE config.hidden_size" in out
+
+
+def test_safetensors_weights_that_disagree_with_config_are_rejected(tmp_path, capsys):
+    weights = _write_safetensors(tmp_path / "model", hidden=16)
+    contract = freeze(weights, tmp_path / "specs")
+    other = _write_safetensors(tmp_path / "other", hidden=16)
+    save_file({"model.embed_tokens.weight": np.zeros((32, 8), np.float32)}, str(other))
+    shutil.copy(weights.parent / "config.json", other.parent / "config.json")
+    code, out = admit(other, contract, capsys)
+    assert code == 1
+    assert "rejected at" in out
