@@ -15,13 +15,18 @@ $(STAMP): pyproject.toml CMakeLists.txt
 
 install: $(STAMP)
 
-# The main job: charter over the shipped contracts.
+# The main job: charter over the shipped contracts and the real pinned checkpoint.
+SMOLLM2 := specs/artifacts/smollm2-135m-instruct-q4_1.yaml
 demo: $(STAMP)
 	$(BIN)/charter check specs/
+	$(BIN)/charter generate --check
+	$(BIN)/charter admit --contract $(SMOLLM2) --verify-payload
+	rm -rf .demo && $(BIN)/charter freeze "$$($(BIN)/charter locate $(SMOLLM2))" --id smollm2-frozen -o .demo
+	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml
 
 # The test suite (CI runs this through .ci/run).
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis
+	rm -rf $(VENV) build .pytest_cache .hypothesis .demo

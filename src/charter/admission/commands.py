@@ -21,6 +21,10 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="say which checker ran")
     p.set_defaults(func=run_admit, format="text")
 
+    p = sub.add_parser("locate", help="print the path of the real artifact a contract pins (source.package)")
+    p.add_argument("contract", help="artifact contract (YAML)")
+    p.set_defaults(func=run_locate, format="text")
+
     p = sub.add_parser("freeze", help="write model and artifact contracts that pin everything an artifact states")
     p.add_argument("artifact", help="a known-good GGUF or safetensors file")
     p.add_argument("--id", required=True, help="id of the artifact contract (the model gets ID-model)")
@@ -75,3 +79,17 @@ def run_freeze(args) -> int:
     from charter.freeze import freeze
 
     return freeze(args)
+
+
+def run_locate(args) -> int:
+    from charter.admission.locate import locate
+    from charter.cli import EXIT_OK, EXIT_USAGE
+    from charter.spec.load import load_contract
+    from charter.spec.models import ArtifactContract
+
+    loaded = load_contract(args.contract)
+    if not isinstance(loaded.contract, ArtifactContract) or loaded.contract.source is None:
+        print(f"charter: {args.contract} is not an artifact contract with a pinned source", file=sys.stderr)
+        return EXIT_USAGE
+    print(locate(loaded.contract.source, Path(args.contract).parent))
+    return EXIT_OK

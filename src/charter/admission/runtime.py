@@ -119,7 +119,7 @@ class Context:
                           " (type)")
         if entry.value != value:
             code = Code.IDENTITY_ARCHITECTURE if key.endswith(".architecture") else Code.IDENTITY_MISMATCH
-            self.mismatch(code, f"identity.{key}", value, entry.value, at, entry.offset)
+            self.mismatch(code, f"identity.{key}", value, entry.value, at, entry.value_offset)
 
     # --- metadata: key set and types ---------------------------------------------------------
 
@@ -130,10 +130,10 @@ class Context:
             if entry is None:
                 self.fail(Code.METADATA_MISSING, f"metadata.{key}", f"key {key!r} is missing", at, ctype, "missing")
             if entry.type != ctype:
-                self.mismatch(Code.METADATA_TYPE, f"metadata.{key}", ctype, entry.type, at, entry.offset)
+                self.mismatch(Code.METADATA_TYPE, f"metadata.{key}", ctype, entry.type, at, entry.type_offset)
             if element is not None and entry.element != element:
                 self.mismatch(Code.METADATA_TYPE, f"metadata.{key}.element", element, entry.element, at,
-                              entry.offset)
+                              entry.value_offset)
 
     def meta_key_set(self, pinned: Iterable[str], forbidden: Iterable[tuple[str, str | None]], extra: str,
                      at: str | None) -> None:
@@ -163,14 +163,14 @@ class Context:
             same = actual == expected and type(actual) is type(expected)
         if not same:
             code = Code.TOKENIZER_VALUE if stage == "tokenizer" else Code.METADATA_VALUE
-            self.mismatch(code, f"{stage}.{key}", expected, actual, at, entry.offset)
+            self.mismatch(code, f"{stage}.{key}", expected, actual, at, entry.value_offset)
 
     def string_digest(self, stage: str, key: str, sha256: str, at: str | None) -> None:
         entry = self._entry(key)
         actual = hashlib.sha256(entry.value.encode("utf-8")).hexdigest()
         if actual != sha256:
             code = Code.TOKENIZER_DIGEST if stage == "tokenizer" else Code.METADATA_DIGEST
-            self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, entry.offset)
+            self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, entry.value_offset)
 
     def array(self, stage: str, key: str, length: int, values: tuple | None, sha256: str | None,
               at: str | None) -> None:
@@ -230,14 +230,14 @@ class Context:
         entry = self._entry(key)
         if entry.value != value:
             self.mismatch(Code.TOKENIZER_SPECIAL_ID, f"tokenizer.special.{name}", value, entry.value, at,
-                          entry.offset, f" ({key})")
+                          entry.value_offset, f" ({key})")
 
     def stop_id(self, key: str, stop_ids: tuple[int, ...], at: str | None) -> None:
         entry = self._entry(key)
         if entry.value not in stop_ids:
             self.fail(Code.TOKENIZER_STOP_ID, f"tokenizer.stop.{key}",
                       f"{key} = {entry.value} is not one of the model's stop ids {list(stop_ids)}", at,
-                      list(stop_ids), entry.value, entry.offset)
+                      list(stop_ids), entry.value, entry.value_offset)
 
     def token_domain(self, key: str, ids: int, at: str | None) -> None:
         entry = self._entry(key)

@@ -18,7 +18,9 @@ class MetaEntry:
     type: str  # "uint32", "string", "array", ...
     value: object  # scalar, or GGUFArray for arrays
     element: str | None  # element type of an array
-    offset: int
+    offset: int  # where the entry starts (GGUF: the key's length)
+    type_offset: int  # the type tag (GGUF) or the entry (safetensors)
+    value_offset: int  # the first byte of the value
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,8 @@ def gguf_view(h: GGUFHeader) -> ArtifactView:
     meta = {}
     for kv in h.kvs.values():
         element = _type_name(kv.value.elem_type) if isinstance(kv.value, GGUFArray) else None
-        meta[kv.key] = MetaEntry(kv.key, _type_name(kv.type), kv.value, element, kv.offset)
+        meta[kv.key] = MetaEntry(kv.key, _type_name(kv.type), kv.value, element, kv.offset, kv.type_offset,
+                                 kv.value_offset)
     tensors = tuple(
         TensorEntry(t.name, tuple(t.dims), t.ggml_type.name, t.start, t.end, t.info_offset) for t in h.tensors
     )
@@ -66,7 +69,7 @@ def gguf_view(h: GGUFHeader) -> ArtifactView:
 
 
 def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
-    meta = {k: MetaEntry(k, "string", v, None, 8) for k, v in (h.metadata or {}).items()}
+    meta = {k: MetaEntry(k, "string", v, None, 8, 8, 8) for k, v in (h.metadata or {}).items()}
     tensors = tuple(
         TensorEntry(t.name, tuple(t.shape), t.dtype, h.data_offset + t.begin, h.data_offset + t.end, 8)
         for t in h.tensors

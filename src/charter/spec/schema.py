@@ -24,11 +24,28 @@ def render(kind: str) -> str:
     return json.dumps(schema_for(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
+def render_report_schema() -> str:
+    from charter.admission.report import AdmissionReport
+
+    schema = AdmissionReport.model_json_schema(mode="serialization")
+    schema["$schema"] = SCHEMA_DIALECT
+    schema["$id"] = "https://charter.invalid/schemas/admission-report.schema.json"
+    schema["title"] = "charter admission report"
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def all_schemas() -> dict[str, str]:
+    """File name -> text of every schema charter publishes."""
+    out = {f"{kind}.schema.json": render(kind) for kind in sorted(CONTRACT_KINDS)}
+    out["admission-report.schema.json"] = render_report_schema()
+    return out
+
+
 def write_schemas(directory: Path) -> list[Path]:
-    """Write one schema per kind; return the files that changed."""
+    """Write every published schema; return the files that changed."""
     changed = []
-    for kind in sorted(CONTRACT_KINDS):
-        path = directory / f"{kind}.schema.json"
-        if atomic.write_text(path, render(kind)):
+    for name, text in all_schemas().items():
+        path = directory / name
+        if atomic.write_text(path, text):
             changed.append(path)
     return changed
