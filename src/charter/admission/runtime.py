@@ -403,7 +403,8 @@ class Context:
         zero = padding == "zero"
         whole = hashlib.sha256()
         with open(self.path, "rb") as f:
-            pos = self._stream(f, whole, 0, v.data_offset)
+            pos = self._stream(f, whole, 0, v.header_end)
+            pos = self._stream(f, whole, pos, v.data_offset, zero_at=(at.get("padding") or "") if zero else None)
             for t in sorted(v.tensors, key=lambda t: t.start):
                 pos = self._stream(f, whole, pos, t.start, zero_at=(at.get("padding") or "") if zero else None)
                 digest = hashlib.sha256() if t.name in wanted else None
@@ -480,14 +481,25 @@ def _expand(template: str, repeat) -> list[str]:
 
 def admit(path: str, checker, *, verify_payload: bool = False, require_status: str | None = None) -> AdmissionReport:
     """Run a generated checker module over the artifact at `path` (Note [Ordered admission])."""
-    report = AdmissionReport(artifact=str(path), contract=checker.CONTRACT_ID, spec=checker.SPEC,
-                             format=checker.FORMAT, status=checker.STATUS)
     try:
         view = read_view(str(path), checker.FORMAT)
     except CharterError as exc:
+        report = _report(str(path), checker)
         report.reject(Stage.CONTAINER.value, exc.diagnostics[0])
         return report.finish()
-    ctx = Context(view, str(path), require_status)
+    return admit_view(view, str(path), checker, verify_payload=verify_payload, require_status=require_status)
+
+
+def _report(path: str, checker) -> AdmissionReport:
+    return AdmissionReport(artifact=path, contract=checker.CONTRACT_ID, spec=checker.SPEC, format=checker.FORMAT,
+                           status=checker.STATUS)
+
+
+def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
+               require_status: str | None = None) -> AdmissionReport:
+    """The stages after the reader, over an already parsed view (`path` serves payload and companions)."""
+    report = _report(path, checker)
+    ctx = Context(view, path, require_status)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from charter.formats.gguf import GGUFArray, GGUFHeader, read_gguf
-from charter.formats.safetensors import SafetensorsHeader, read_safetensors
+from charter.formats.gguf import GGUFArray, GGUFHeader, parse_gguf, read_gguf
+from charter.formats.safetensors import SafetensorsHeader, parse_safetensors, read_safetensors
 
 
 @dataclass(frozen=True)
@@ -39,6 +39,7 @@ class ArtifactView:
     version: int | None
     alignment: int | None
     header_len_aligned: bool | None
+    header_end: int  # end of the header records; [header_end, data_offset) is alignment padding
     data_offset: int
     file_size: int
     meta: dict[str, MetaEntry]
@@ -50,6 +51,13 @@ def read_view(path: str, fmt: str) -> ArtifactView:
     if fmt == "gguf":
         return gguf_view(read_gguf(path))
     return safetensors_view(read_safetensors(path))
+
+
+def parse_view(buf, file_size: int, fmt: str) -> ArtifactView:
+    """The same view from header bytes held in memory (the mutation battery's mutants)."""
+    if fmt == "gguf":
+        return gguf_view(parse_gguf(buf, file_size))
+    return safetensors_view(parse_safetensors(buf, file_size))
 
 
 def _type_name(t) -> str:
@@ -65,7 +73,8 @@ def gguf_view(h: GGUFHeader) -> ArtifactView:
     tensors = tuple(
         TensorEntry(t.name, tuple(t.dims), t.ggml_type.name, t.start, t.end, t.info_offset) for t in h.tensors
     )
-    return ArtifactView("gguf", h.version, h.alignment, None, h.data_offset, h.file_size, meta, tensors, h)
+    return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
+                        tensors, h)
 
 
 def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
@@ -74,4 +83,5 @@ def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
         TensorEntry(t.name, tuple(t.shape), t.dtype, h.data_offset + t.begin, h.data_offset + t.end, 8)
         for t in h.tensors
     )
-    return ArtifactView("safetensors", None, None, h.header_len_aligned, h.data_offset, h.file_size, meta, tensors, h)
+    return ArtifactView("safetensors", None, None, h.header_len_aligned, h.data_offset, h.data_offset, h.file_size,
+                        meta, tensors, h)

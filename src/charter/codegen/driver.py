@@ -82,9 +82,14 @@ def render_python_checker(cs: ContractSet, plan: ArtifactPlan) -> Output:
     inputs = _inputs_of(cs, plan)
     model_spec = {k: v for k, v in inputs.items() if k != plan.spec_path}
     header = generated_header("#", plan.spec_path, plan.spec_sha256, model_spec)
+    return Output(python_checker_path(plan.id), render_checker_text(plan, header), inputs)
+
+
+def render_checker_text(plan: ArtifactPlan, header: str) -> str:
+    """The Python checker of one plan (the mutation battery renders mutated plans in memory)."""
     text = _environment("charter.codegen.python").get_template("checker.py.jinja").render(
         header=header, view=build_python_checker(plan))
-    return Output(python_checker_path(plan.id), _normalize(text), inputs)
+    return _normalize(text)
 
 
 def _normalize(text: str) -> str:

@@ -10,7 +10,7 @@ import math
 
 
 def py_literal(value: object) -> str:
-    """A Python literal that evaluates to exactly `value` (str, int, float, bool, None, tuples)."""
+    """A Python literal that evaluates to exactly `value` (str, int, float, bool, None, tuples, dicts)."""
     if value is None or isinstance(value, (bool, int)):
         return repr(value)
     if isinstance(value, float):
@@ -22,6 +22,8 @@ def py_literal(value: object) -> str:
     if isinstance(value, (tuple, list)):
         items = ", ".join(py_literal(v) for v in value)
         return f"({items},)" if len(value) == 1 else f"({items})"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in sorted(value.items())) + "}"
     raise TypeError(f"no Python literal for {type(value).__name__}")
 
 

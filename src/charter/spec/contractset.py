@@ -22,6 +22,7 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 @dataclass
 class ContractSet:
     contracts: dict[str, LoadedContract] = field(default_factory=dict)
+    primary: set[str] = field(default_factory=set)  # ids loaded from the given paths (not the search path)
     models: dict[str, ModelPlan] = field(default_factory=dict)
     artifacts: dict[str, ArtifactPlan] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -31,7 +32,8 @@ class ContractSet:
         return not self.diagnostics
 
     def of_kind(self, kind: str) -> list[LoadedContract]:
-        return [c for c in self.contracts.values() if c.kind == kind]
+        """Contracts of one kind among those loaded from the given paths."""
+        return [c for c in self.contracts.values() if c.kind == kind and c.id in self.primary]
 
     def raise_if_failed(self) -> None:
         if self.diagnostics:
@@ -77,6 +79,7 @@ def load_set(paths: list[str | Path], extra_search: list[str | Path] = ()) -> Co
     for f in files:
         _add(cs, f)
     primary = set(cs.contracts)
+    cs.primary = primary
     if extra_search:
         side = ContractSet()
         for f in discover(list(extra_search)):

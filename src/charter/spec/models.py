@@ -195,6 +195,9 @@ class Metadata(Strict):
     @model_validator(mode="after")
     def _values_present(self) -> "Metadata":
         _require_values(self.keys, set())
+        for i, key in enumerate(self.forbidden):
+            if key in self.forbidden[:i]:
+                raise located(("forbidden", i), f"forbidden key {key!r} is listed twice")
         return self
 
 
@@ -219,6 +222,9 @@ class TokenizerBinding(Strict):
         if missing:
             raise located((), f"keys named here must also be pinned under tokenizer.keys: {missing}")
         _require_values(self.keys, set(self.special) | set(self.stop))
+        for i, key in enumerate(self.stop):
+            if key in self.stop[:i]:
+                raise located(("stop", i), f"stop key {key!r} is listed twice")
         return self
 
 

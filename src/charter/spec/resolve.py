@@ -13,7 +13,7 @@ import struct
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.spec import expr
 from charter.spec.load import LoadedContract
-from charter.spec.models import ArtifactContract, KernelContract, MetaFact, ModelContract
+from charter.spec.models import ArtifactContract, KernelContract, MetaFact, ModelContract, Status
 from charter.spec.plan import (
     ArtifactPlan,
     CodecCheck,
@@ -160,8 +160,12 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
     c = _Collector(loaded)
     env = model.constants
     identity = tuple(
-        MetaCheck(key, "string", "identity", c.at("identity", key), value=value) for key, value in a.identity.items()
+        MetaCheck(key, "string", "identity", c.at("identity", key), value=_identity_value(value, model))
+        for key, value in a.identity.items()
     )
+    if Status(a.status).rank > Status(model.status).rank:
+        c.error(Code.SPEC_INVALID, ("status",),
+                f"status {a.status.value} claims more than its model {model.id} ({model.status})")
     metadata = tuple(_meta(c, key, fact, env, ("metadata", "keys", key), "metadata") for key, fact in a.metadata.keys.items())
     tokenizer = None
     tok_checks: tuple[MetaCheck, ...] = ()
@@ -182,6 +186,14 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
     if a.format == "safetensors" and (version is not None or alignment is not None):
         c.error(Code.SPEC_INVALID, ("container",), "version and alignment apply to GGUF only")
     tensors, tensor_rows = _expand_tensors(c, a, env)
+    if tokenizer is not None and tokenizer.logits_tensor is not None:
+        logits = next((t for t in tensors if t.name == tokenizer.logits_tensor), None)
+        if logits is None:
+            c.error(Code.REF_DANGLING, ("tokenizer", "logits", "tensor"),
+                    f"logits tensor {tokenizer.logits_tensor!r} is not one of the contract's tensors")
+        elif tokenizer.logits_axis >= len(logits.shape):
+            c.error(Code.SPEC_INVALID, ("tokenizer", "logits", "axis"),
+                    f"axis {tokenizer.logits_axis} does not exist: {logits.name} has rank {len(logits.shape)}")
     codecs = tuple(
         CodecCheck(name, _int(c, f.block, env, ("codecs", name, "block"), "uint32") or 0,
                    _int(c, f.bytes, env, ("codecs", name, "bytes"), "uint32") or 0, c.at("codecs", name))
@@ -218,6 +230,17 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         status_location=c.at("status"),
         source_sha256=a.source.sha256 if a.source else None,
     )
+
+
+IDENTITY_FIELDS = ("architecture", "family")
+
+
+def _identity_value(value: str, model: ModelPlan) -> str:
+    """Identity values may name the model's own identity: `{model.architecture}`, `{model.family}`
+    (one source of truth: the artifact cannot drift from the model it claims to be)."""
+    for name in IDENTITY_FIELDS:
+        value = value.replace("{model." + name + "}", getattr(model, name))
+    return value
 
 
 def _meta(c: _Collector, key: str, fact: MetaFact, env: dict, path: tuple, stage: str) -> MetaCheck:

@@ -1,0 +1,97 @@
+"""What a mutant is and what can become of it.
+
+Note [Mutation verdicts]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A mutant changes exactly one fact, of the artifact (its bytes) or of the contract (one leaf), and
+carries the rejection that must follow: stage, code and field. Running it gives one verdict:
+
+* killed      -- rejected exactly as expected;
+* regression  -- rejected, but at another stage, code or field (a diagnostic regression);
+* survived    -- admitted (the fact is not enforced);
+* admitted    -- an acceptance control was admitted, as it must be;
+* refused     -- an acceptance control was rejected (the checker rejects too much);
+* equivalent  -- declared by its operator, with the reason, as unable to change meaning; not run.
+
+Survivors, regressions and refused controls fail the battery. An expectation with stage None
+("garbage" mutants: a count that makes the following bytes parse as other records) requires a
+rejection at any stage; the verdict table lists them separately.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+
+class Verdict(str, Enum):
+    KILLED = "killed"
+    REGRESSION = "regression"
+    SURVIVED = "survived"
+    ADMITTED = "admitted"
+    REFUSED = "refused"
+    EQUIVALENT = "equivalent"
+    ERROR = "error"
+
+    @property
+    def passes(self) -> bool:
+        return self in (Verdict.KILLED, Verdict.ADMITTED, Verdict.EQUIVALENT)
+
+
+@dataclass(frozen=True)
+class Expect:
+    stage: str | None
+    code: str | None = None
+    field: str | None = None
+
+    def __str__(self) -> str:
+        if self.stage is None:
+            return "any rejection"
+        return f"{self.stage} {self.code or '*'} {self.field or '*'}"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    side: str  # "artifact" or "contract"
+    target: str  # the fact: an artifact field path or a contract leaf path
+    operator: str
+    expect: Expect | None  # None: an acceptance control that must be admitted
+    make: Callable[[], object] | None = field(default=None, compare=False, repr=False)
+    equivalent: str | None = None  # the operator's reason why this cannot change meaning
+
+    @property
+    def id(self) -> str:
+        return f"{self.side}:{self.target}:{self.operator}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    mutant: Mutant
+    verdict: Verdict
+    stage: str | None = None
+    code: str | None = None
+    field: str | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict:
+        m = self.mutant
+        return {
+            "id": m.id, "side": m.side, "target": m.target, "operator": m.operator,
+            "expect": None if m.expect is None else {"stage": m.expect.stage, "code": m.expect.code,
+                                                      "field": m.expect.field},
+            "verdict": self.verdict.value, "stage": self.stage, "code": self.code, "field": self.field,
+            "detail": self.detail, "equivalent": m.equivalent,
+        }
+
+
+def judge(mutant: Mutant, admitted: bool, stage: str | None, code: str | None, field_: str | None,
+          detail: str = "") -> Outcome:
+    """The verdict of Note [Mutation verdicts] for one run."""
+    e = mutant.expect
+    if e is None:
+        return Outcome(mutant, Verdict.ADMITTED if admitted else Verdict.REFUSED, stage, code, field_, detail)
+    if admitted:
+        return Outcome(mutant, Verdict.SURVIVED, detail=detail)
+    exact = e.stage is None or (e.stage == stage and (e.code is None or e.code == code)
+                                and (e.field is None or e.field == field_))
+    return Outcome(mutant, Verdict.KILLED if exact else Verdict.REGRESSION, stage, code, field_, detail)

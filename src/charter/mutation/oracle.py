@@ -1,0 +1,131 @@
+"""Where a mutated fact must be rejected, predicted from the contract plan and the format rules.
+
+The predictions are written from the rules of Note [Ordered admission] and the container formats,
+not by running a checker: the battery compares them with what the generated checker does.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+
+from charter.formats.ggml_types import GGMLType
+from charter.mutation.mutant import Expect
+from charter.spec.plan import ArtifactPlan
+
+ANY_CONTAINER = Expect("container")
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Which stage owns each metadata key's value, from the plan."""
+
+    identity: frozenset[str]
+    metadata_owned: dict  # key -> MetaCheck
+    special: dict  # key -> special name
+    stops: frozenset[str]
+    stop_ids: tuple[int, ...]
+    tokens_key: str | None
+    logits: tuple[str, int] | None
+    extra_keys: str
+    exclusions: tuple[tuple[str, tuple[str, ...]], ...]
+    pinned: frozenset[str]
+
+    @classmethod
+    def of(cls, plan: ArtifactPlan) -> "Ownership":
+        t = plan.tokenizer
+        return cls(
+            identity=frozenset(m.key for m in plan.identity),
+            metadata_owned={m.key: m for m in plan.metadata},
+            special={s.key: s.name for s in t.special} if t else {},
+            stops=frozenset(k for k, _ in t.stop_keys) if t else frozenset(),
+            stop_ids=t.stop_ids if t else (),
+            tokens_key=t.tokens_key if t else None,
+            logits=(t.logits_tensor, t.logits_axis) if t and t.logits_tensor else None,
+            extra_keys=plan.extra_keys,
+            exclusions=tuple((e.name, e.patterns) for e in plan.exclusions),
+            pinned=frozenset(m.key for m in plan.identity + plan.metadata),
+        )
+
+    def value_change(self, key: str, new_value: object) -> Expect | None:
+        """A scalar value changed; None when nothing pins it (with extra_keys: allow)."""
+        if key in self.identity:
+            code = "IDENTITY_ARCHITECTURE" if key.endswith(".architecture") else "IDENTITY_MISMATCH"
+            return Expect("identity", code, f"identity.{key}")
+        fact = self.metadata_owned.get(key)
+        if fact is None:
+            return None
+        stage = fact.stage
+        if key in self.special:
+            return Expect("tokenizer", "TOKENIZER_SPECIAL_ID", f"tokenizer.special.{self.special[key]}")
+        if key in self.stops:
+            if new_value in self.stop_ids:
+                return None
+            return Expect("tokenizer", "TOKENIZER_STOP_ID", f"tokenizer.stop.{key}")
+        if fact.sha256 is not None:
+            code = "TOKENIZER_DIGEST" if stage == "tokenizer" else "METADATA_DIGEST"
+            return Expect(stage, code, f"{stage}.{key}.sha256")
+        code = "TOKENIZER_VALUE" if stage == "tokenizer" else "METADATA_VALUE"
+        return Expect(stage, code, f"{stage}.{key}")
+
+    def missing(self, key: str) -> Expect | None:
+        if key in self.identity:
+            return Expect("identity", "IDENTITY_MISSING", f"identity.{key}")
+        if key in self.pinned:
+            return Expect("metadata", "METADATA_MISSING", f"metadata.{key}")
+        return None
+
+    def extra(self, key: str) -> Expect | None:
+        return Expect("metadata", "METADATA_UNEXPECTED", f"metadata.{key}") if self.extra_keys == "reject" else None
+
+    def excluded(self, name: str) -> str | None:
+        for exclusion, patterns in self.exclusions:
+            if any(fnmatch.fnmatchcase(name, p) for p in patterns):
+                return exclusion
+        return None
+
+
+def tensor_geometry(dims: tuple[int, ...], gtype: GGMLType, offset: int, data_offset: int, file_size: int,
+                    name: str) -> Expect | None:
+    """What the GGUF reader rejects about one tensor record, in the order it reads it."""
+    if not 1 <= len(dims) <= 4:
+        return Expect("container", "CONTAINER_TENSOR_RANK", f"tensors.{name}.n_dims")
+    if any(d < 1 for d in dims):
+        return Expect("container", "CONTAINER_TENSOR_DIM", f"tensors.{name}.dims")
+    if dims[0] % gtype.block_size:
+        return Expect("container", "CONTAINER_TENSOR_BLOCK", f"tensors.{name}.dims")
+    n = 1
+    for d in dims:
+        n *= d
+    if data_offset + offset + gtype.nbytes(n) > file_size:
+        return Expect("container", "CONTAINER_EXTENT", f"tensors.{name}.offset")
+    return None
+
+
+def layout(spans: list[tuple[str, int, int]], data_offset: int, file_size: int, alignment: int | None,
+           policy: dict) -> Expect | None:
+    """The first layout rule a set of extents breaks (spans in header order: name, start, end)."""
+    if alignment:
+        for name, start, _ in spans:
+            if (start - data_offset) % alignment:
+                return Expect("layout", "LAYOUT_ALIGNMENT", f"tensors.{name}.offset")
+    if policy["sorted"]:
+        for (_, prev, _), (name, start, _) in zip(spans, spans[1:]):
+            if start < prev:
+                return Expect("layout", "LAYOUT_ORDER", f"tensors.{name}.offset")
+    ordered = sorted(spans, key=lambda s: (s[1], s[2]))
+    for (_, _, prev_end), (name, start, _) in zip(ordered, ordered[1:]):
+        if start < prev_end:
+            return Expect("layout", "LAYOUT_OVERLAP", f"tensors.{name}.offset")
+    step = alignment or 1
+    if policy["packed"]:
+        cursor = data_offset
+        for name, start, end in ordered:
+            if start != -(-cursor // step) * step and not (cursor == data_offset and start == cursor):
+                return Expect("layout", "LAYOUT_GAP", f"tensors.{name}.offset")
+            cursor = end
+    end = ordered[-1][2] if ordered else data_offset
+    if (policy["trailing"] == "reject" and file_size != end) or (
+            policy["trailing"] == "alignment" and file_size > -(-end // step) * step):
+        return Expect("layout", "LAYOUT_TRAILING", "layout.trailing")
+    return None

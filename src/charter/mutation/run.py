@@ -1,0 +1,205 @@
+"""Run a battery: every mutant of one artifact contract and its conforming artifact.
+
+Artifact mutants are admitted by the checker generated from the unchanged contract; contract
+mutants regenerate the checker in memory from the mutated contract and admit the unchanged
+artifact (parsed once). Verdicts follow Note [Mutation verdicts] in charter.mutation.mutant.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import sys
+import time
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from charter.admission.runtime import admit_view
+from charter.admission.view import ArtifactView, parse_view, read_view
+from charter.codegen.driver import render_checker_text
+from charter.codegen.python.build import Check, checks
+from charter.diagnostics import CharterError
+from charter.formats.gguf import read_gguf
+from charter.mutation import contract_ops, gguf_ops
+from charter.mutation.expect import predict
+from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
+from charter.spec.contractset import ContractSet
+from charter.spec.load import LoadedContract, contract_from_document
+from charter.spec.plan import ArtifactPlan
+from charter.spec.resolve import resolve_artifact, resolve_model
+from charter.spec.yamlload import Document
+
+
+@dataclass
+class Battery:
+    """One contract, its model, its conforming artifact, and the unchanged checker."""
+
+    artifact_path: Path
+    loaded: LoadedContract
+    model: LoadedContract
+    plan: ArtifactPlan
+    checks: list[Check]
+    checker: types.ModuleType
+    view: ArtifactView
+    raw_header: bytes
+
+    @property
+    def require_status(self) -> str:
+        """Admission runs with the contract's own status required, so lowering it is caught."""
+        return self.plan.status
+
+
+def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Battery:
+    loaded = cs.contracts[contract_id]
+    plan = cs.artifacts[contract_id]
+    model = cs.contracts[plan.model]
+    view = read_view(str(artifact_path), plan.format)
+    with open(artifact_path, "rb") as f:
+        raw = f.read(view.data_offset)
+    return Battery(artifact_path, loaded, model, plan, checks(plan), checker_module(plan), view, raw)
+
+
+def checker_module(plan: ArtifactPlan) -> types.ModuleType:
+    """The generated checker of `plan`, rendered and executed in memory (never written to disk)."""
+    text = render_checker_text(plan, f"# in-memory checker for {plan.id}")
+    module = types.ModuleType(f"charter_battery_{plan.id.replace('-', '_').replace('.', '_')}")
+    exec(compile(text, module.__name__, "exec"), module.__dict__)
+    return module
+
+
+def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
+    out: list[Mutant] = []
+    if only in (None, "artifact"):
+        if b.plan.format != "gguf":
+            raise CharterError([])  # safetensors operators: charter.mutation.safetensors_ops
+        out.extend(gguf_ops.mutants(b.view.header, b.raw_header, b.plan))
+    if only in (None, "contract"):
+        out.extend(contract_ops.mutants(b.loaded.doc.data, b.model.doc.data))
+    return out
+
+
+def run_mutant(b: Battery, m: Mutant) -> Outcome:
+    if m.make is None:
+        return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent or "")
+    try:
+        if m.side == "artifact":
+            return _run_artifact(b, m)
+        return _run_contract(b, m)
+    except Exception as exc:  # a crash is a finding, not a verdict to hide
+        return Outcome(m, Verdict.ERROR, detail=f"{type(exc).__name__}: {exc}")
+
+
+def _run_artifact(b: Battery, m: Mutant) -> Outcome:
+    buf, size = m.make()
+    try:
+        view = parse_view(buf, size, b.plan.format)
+    except CharterError as exc:
+        d = exc.diagnostics[0]
+        return judge(m, False, d.stage.value, d.code.value, d.field, d.message)
+    report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status)
+    return _from_report(m, report)
+
+
+def _from_report(m: Mutant, report) -> Outcome:
+    d = report.diagnostic
+    if d is None:
+        return judge(m, True, None, None, None)
+    return judge(m, False, d.stage, d.code, d.field, d.message)
+
+
+def _run_contract(b: Battery, m: Mutant) -> Outcome:
+    artifact_data, model_data = m.make()
+    try:
+        plan = _resolve(b, artifact_data, model_data)
+    except CharterError as exc:
+        d = exc.diagnostics[0] if exc.diagnostics else None
+        refused = Mutant(m.side, m.target, m.operator, Expect("spec"), m.make, m.equivalent)
+        return judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
+                     "refused by the contract language: " + (d.render() if d else ""))
+    after = checks(plan)
+    prediction = predict(b.checks, after, b.view, b.require_status)
+    if not prediction.changed:
+        if m.equivalent:
+            return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
+        return Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf")
+    expect = prediction.expect
+    checker = checker_module(plan)
+    report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
+                        verify_payload=expect is not None and expect.stage == "payload")
+    if expect is None:
+        what = ", ".join(sorted({c.method for c in prediction.changed}))
+        reason = m.equivalent or f"changed checks ({what}) still hold for this artifact: a relaxation"
+        if report.diagnostic is None:
+            return Outcome(m, Verdict.EQUIVALENT, detail=reason)
+        d = report.diagnostic
+        return Outcome(m, Verdict.REGRESSION, d.stage, d.code, d.field, f"predicted admission; {d.message}")
+    return _from_report(Mutant(m.side, m.target, m.operator, expect, m.make, m.equivalent), report)
+
+
+def _resolve(b: Battery, artifact_data: dict, model_data: dict) -> ArtifactPlan:
+    model = _reload(b.model, model_data)
+    artifact = _reload(b.loaded, artifact_data)
+    if artifact.contract.model != model.id:
+        from charter.diagnostics import Code, Diagnostic
+
+        raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {artifact.contract.model!r}")])
+    return resolve_artifact(artifact, resolve_model(model))
+
+
+def _reload(original: LoadedContract, data: dict) -> LoadedContract:
+    doc = Document(data, original.doc.locations, original.doc.source, original.doc.file)
+    return LoadedContract(contract_from_document(doc), doc, original.path)
+
+
+# --- running many ------------------------------------------------------------------------------
+
+_BATTERY: Battery | None = None
+_MUTANTS: list[Mutant] = []
+
+
+def _work(index: int) -> tuple[int, Outcome]:
+    outcome = run_mutant(_BATTERY, _MUTANTS[index])
+    return index, _picklable(outcome)
+
+
+def _picklable(o: Outcome) -> Outcome:
+    m = o.mutant
+    return Outcome(Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent), o.verdict, o.stage, o.code,
+                   o.field, o.detail)
+
+
+def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
+        progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
+    """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
+    global _BATTERY, _MUTANTS
+    _BATTERY, _MUTANTS = b, mutants
+    results: list[Outcome | None] = [None] * len(mutants)
+    if jobs <= 1:
+        for i in range(len(mutants)):
+            results[i] = _picklable(run_mutant(b, mutants[i]))
+            if progress:
+                progress(i + 1, len(mutants), results[i])
+    else:
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(jobs) as pool:
+            for done, (i, outcome) in enumerate(pool.imap_unordered(_work, range(len(mutants)), chunksize=8), 1):
+                results[i] = outcome
+                if progress:
+                    progress(done, len(mutants), outcome)
+    return results  # type: ignore[return-value]
+
+
+def stderr_progress(start: float | None = None) -> Callable[[int, int, Outcome], None]:
+    """Progress on stderr: a line every 10% and for every failing verdict."""
+    start = start or time.monotonic()
+    state = {"next": 0}
+
+    def report(done: int, total: int, outcome: Outcome) -> None:
+        if not outcome.verdict.passes:
+            print(f"  {outcome.verdict.value}: {outcome.mutant.id} ({outcome.detail})", file=sys.stderr)
+        if done * 10 >= state["next"] * total or done == total:
+            state["next"] = done * 10 // max(total, 1) + 1
+            print(f"[{done}/{total}] {time.monotonic() - start:.1f}s", file=sys.stderr)
+
+    return report
