@@ -108,6 +108,7 @@ COMMAND_MODULES = (
     "charter.admission.commands",
     "charter.codegen.commands",
     "charter.provenance.commands",
+    "charter.mutation.commands",
 )
 
 

@@ -40,6 +40,8 @@ from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
 from charter.formats.gguf import GGUFArray
 
 STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
+# Keys the container stage owns (container.alignment), never "extra" metadata.
+CONTAINER_KEYS = {"gguf": {"general.alignment"}}
 PAYLOAD_CHUNK = 1 << 20
 
 
@@ -142,7 +144,7 @@ class Context:
                 self.fail(Code.METADATA_FORBIDDEN, f"metadata.{key}", f"forbidden key {key!r} is present", key_at,
                           "absent", "present", self.view.meta[key].offset)
         if extra == "reject":
-            pinned = set(pinned)
+            pinned = set(pinned) | CONTAINER_KEYS.get(self.view.format, set())
             for key, entry in self.view.meta.items():
                 if key not in pinned:
                     self.fail(Code.METADATA_UNEXPECTED, f"metadata.{key}",

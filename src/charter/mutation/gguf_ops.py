@@ -58,6 +58,7 @@ def patch(h: GGUFHeader, raw: bytes, offset: int, data: bytes) -> tuple[bytes, i
 def mutants(h: GGUFHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mutant]:
     own = oracle.Ownership.of(plan)
     yield Mutant("artifact", "baseline", "unchanged", None, lambda: (raw, h.file_size))
+    yield from _controls(h)
     yield from _container(h, raw)
     for kv in h.kvs.values():
         yield from _kv_mutants(h, raw, kv, own)
@@ -80,6 +81,16 @@ def representatives(h: GGUFHeader, plan: ArtifactPlan) -> list[int]:
             if name in index and index[name] not in chosen:
                 chosen.append(index[name])
     return chosen
+
+
+def _controls(h: GGUFHeader) -> Iterator[Mutant]:
+    """Changes that are not facts of the contract: a checker that rejects them rejects too much."""
+    reversed_kvs = dict(reversed(list(h.kvs.items())))
+    yield Mutant("artifact", "metadata", "reverse key order (order is not a fact)", None,
+                 lambda: rebuild(h, kvs=reversed_kvs))
+    if "general.alignment" not in h.kvs:
+        yield Mutant("artifact", "metadata.general.alignment", "state the default alignment explicitly", None,
+                     lambda: _with_alignment(h, h.alignment))
 
 
 # --- container ------------------------------------------------------------------------------

@@ -72,6 +72,7 @@ class Outcome:
     code: str | None = None
     field: str | None = None
     detail: str = ""
+    enforced_by: str = ""  # the generated check(s) a contract mutant changed, or the contract rule
 
     def to_json(self) -> dict:
         m = self.mutant
@@ -80,7 +81,7 @@ class Outcome:
             "expect": None if m.expect is None else {"stage": m.expect.stage, "code": m.expect.code,
                                                       "field": m.expect.field},
             "verdict": self.verdict.value, "stage": self.stage, "code": self.code, "field": self.field,
-            "detail": self.detail, "equivalent": m.equivalent,
+            "detail": self.detail, "equivalent": m.equivalent, "enforced_by": self.enforced_by,
         }
 
 

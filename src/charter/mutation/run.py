@@ -7,6 +7,7 @@ artifact (parsed once). Verdicts follow Note [Mutation verdicts] in charter.muta
 
 from __future__ import annotations
 
+import dataclasses
 import multiprocessing
 import sys
 import time
@@ -115,8 +116,9 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
         refused = Mutant(m.side, m.target, m.operator, Expect("spec"), m.make, m.equivalent)
-        return judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
-                     "refused by the contract language: " + (d.render() if d else ""))
+        outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
+                        "refused by the contract language: " + (d.render() if d else ""))
+        return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
     after = checks(plan)
     prediction = predict(b.checks, after, b.view, b.require_status)
     if not prediction.changed:
@@ -124,6 +126,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
             return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
         return Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf")
     expect = prediction.expect
+    enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
                         verify_payload=expect is not None and expect.stage == "payload")
@@ -131,10 +134,22 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         what = ", ".join(sorted({c.method for c in prediction.changed}))
         reason = m.equivalent or f"changed checks ({what}) still hold for this artifact: a relaxation"
         if report.diagnostic is None:
-            return Outcome(m, Verdict.EQUIVALENT, detail=reason)
+            return Outcome(m, Verdict.EQUIVALENT, detail=reason, enforced_by=enforced)
         d = report.diagnostic
-        return Outcome(m, Verdict.REGRESSION, d.stage, d.code, d.field, f"predicted admission; {d.message}")
-    return _from_report(Mutant(m.side, m.target, m.operator, expect, m.make, m.equivalent), report)
+        return Outcome(m, Verdict.REGRESSION, d.stage, d.code, d.field, f"predicted admission; {d.message}",
+                       enforced)
+    outcome = _from_report(Mutant(m.side, m.target, m.operator, expect, m.make, m.equivalent), report)
+    return dataclasses.replace(outcome, enforced_by=enforced)
+
+
+def _describe(c: Check) -> str:
+    """A short name for a generated check: `stage: ctx.method(first argument)`."""
+    first = c.args[0] if c.args else ""
+    if isinstance(first, tuple):
+        first = "table"
+    elif c.method in ("value", "array", "string_digest") and len(c.args) > 1:
+        first = c.args[1]
+    return f"check_{c.stage}: ctx.{c.method}({first!r})"
 
 
 def _resolve(b: Battery, artifact_data: dict, model_data: dict) -> ArtifactPlan:
@@ -165,8 +180,7 @@ def _work(index: int) -> tuple[int, Outcome]:
 
 def _picklable(o: Outcome) -> Outcome:
     m = o.mutant
-    return Outcome(Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent), o.verdict, o.stage, o.code,
-                   o.field, o.detail)
+    return dataclasses.replace(o, mutant=Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent))
 
 
 def run(b: Battery, mutants: list[Mutant], jobs: int = 1,

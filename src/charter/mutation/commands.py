@@ -1,0 +1,87 @@
+"""`charter mutate`: prove that every fact of a contract fails closed."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
+    p.add_argument("--contract", required=True, help="artifact contract (YAML)")
+    p.add_argument("--artifact", help="conforming artifact (default: the pinned source, else one built from "
+                                      "the contract by charter.fixtures)")
+    p.add_argument("--search", action="append", metavar="DIR", help="where the model contract is found")
+    p.add_argument("--only", choices=("artifact", "contract"), help="run one side only")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    p.add_argument("--json", metavar="FILE", help="write every outcome as JSON")
+    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    p.add_argument("--trace", action="store_true",
+                   help="list, per contract leaf, the generated checks that enforce it and the mutants that killed "
+                        "it; fail on a leaf with neither")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
+    p.set_defaults(func=run_mutate, format="text")
+
+
+def run_mutate(args) -> int:
+    from charter import atomic
+    from charter.admission.locate import locate
+    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
+    from charter.diagnostics import CharterError
+    from charter.mutation import report
+    from charter.mutation.run import all_mutants, load_battery, run, stderr_progress
+    from charter.spec.contractset import load_set
+
+    cs = load_set([args.contract], search_paths([args.contract], args.search))
+    if cs.diagnostics:
+        print_diagnostics(cs.diagnostics, "text")
+        return EXIT_USAGE
+    ids = [i for i in cs.primary if i in cs.artifacts]
+    if len(ids) != 1:
+        print(f"charter: {args.contract} is not one artifact contract", file=sys.stderr)
+        return EXIT_USAGE
+    loaded = cs.contracts[ids[0]]
+    plan = cs.artifacts[ids[0]]
+    with tempfile.TemporaryDirectory(prefix="charter-battery-") as tmp:
+        if args.artifact:
+            artifact = Path(args.artifact)
+        elif loaded.contract.source is not None:
+            try:
+                artifact = locate(loaded.contract.source, loaded.path.parent)
+            except CharterError as exc:
+                print_diagnostics(exc.diagnostics, "text")
+                return EXIT_USAGE
+        else:
+            from charter.fixtures import build
+
+            artifact = build(plan, Path(tmp) / f"{plan.id}.{plan.format}")
+        if not artifact.is_file():
+            print(f"charter: {artifact}: no such file", file=sys.stderr)
+            return EXIT_USAGE
+        start = time.monotonic()
+        battery = load_battery(cs, ids[0], artifact)
+        mutants = all_mutants(battery, args.only)
+        if not args.quiet:
+            print(f"battery {plan.id}: {len(mutants)} mutants of {artifact} on {args.jobs} worker(s)", file=sys.stderr)
+        outcomes = run(battery, mutants, jobs=max(1, args.jobs),
+                       progress=None if args.quiet else stderr_progress(start))
+        elapsed = time.monotonic() - start
+    meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact), "seconds": round(elapsed, 2)}
+    summary = report.summary(outcomes)
+    if args.json:
+        atomic.write_text(args.json, report.to_json(outcomes, meta))
+    if args.html:
+        atomic.write_text(args.html, report.render_html(outcomes, meta))
+    ok = summary["passed"]
+    if args.trace:
+        lines, traced = report.trace(outcomes)
+        print("\n".join(lines))
+        ok = ok and traced
+    for line in report.failures(outcomes):
+        print(line)
+    print(report.table(outcomes))
+    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(mutants) / max(elapsed, 1e-9):.0f} mutants/s)")
+    return EXIT_OK if ok else EXIT_REJECTED
