@@ -185,7 +185,9 @@ def operators(side: str, path: Path, value: Any) -> Iterator[tuple[str, Any]]:
         yield "next float32", float(np.nextafter(np.float32(value), np.float32(np.inf)))
         yield "nan", float("nan")
     elif isinstance(value, str):
-        if _is_digest(path, value):
+        if len(path) > 1 and path[-2] == "values" and isinstance(path[-1], int):
+            yield "edit one char", value + "x"  # one element of a pinned array: one edit is its fact
+        elif _is_digest(path, value):
             flipped = format(int(value[-1], 16) ^ 1, "x")
             yield "flip one bit", value[:-1] + flipped
         elif _is_expression_leaf(side, path):

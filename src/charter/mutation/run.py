@@ -22,7 +22,7 @@ from charter.codegen.driver import render_checker_text
 from charter.codegen.python.build import Check, checks
 from charter.diagnostics import CharterError
 from charter.formats.gguf import read_gguf
-from charter.mutation import contract_ops, gguf_ops
+from charter.mutation import contract_ops, gguf_ops, safetensors_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
 from charter.spec.contractset import ContractSet
@@ -72,9 +72,8 @@ def checker_module(plan: ArtifactPlan) -> types.ModuleType:
 def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
     out: list[Mutant] = []
     if only in (None, "artifact"):
-        if b.plan.format != "gguf":
-            raise CharterError([])  # safetensors operators: charter.mutation.safetensors_ops
-        out.extend(gguf_ops.mutants(b.view.header, b.raw_header, b.plan))
+        ops = gguf_ops if b.plan.format == "gguf" else safetensors_ops
+        out.extend(ops.mutants(b.view.header, b.raw_header, b.plan))
     if only in (None, "contract"):
         out.extend(contract_ops.mutants(b.loaded.doc.data, b.model.doc.data))
     return out
@@ -124,6 +123,9 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     if not prediction.changed:
         if m.equivalent:
             return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
+        if m.target.startswith("model:"):
+            return Outcome(m, Verdict.EQUIVALENT, detail=f"a model fact this artifact profile does not state: no "
+                                                         f"check of {b.plan.id} depends on it")
         return Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf")
     expect = prediction.expect
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
