@@ -1,0 +1,137 @@
+"""contract_control generators: deliberately chosen inputs, ties and overflow cases.
+
+A contract control is authored, not captured: its label states the rule it obeys and, when it is
+random, the seed. The generators here are the rules written as code; each docstring says what
+its YAML `rule` must say. Randomness comes from SplitMix64, Note [Seeded controls]:
+
+    state_i = seed + (i + 1) * 0x9E3779B97F4A7C15                 (mod 2**64), i = 0, 1, ...
+    z = state_i; z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+    out_i = z ^ (z >> 31)
+    uniform_i = ((out_i >> 40) - 2**23) / 2**23                  float32, exactly, in [-1, 1)
+
+Values fill arrays in C order. This is a fixed published algorithm written with numpy uint64
+arithmetic, not numpy's Generator (whose streams numpy does not promise to keep), so a control is
+reproducible by any numpy and by a few lines of C++.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def splitmix64(seed: int, n: int, start: int = 0) -> np.ndarray:
+    """Outputs start .. start+n-1 of the SplitMix64 stream of `seed`, as uint64[n]."""
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+    i = np.arange(start + 1, start + n + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        z = np.uint64(seed) + i * _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+    return z ^ (z >> np.uint64(31))
+
+
+def uniform(seed: int, shape: tuple[int, ...], start: int = 0) -> np.ndarray:
+    """float32 values in [-1, 1) with 24 random bits each (Note [Seeded controls])."""
+    n = int(np.prod(shape, dtype=np.int64))
+    top = (splitmix64(seed, n, start) >> np.uint64(40)).astype(np.int64) - 2**23
+    return (top.astype(np.float32) * np.float32(2.0**-23)).reshape(shape)
+
+
+# --- generators: f(inputs, seed, shape) -> array ------------------------------------------------
+
+
+def uniform_pm1(inputs: tuple, seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: float32 values of the label's shape, uniform in [-1, 1), SplitMix64(seed), C order."""
+    return uniform(seed, shape)
+
+
+def eps_1e_6(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: the float32 constant 1e-6, chosen by the fixture author (not a model fact)."""
+    return np.array(1e-6, dtype=np.float32)
+
+
+ROUTER_EXPERTS = 512
+ROUTER_TIE_ROWS = {
+    # row 1: planted tie groups; rank order is score descending, then expert index ascending
+    4.0: (511, 300),
+    3.0: (450, 99, 17, 2),
+    2.0: (400, 256, 123, 77, 6, 5),  # straddles k = 10: 5, 6, 77, 123 are in, 256 and 400 out
+}
+# What a correct top-10 returns for each row of router_tie_logits (row 2 has no planted order).
+ROUTER_TIE_EXPECTED = {
+    0: (0, 1, 2, 3, 4, 5, 6, 7, 8, 9),
+    1: (300, 511, 2, 17, 99, 450, 5, 6, 77, 123),
+    3: (510, 511, 0, 1, 2, 3, 4, 5, 6, 7),
+}
+
+
+def router_tie_logits(inputs: tuple, seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: float32[4, 512] router logits.
+
+    row 0: every expert 0.0 (all 512 tie; top-10 is experts 0..9, each weight 0.1);
+    row 1: uniform_pm1(seed) background, then experts 511, 300 = 4.0; 450, 99, 17, 2 = 3.0;
+           400, 256, 123, 77, 6, 5 = 2.0 (a tie across the k boundary): top-10 is
+           300, 511, 2, 17, 99, 450, 5, 6, 77, 123;
+    row 2: the next 512 values of the same stream only (no planted ties);
+    row 3: experts 510, 511 = 0.0, every other expert e = -1000 - e: distinct logits whose float32
+           probabilities all underflow to 0, so they tie at 0 and rank by index: top-10 is
+           510, 511, 0..7 with weights 0.5, 0.5, 0 x 8.
+    """
+    if tuple(shape) != (4, ROUTER_EXPERTS):
+        raise ValueError(f"router_tie_logits makes shape (4, {ROUTER_EXPERTS}), the label says {tuple(shape)}")
+    out = np.zeros((4, ROUTER_EXPERTS), dtype=np.float32)
+    background = uniform(seed, (2, ROUTER_EXPERTS))
+    out[1] = background[0]
+    for value, experts in ROUTER_TIE_ROWS.items():
+        out[1, list(experts)] = np.float32(value)
+    out[2] = background[1]
+    out[3] = -1000.0 - np.arange(ROUTER_EXPERTS, dtype=np.float32)
+    out[3, [510, 511]] = 0.0
+    return out
+
+
+PADDED_VALUES = (np.float32(1e30), np.finfo(np.float32).max)  # per row: what padded rows hold
+WINNER_VALUE = np.float32(2.0)
+
+
+def padded_logits(seed: int, valid_ids: int, rows: int, n: int = 2) -> np.ndarray:
+    """The logits behind `padded_argmax_winners` (regenerated, not stored: ~1 MB per row).
+
+    float32[n, rows]: ids [0, valid_ids - 1) hold uniform_pm1(seed) values in C order; id
+    valid_ids - 1 holds 2.0, the largest valid value; every padded id >= valid_ids holds 1e30
+    (row 0) or the largest finite float32 (row 1), and the last physical row of row 1 is +inf.
+    """
+    if not 2 <= valid_ids < rows:
+        raise ValueError(f"need 2 <= valid_ids < rows, got {valid_ids} and {rows}")
+    if not 1 <= n <= len(PADDED_VALUES):
+        raise ValueError(f"n must be in [1, {len(PADDED_VALUES)}]")
+    out = np.empty((n, rows), dtype=np.float32)
+    out[:, : valid_ids - 1] = uniform(seed, (n, valid_ids - 1))
+    out[:, valid_ids - 1] = WINNER_VALUE
+    for r in range(n):
+        out[r, valid_ids:] = PADDED_VALUES[r]
+    if n > 1:
+        out[1, rows - 1] = np.inf
+    return out
+
+
+def padded_argmax_winners(inputs: tuple, seed: int, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: int32[n], each valid_ids - 1: the answer a correct masked argmax gives on
+    padded_logits(seed, valid_ids, logits_rows, n), where every padded row dominates every valid
+    one (an unmasked argmax returns a padded id) and the last valid id is the largest valid value.
+    Inputs: valid_ids, logits_rows (0-d integers)."""
+    valid_ids, rows = (int(a) for a in inputs)
+    if len(shape) != 1:
+        raise ValueError(f"padded_argmax_winners makes a 1-d array, the label says {tuple(shape)}")
+    logits = padded_logits(seed, valid_ids, rows, shape[0])
+    valid, padded = logits[:, :valid_ids], logits[:, valid_ids:]
+    # The construction's own guarantees, checked rather than assumed.
+    if not ((padded.min(axis=1) > valid.max(axis=1)).all() and (np.argmax(logits, axis=1) >= valid_ids).all()
+            and (valid[:, :-1].max(axis=1) < valid[:, -1]).all()):
+        raise ValueError("padded_logits does not make every padded row dominant and the last valid id win")
+    return np.full(shape, valid_ids - 1, dtype=np.int32)
