@@ -23,6 +23,9 @@ demo: $(STAMP)
 	$(BIN)/charter admit --contract $(SMOLLM2) --verify-payload
 	rm -rf .demo && $(BIN)/charter freeze "$$($(BIN)/charter locate $(SMOLLM2))" --id smollm2-frozen -o .demo
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml
+	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --html .demo/smollm2-battery.html
+	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 --artifact "$$($(BIN)/charter locate $(SMOLLM2))" -q
+	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q
 
 # The test suite (CI runs this through .ci/run).
 test: $(STAMP)

@@ -1,0 +1,103 @@
+"""pytest plugin (entry point `pytest11`): a `*.battery.yaml` file becomes one test per mutant.
+
+A battery file names a contract (relative to the file) and optionally an artifact and a side:
+
+    contract: ../../specs/artifacts/smollm2-135m-instruct-q4_1.yaml
+    only: artifact        # optional: artifact | contract
+
+Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
+battery over cores and a failure says which fact is not enforced. Declared equivalences are
+items too: they pass and report their reason (Note [Mutation verdicts]); nothing is skipped.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from functools import lru_cache
+from pathlib import Path
+
+import pytest
+
+from charter.diagnostics import CharterError
+
+
+def pytest_collect_file(parent, file_path: Path):
+    if file_path.name.endswith(".battery.yaml"):
+        return BatteryFile.from_parent(parent, path=file_path)
+    return None
+
+
+@lru_cache(maxsize=None)
+def _battery(spec_file: str):
+    """(battery, mutants) for one battery file, built once per process (xdist workers included)."""
+    from charter.admission.locate import locate
+    from charter.cli import search_paths
+    from charter.mutation.run import all_mutants, load_battery
+    from charter.spec.contractset import load_set
+    from charter.spec.yamlload import load_file
+
+    doc = load_file(spec_file).data
+    here = Path(spec_file).parent
+    contract = str((here / doc["contract"]).resolve())
+    cs = load_set([contract], search_paths([contract], None))
+    cs.raise_if_failed()
+    (cid,) = [i for i in cs.primary if i in cs.artifacts]
+    loaded, plan = cs.contracts[cid], cs.artifacts[cid]
+    if doc.get("artifact"):
+        artifact = here / doc["artifact"]
+    elif loaded.contract.source is not None:
+        artifact = locate(loaded.contract.source, loaded.path.parent)
+    else:
+        from charter.fixtures import build
+
+        folder = Path(tempfile.mkdtemp(prefix="charter-battery-"))
+        artifact = build(plan, folder / f"{plan.id}.{plan.format}")
+    battery = load_battery(cs, cid, artifact)
+    return battery, all_mutants(battery, doc.get("only"))
+
+
+class BatteryFile(pytest.File):
+    def collect(self):
+        try:
+            _, mutants = _battery(str(self.path))
+        except (CharterError, KeyError, ValueError) as exc:
+            raise self.CollectError(f"cannot build battery {self.path}: {exc}") from exc
+        seen: dict[str, int] = {}
+        for index, mutant in enumerate(mutants):
+            name = mutant.id
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                name = f"{name}#{seen[name]}"
+            yield MutantItem.from_parent(self, name=name, index=index)
+
+
+class MutantFailure(Exception):
+    pass
+
+
+class MutantItem(pytest.Item):
+    def __init__(self, *, index: int, **kw) -> None:
+        super().__init__(**kw)
+        self.index = index
+
+    def runtest(self) -> None:
+        from charter.mutation.run import run_mutant
+
+        battery, mutants = _battery(str(self.path))
+        outcome = run_mutant(battery, mutants[self.index])
+        self.user_properties.append(("verdict", outcome.verdict.value))
+        if outcome.detail:
+            self.user_properties.append(("detail", outcome.detail))
+        if not outcome.verdict.passes:
+            raise MutantFailure(outcome)
+
+    def repr_failure(self, excinfo):
+        if isinstance(excinfo.value, MutantFailure):
+            o = excinfo.value.args[0]
+            got = f"{o.stage} {o.code} {o.field}" if o.stage else "admitted"
+            expect = o.mutant.expect if o.mutant.expect is not None else "admission"
+            return f"{o.verdict.value}: {o.mutant.id}\n  expected: {expect}\n  got:      {got}\n  {o.detail}"
+        return super().repr_failure(excinfo)
+
+    def reportinfo(self):
+        return self.path, None, self.name

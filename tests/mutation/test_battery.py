@@ -1,0 +1,94 @@
+"""The battery's own guarantees: verdicts, the trace gate, and that a weakened generator fails it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from charter.cli import main
+from charter.mutation import report
+from charter.mutation.mutant import Expect, Mutant, Verdict, judge
+from charter.mutation.run import all_mutants, load_battery, run
+from charter.spec.contractset import load_set
+from tests.conftest import ROOT
+
+SMOLLM2 = "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
+
+
+def _mutant(expect):
+    return Mutant("artifact", "metadata.x", "op", expect)
+
+
+@pytest.mark.parametrize("admitted, stage, code, field, verdict", [
+    (True, None, None, None, Verdict.SURVIVED),
+    (False, "metadata", "METADATA_VALUE", "metadata.x", Verdict.KILLED),
+    (False, "metadata", "METADATA_TYPE", "metadata.x", Verdict.REGRESSION),
+    (False, "tensors", "METADATA_VALUE", "metadata.x", Verdict.REGRESSION),
+    (False, "metadata", "METADATA_VALUE", "metadata.y", Verdict.REGRESSION),
+])
+def test_judge(admitted, stage, code, field, verdict):
+    assert judge(_mutant(Expect("metadata", "METADATA_VALUE", "metadata.x")), admitted, stage, code,
+                 field).verdict is verdict
+
+
+def test_controls_and_any_rejection():
+    assert judge(_mutant(None), True, None, None, None).verdict is Verdict.ADMITTED
+    assert judge(_mutant(None), False, "layout", "LAYOUT_GAP", "t").verdict is Verdict.REFUSED
+    assert judge(_mutant(Expect(None)), False, "container", "CONTAINER_COUNT", "x").verdict is Verdict.KILLED
+
+
+@pytest.fixture(scope="module")
+def smollm2_set():
+    cs = load_set([ROOT / SMOLLM2], [ROOT / "specs"])
+    assert cs.ok, cs.diagnostics
+    return cs
+
+
+def _leaf(outcomes, target):
+    return [o for o in outcomes if o.mutant.target == target]
+
+
+def test_weakened_generator_fails_the_battery_naming_the_key(smollm2_set, smollm2_path, monkeypatch):
+    """A generator that drops the value check of one metadata key: its contract mutants survive."""
+    from charter.codegen.python import build
+
+    original = build._values
+
+    def weakened(stage, facts):
+        return original(stage, [m for m in facts if m.key != "llama.block_count"])
+
+    monkeypatch.setattr(build, "_values", weakened)
+    battery = load_battery(smollm2_set, "smollm2-135m-instruct-q4_1", smollm2_path)
+    mutants = [m for m in all_mutants(battery, "contract")
+               if m.target == "artifact:metadata.keys.llama.block_count.value"]
+    outcomes = run(battery, mutants)
+    assert outcomes and all(o.verdict is Verdict.SURVIVED for o in outcomes)
+    lines, ok = report.trace(outcomes)
+    assert not ok
+    assert "artifact:metadata.keys.llama.block_count.value" in lines[0]
+    assert any("FAIL" in line for line in lines)
+
+
+def test_unweakened_leaf_is_killed_and_traced(smollm2_set, smollm2_path):
+    battery = load_battery(smollm2_set, "smollm2-135m-instruct-q4_1", smollm2_path)
+    mutants = [m for m in all_mutants(battery, "contract")
+               if m.target in ("artifact:metadata.keys.llama.block_count.value", "model:constants.layers")]
+    outcomes = run(battery, mutants)
+    assert all(o.verdict is Verdict.KILLED for o in outcomes), [(o.mutant.id, o.verdict, o.detail) for o in outcomes]
+    lines, ok = report.trace(outcomes)
+    assert ok
+    text = "\n".join(lines)
+    assert "check_metadata: ctx.value('llama.block_count')" in text
+
+
+def test_mutate_cli_writes_json_and_prints_the_summary(tmp_path, capsys):
+    out = tmp_path / "battery.json"
+    code = main(["mutate", "--contract", "specs/artifacts/tiny-llama-safetensors.yaml", "--only", "artifact",
+                 "-j", "1", "-q", "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    data = json.loads(out.read_text())
+    s = data["summary"]
+    assert f"{s['rejected']}/{s['mutants']} mutations rejected" in printed
+    assert s["passed"] and s["mutants"] >= 50 and s["controls_admitted"] >= 2
