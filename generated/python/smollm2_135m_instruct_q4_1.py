@@ -120,7 +120,7 @@ def check_tensors(ctx):
         ('blk.{i}.ffn_gate.weight', (('i', 30),), 'ffn_gate', (576, 1536), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:90:5'),
         ('blk.{i}.ffn_up.weight', (('i', 30),), 'ffn_up', (576, 1536), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:91:5'),
         ('blk.{i}.ffn_down.weight', (('i', 30),), 'ffn_down', (1536, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:92:5'),
-    ))
+    ), 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:3')
 
 
 def check_codec(ctx):
@@ -134,7 +134,7 @@ def check_codec(ctx):
 
 def check_layout(ctx):
     """Extents aligned, in order, disjoint, packed; trailing bytes per policy."""
-    ctx.layout(32, True, True, 'reject', {'packed': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11', 'padding': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12', 'sorted': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11', 'trailing': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13'})
+    ctx.layout(32, True, True, 'reject', {'layout': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3', 'packed': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11', 'padding': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12', 'sorted': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11', 'trailing': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13'})
 
 
 def check_stores(ctx):

@@ -293,7 +293,7 @@ def test_unexpected_tensor(capsys, sparse_copy, real_header):
     rewrite_header(sparse_copy, real_header, tensors=real_header.tensors + [extra],
                    tensor_count=real_header.tensor_count + 1, grow=128)
     assert_rejected(admit(capsys, sparse_copy), "tensors", "TENSOR_UNEXPECTED", "tensors.rope_freqs.weight",
-                    located=False)
+                    located=True)
 
 
 # --- layout --------------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ def test_offsets_overlapping(capsys, sparse_copy, real_header):
     a, b = _same_size_neighbours(real_header)
     patch(sparse_copy, b.offset_offset, "<Q", a.offset)
     assert_rejected(admit(capsys, sparse_copy), "layout", "LAYOUT_OVERLAP", f"tensors.{Q}.offset",
-                    located=False)
+                    located=True)
 
 
 def test_gap_before_the_last_tensor(capsys, sparse_copy, real_header):

@@ -183,8 +183,11 @@ class Context:
             code = Code.TOKENIZER_ARRAY_LENGTH if tok else Code.METADATA_ARRAY_LENGTH
             self.mismatch(code, f"{stage}.{key}.length", length, arr.count, at, arr.count_offset)
         if values is not None:
+            floats = arr.elem_type.name in ("FLOAT32", "FLOAT64")
             for i, (want, got) in enumerate(zip(values, arr.items())):
-                if want != got or type(want) is not type(got):
+                same = _same_bits(arr.elem_type.name.lower(), got, want) if floats else (
+                    want == got and type(want) is type(got))
+                if not same:
                     code = Code.TOKENIZER_VALUE if tok else Code.METADATA_VALUE
                     self.mismatch(code, f"{stage}.{key}.values[{i}]", want, got, at, arr.data_offset)
         if sha256 is not None:
@@ -269,8 +272,9 @@ class Context:
         """Names matching a named exclusion are owned by the policy stage."""
         self._excluded = tuple(patterns)
 
-    def tensors(self, table: Iterable[tuple]) -> None:
-        """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...)."""
+    def tensors(self, table: Iterable[tuple], at_set: str | None = None) -> None:
+        """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...).
+        `at_set` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
         expected: dict[str, tuple] = {}
         for name, repeat, role, shape, codec, at in table:
             for concrete in _expand(name, repeat):
@@ -287,7 +291,7 @@ class Context:
                           "missing")
         for name, t in actual.items():
             if name not in expected and not self._is_excluded(name):
-                self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", None,
+                self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", t.offset)
         for name, (role, shape, codec, at) in expected.items():
             t = actual[name]
@@ -357,7 +361,8 @@ class Context:
         for prev, t in zip(spans, spans[1:]):
             if t.start < prev.end:
                 self.fail(Code.LAYOUT_OVERLAP, f"tensors.{t.name}.offset",
-                          f"{t.name} [{t.start}, {t.end}) overlaps {prev.name} [{prev.start}, {prev.end})", None,
+                          f"{t.name} [{t.start}, {t.end}) overlaps {prev.name} [{prev.start}, {prev.end})",
+                          at.get("layout"),
                           f">= {prev.end}", t.start, t.offset)
         step = alignment or 1
         if packed:

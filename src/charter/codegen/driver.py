@@ -24,7 +24,7 @@ from charter.spec.contractset import ContractSet
 from charter.spec.plan import ArtifactPlan
 
 MANIFEST = "manifest.json"
-TEMPLATE_PACKAGES = ("charter.codegen.python",)
+TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels")
 
 
 @dataclass(frozen=True)
@@ -104,10 +104,8 @@ def render_all(cs: ContractSet) -> list[Output]:
 
 
 def _label_outputs(cs: ContractSet) -> list[Output]:
-    try:
-        from charter.codegen import labels
-    except ImportError:  # the labels target is optional until the provenance generator lands
-        return []
+    from charter.codegen import labels
+
     out = []
     for lc in cs.of_kind("provenance"):
         for path, text in labels.render(lc, lc.doc.file):

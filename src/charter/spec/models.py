@@ -373,6 +373,11 @@ class Producer(Strict):
     derived_from: str | None = Field(None, description="derived_metadata: what it is derived from.")
 
 
+def _same_module_tree(a: str, b: str) -> bool:
+    """`x.y` and `x.y.z` share a module; `x.dequant` and `x.dequant_native` do not."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
 class FixtureArray(Strict):
     name: Name
     cls: Annotated[ProvenanceClass, Field(strict=False)] = Field(alias="class")
@@ -380,7 +385,7 @@ class FixtureArray(Strict):
     inputs: list[Name] = Field(default_factory=list)
     checks: str | None = Field(None, description="independent_crosscheck: the implementation it checks.")
     dtype: str = Field(min_length=1)
-    shape: list[StrictInt]
+    shape: list[Annotated[StrictInt, Field(ge=0)]] = Field(max_length=32)
     sha256: Sha256
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
@@ -396,7 +401,8 @@ class FixtureArray(Strict):
         elif self.cls is ProvenanceClass.INDEPENDENT_CROSSCHECK:
             if not (p.module and p.callable and self.checks):
                 raise ValueError("an independent_crosscheck names its module, callable and what it checks")
-            if self.checks.rsplit(".", 1)[0].startswith(p.module) or p.module.startswith(self.checks.rsplit(".", 1)[0]):
+            checked = self.checks.rsplit(".", 1)[0]
+            if _same_module_tree(checked, p.module):
                 raise ValueError(f"cross-check module {p.module} shares a module with {self.checks}")
         elif self.cls is ProvenanceClass.CONTRACT_CONTROL:
             if not p.rule:

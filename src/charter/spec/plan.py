@@ -118,6 +118,7 @@ class ArtifactPlan:
     alignment: int | None
     alignment_location: Location | None
     header_aligned: bool | None
+    header_aligned_location: Location | None
     identity: tuple[MetaCheck, ...]
     metadata: tuple[MetaCheck, ...]
     extra_keys: str
@@ -128,6 +129,7 @@ class ArtifactPlan:
     config: tuple[MetaCheck, ...]
     tensors: tuple[TensorCheck, ...]
     tensor_rows: tuple[TensorRow, ...]
+    tensors_location: Location
     codecs: tuple[CodecCheck, ...]
     layout: dict[str, object]
     layout_locations: dict[str, Location]

@@ -217,12 +217,14 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         version=version, version_location=c.at("container", "version") if version is not None else None,
         alignment=alignment, alignment_location=c.at("container", "alignment") if alignment is not None else None,
         header_aligned=a.container.header_aligned,
+        header_aligned_location=c.at("container", "header_aligned") if a.container.header_aligned is not None else None,
         identity=identity, metadata=metadata + tok_checks,
         extra_keys=a.metadata.extra_keys, extra_keys_location=c.at("metadata", "extra_keys"),
         forbidden=tuple((k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
         tokenizer=tokenizer, config_file=a.config.file if a.config else None, config=config,
         tensors=tensors, tensor_rows=tensor_rows, codecs=codecs,
-        layout=layout, layout_locations={k: c.at("layout", k) for k in layout},
+        layout=layout, layout_locations={k: c.at("layout", k) for k in layout} | {"layout": c.at("layout")},
+        tensors_location=c.at("tensors"),
         exclusions=exclusions,
         payload_file_sha256=payload.file_sha256 if payload else None,
         payload_tensors=tuple((n, d, c.at("payload", "tensors", n)) for n, d in (payload.tensors.items() if payload else ())),
@@ -257,7 +259,7 @@ def _meta(c: _Collector, key: str, fact: MetaFact, env: dict, path: tuple, stage
         length = _int(c, fact.length, env, path + ("length",), "uint64")
     values = None
     if fact.values is not None:
-        values = tuple(fact.values)
+        values = tuple(_as_element(v, fact.element) for v in fact.values)
         for i, v in enumerate(values):
             c.attempt(_check_element, v, fact.element, c.at(*path, "values", i), dotted(path + ("values", i)))
         if length is not None and len(values) != length:
@@ -274,6 +276,15 @@ def _config_fact(c: _Collector, key: str, fact, env: dict) -> MetaCheck:
         if fact.type == "float64" and value is not None:
             value = float(value)
     return MetaCheck(key, fact.type, "metadata", c.at(*path), value=value)
+
+
+def _as_element(value, element: str | None):
+    """An element as the file holds it: floats rounded to their width (an int literal becomes a float)."""
+    if element == "float32" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+    if element == "float64" and isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    return value
 
 
 def _check_element(value, element: str, loc: Location, field: str) -> None:

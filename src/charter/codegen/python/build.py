@@ -95,7 +95,7 @@ def _container(p: ArtifactPlan):
     if p.alignment is not None:
         yield "container_alignment", p.alignment, _at(p.alignment_location)
     if p.header_aligned is not None:
-        yield "container_header_aligned", p.header_aligned, None
+        yield "container_header_aligned", p.header_aligned, _at(p.header_aligned_location)
 
 
 def _identity(p: ArtifactPlan):
@@ -141,7 +141,8 @@ def _tokenizer(p: ArtifactPlan):
 
 def _tensors(p: ArtifactPlan):
     yield "exclude", tuple(pat for e in p.exclusions for pat in e.patterns)
-    yield "tensors", tuple((r.template, r.repeat, r.role, r.shape, r.codec, _at(r.location)) for r in p.tensor_rows)
+    yield ("tensors", tuple((r.template, r.repeat, r.role, r.shape, r.codec, _at(r.location)) for r in p.tensor_rows),
+           _at(p.tensors_location))
 
 
 def _codec(p: ArtifactPlan):
