@@ -21,6 +21,14 @@ Policies decided here:
   pad with spaces to 8, and `header_len_aligned` records it so a contract can demand it.
 * JSON nesting depth is bounded by the stdlib decoder's recursion guard (reported as
   CONTAINER_JSON); this module itself only walks two fixed levels.
+
+Two paths, one verdict. Diagnostics carry byte offsets, and knowing them means walking the JSON in
+Python, ~15x the cost of the C decoder on a real header. So the fast path (for speed) decodes the
+whole header with the C decoder and makes every check without positions: it returns the header
+or gives up. Offsets are computed only for a diagnostic, by the positional walker (the reference):
+after a tiling failure, for the one entry named; after an entry fails, the walker re-walks the
+JSON (its errors come first) and re-checks just that entry; after a JSON failure, everything.
+Every diagnostic is thus the walker's own: same code, field and offset.
 """
 
 from __future__ import annotations
@@ -38,6 +46,7 @@ from charter.diagnostics import CharterError, Code, Diagnostic
 MAX_HEADER_BYTES = 100_000_000
 U64_MAX = 2**64 - 1
 TENSOR_KEYS = ("dtype", "shape", "data_offsets")
+_TENSOR_KEY_SET = frozenset(TENSOR_KEYS)
 
 # safetensors 0.8 `Dtype` -> bits per element (`Dtype::bitsize`).
 DTYPE_BITS: dict[str, int] = {
@@ -162,8 +171,11 @@ class _Json:
         except ValueError as e:  # NaN/Infinity, integers past the int-string limit
             self.bad(i, f"invalid JSON value: {e}")
 
-    def object(self, i: int, field: str) -> tuple[list[tuple[str, int, object, int]], int]:
-        """Parse the object at `i` one level deep: [(key, key_at, value, value_at)], end."""
+    def object(
+        self, i: int, field: str, until: str | None = None
+    ) -> tuple[list[tuple[str, int, object, int]], int]:
+        """Parse the object at `i` one level deep: [(key, key_at, value, value_at)], end.
+        With `until`, stop after that key's value (the rest is not looked at)."""
         text, pairs, seen = self.text, [], set()
         if i >= len(text) or text[i] != "{":
             self.bad(i, "expected a JSON object")
@@ -189,6 +201,8 @@ class _Json:
             v_at = self.ws(j + 1)
             value, j = self.value(v_at, _join(field, key))
             pairs.append((key, i, value, v_at))
+            if key == until:
+                return pairs, j
             i = self.ws(j)
             if i < len(text) and text[i] == ",":
                 i = self.ws(i + 1)
@@ -196,6 +210,12 @@ class _Json:
                 return pairs, i + 1
             else:
                 self.bad(i, "expected ',' or '}'")
+
+    def value_offset(self, key: str) -> int:
+        """File offset of the top-level value of `key`, walking only up to it: for a diagnostic
+        of the fast path, whose header has already been decoded whole."""
+        pairs, _ = self.object(self.ws(0), "header", until=key)
+        return self.offset(pairs[-1][3])
 
     def check_str(self, s: str, i: int, field: str) -> None:
         try:
@@ -228,6 +248,12 @@ def read_safetensors(path: str | os.PathLike) -> SafetensorsHeader:
 def parse_safetensors(buf, file_size: int) -> SafetensorsHeader:
     """Parse a safetensors header from `buf` (bytes-like, at least 8 + N bytes) of a file of
     `file_size` bytes."""
+    return _parse(buf, file_size, fast=True)
+
+
+def _parse(buf, file_size: int, fast: bool) -> SafetensorsHeader:
+    """`fast=False` runs the positional walker alone: the reference the fast path is tested
+    against."""
     file_size = max(int(file_size), 0)
     avail = min(len(buf), file_size)
     if avail < 8:
@@ -266,19 +292,124 @@ def parse_safetensors(buf, file_size: int) -> SafetensorsHeader:
     except UnicodeDecodeError as e:
         _fail(Code.CONTAINER_JSON, "header", f"header is not valid UTF-8 ({e.reason})", 8 + e.start)
     js = _Json(text, raw)
+    suspect = None
+    if fast:
+        try:
+            return _fast(js, n, file_size)
+        except _Recheck as e:
+            suspect = e.key
+    return _walk(js, n, file_size, suspect)
+
+
+class _Recheck(Exception):
+    """The fast path found a problem it cannot place. `key`: the first entry that failed its
+    checks, or None when the JSON itself (or a string in it) is at fault."""
+
+    def __init__(self, key: str | None = None):
+        self.key = key
+
+
+def _fast(js: _Json, n: int, file_size: int) -> SafetensorsHeader:
+    """Every check of the walker, on the header decoded whole by the C decoder: the walker's own
+    decoder and hooks, so duplicates, NaN/Infinity, deep nesting and oversized integers fail here
+    too. No positions: any failure but tiling raises _Recheck, for the walker to report."""
+    text = js.text
+    try:
+        top = _DECODER.decode(text)  # leading/trailing whitespace as the walker's _WS
+    except (ValueError, RecursionError, _Dup):  # JSONDecodeError is a ValueError
+        raise _Recheck() from None
+    # Lone surrogates can only come from \u escapes: the text itself is valid UTF-8. Checked for
+    # the strings the walker checks that are not compared against fixed names below.
+    escapes = "\\u" in text
+    if type(top) is not dict or (escapes and _lone_surrogate(top)):
+        raise _Recheck()
+    data_len = file_size - 8 - n
+    metadata, tensors = None, []
+    for name, value in top.items():
+        if name == "__metadata__":
+            if not (
+                type(value) is dict
+                and all(type(v) is str for v in value.values())
+                and not (escapes and (_lone_surrogate(value) or _lone_surrogate(value.values())))
+            ):
+                raise _Recheck(name)
+            metadata = value
+        else:
+            tensors.append(_fast_tensor(name, value, data_len))
+    _check_tiling(tensors, data_len, 8 + n, js.value_offset)
+    return SafetensorsHeader(n, metadata, tensors, 8 + n, file_size, n % 8 == 0)
+
+
+def _lone_surrogate(strings) -> bool:
+    try:
+        "".join(strings).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _fast_tensor(name: str, value, data_len: int) -> SafetensorsTensor:
+    """_tensor's checks as one pass/fail: dict of exactly TENSOR_KEYS, known dtype, shape of ints
+    >= 0 whose running product and bit count stay <= 2**64-1, two ordered u64 offsets spanning
+    exactly the tensor's whole bytes, inside the data section."""
+    if type(value) is not dict or value.keys() != _TENSOR_KEY_SET:
+        raise _Recheck(name)
+    dtype, shape, offsets = value["dtype"], value["shape"], value["data_offsets"]
+    width = DTYPE_BITS.get(dtype) if type(dtype) is str else None
+    if width is None or type(shape) is not list or type(offsets) is not list or len(offsets) != 2:
+        raise _Recheck(name)
+    count = 1
+    for d in shape:
+        if type(d) is not int or d < 0:
+            raise _Recheck(name)
+        count *= d
+        if count > U64_MAX:
+            raise _Recheck(name)
+    bits = count * width
+    begin, end = offsets
+    if not (
+        type(begin) is int
+        and type(end) is int
+        and 0 <= begin <= end <= U64_MAX
+        and bits <= U64_MAX
+        and bits % 8 == 0
+        and end - begin == bits // 8
+        and end <= data_len
+    ):
+        raise _Recheck(name)
+    return SafetensorsTensor(name, dtype, tuple(shape), begin, end)
+
+
+def _walk(js: _Json, n: int, file_size: int, suspect: str | None = None) -> SafetensorsHeader:
+    """The positional walker: every check, in order, each failure with its exact offset.
+    `suspect` is the entry the fast path saw fail first: the JSON is still walked whole, as its
+    errors come first (and the recursion guard, counting this walker's frames, may trip where the
+    fast decode did not), but only that entry is re-checked, the others having passed."""
+    text = js.text
     start = js.ws(0)
     pairs, end = js.object(start, "header")
     if js.ws(end) != len(text):
         js.bad(js.ws(end), "trailing characters after the header object")
     data_offset = 8 + n
+    data_len = file_size - data_offset
+    for key, _key_at, value, value_at in pairs:
+        if key == suspect:  # raises; if it did not, the full pass below decides
+            _entry(js, key, value, value_at, data_len)
     metadata, tensors = None, []
     for key, _key_at, value, value_at in pairs:
         if key == "__metadata__":
             metadata = _metadata(js, value, value_at)
         else:
-            tensors.append(_tensor(js, key, value, value_at, file_size - data_offset))
-    _check_tiling(js, tensors, pairs, file_size - data_offset)
+            tensors.append(_tensor(js, key, value, value_at, data_len))
+    at = {key: v_at for key, _, _, v_at in pairs}
+    _check_tiling(tensors, data_len, data_offset, lambda name: js.offset(at[name]))
     return SafetensorsHeader(n, metadata, tensors, data_offset, file_size, n % 8 == 0)
+
+
+def _entry(js: _Json, key: str, value, at: int, data_len: int):
+    if key == "__metadata__":
+        return _metadata(js, value, at)
+    return _tensor(js, key, value, at, data_len)
 
 
 def _metadata(js: _Json, value, at: int) -> dict[str, str]:
@@ -450,19 +581,21 @@ def _elements(js: _Json, shape, at: int, field: str) -> int:
     return n
 
 
-def _check_tiling(js: _Json, tensors: list[SafetensorsTensor], pairs, data_len: int) -> None:
-    """Sorted by (begin, end), extents must cover [0, data_len) exactly once."""
-    at = {key: v_at for key, _, _, v_at in pairs}
+def _check_tiling(
+    tensors: list[SafetensorsTensor], data_len: int, data_offset: int, offset_of
+) -> None:
+    """Sorted by (begin, end), extents must cover [0, data_len) exactly once. `offset_of(name)`
+    is the file offset of a tensor's entry, asked for only when reporting it."""
     pos = 0
     for t in sorted(tensors, key=lambda t: (t.begin, t.end)):
-        field, off = f"tensors.{t.name}.data_offsets", js.offset(at[t.name])
+        field = f"tensors.{t.name}.data_offsets"
         if t.begin > pos:
             what = "the data section starts" if pos == 0 else "the previous tensor ends"
             _fail(
                 Code.CONTAINER_EXTENT,
                 field,
                 f"gap: tensor begins at {t.begin} but {what} at {pos}",
-                off,
+                offset_of(t.name),
                 pos,
                 t.begin,
             )
@@ -471,7 +604,7 @@ def _check_tiling(js: _Json, tensors: list[SafetensorsTensor], pairs, data_len: 
                 Code.CONTAINER_EXTENT,
                 field,
                 f"overlap: tensor begins at {t.begin}, before the previous tensor ends at {pos}",
-                off,
+                offset_of(t.name),
                 pos,
                 t.begin,
             )
@@ -481,7 +614,7 @@ def _check_tiling(js: _Json, tensors: list[SafetensorsTensor], pairs, data_len: 
             Code.CONTAINER_EXTENT,
             "tensors",
             f"trailing bytes: tensors end at {pos} but the data section holds {data_len} bytes",
-            8 + len(js.raw) + pos,
+            data_offset + pos,
             data_len,
             pos,
         )
