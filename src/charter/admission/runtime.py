@@ -30,10 +30,12 @@ import fnmatch
 import hashlib
 import json
 import math
+import os
 import struct
 from collections.abc import Iterable
 from pathlib import Path
 
+from charter.admission import stores
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
@@ -69,11 +71,24 @@ def _same_bits(ctype: str, a: float, b: float) -> bool:
 class Context:
     """The artifact under admission plus the caller's options; every check is a method."""
 
-    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None) -> None:
+    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None) -> None:
         self.view = view
         self.path = path
         self.require_status = require_status
         self._excluded: tuple[str, ...] = ()
+        self._reader = reader  # (offset, length) -> bytes; default: the file at `path`
+
+    def read(self, offset: int, length: int) -> bytes:
+        """Bytes of the artifact outside the header (store manifests); a short read is a rejection."""
+        if self._reader is not None:
+            data = self._reader(offset, length)
+        else:
+            with open(self.path, "rb") as f:
+                data = os.pread(f.fileno(), length, offset)
+        if len(data) != length:
+            self.fail(Code.STORE_GEOMETRY, "file", f"file ended at {offset + len(data)}, before {offset + length}",
+                      None, offset + length, offset + len(data), offset)
+        return data
 
     # --- failing -----------------------------------------------------------------------------
 
@@ -383,10 +398,24 @@ class Context:
                       f"{v.file_size - end} bytes after the last extent, more than alignment padding",
                       at.get("trailing"), _align_up(end, step), v.file_size, end)
 
+    # --- stores (charter.admission.stores) ----------------------------------------------------
+
+    def expert_major_store(self, name: str, tensor: str, fields, components, at: str | None) -> None:
+        stores.expert_major(self, name, tensor, fields, components, at)
+
+    def ple_store(self, name: str, tensor: str, fields, head_rows, at: str | None) -> None:
+        stores.ple_rows(self, name, tensor, fields, head_rows, at)
+
     # --- policy ------------------------------------------------------------------------------
 
-    def exclusions(self, table: Iterable[tuple[str, tuple[str, ...], str | None]]) -> None:
-        for name, patterns, at in table:
+    def exclusions(self, table: Iterable[tuple]) -> None:
+        """Rows (name, patterns, count key or None, source count, at): no excluded tensor is present,
+        and the artifact's own inventory accounts for the excluded source tensors."""
+        for name, patterns, count_key, count, at in table:
+            if count_key is not None and self.view.meta[count_key].value != count:
+                entry = self.view.meta[count_key]
+                self.mismatch(Code.POLICY_EXCLUSION, f"exclusions.{name}.source_count", count, entry.value, at,
+                              entry.value_offset, f" ({count_key})")
             for t in self.view.tensors:
                 if any(fnmatch.fnmatchcase(t.name, p) for p in patterns):
                     self.fail(Code.POLICY_EXCLUSION, f"exclusions.{name}",
@@ -476,10 +505,12 @@ def _align_up(n: int, a: int) -> int:
 
 
 def _expand(template: str, repeat) -> list[str]:
+    """`repeat` pairs a placeholder with a count (range(count)) or with the indices it takes."""
     names = [template]
     for placeholder, count in repeat or ():
         token = "{" + placeholder + "}"
-        names = [n.replace(token, str(i)) for n in names for i in range(count)]
+        indices = range(count) if isinstance(count, int) else count
+        names = [n.replace(token, str(i)) for n in names for i in indices]
     return names
 
 
@@ -503,10 +534,11 @@ def _report(path: str, checker) -> AdmissionReport:
 
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
-               require_status: str | None = None) -> AdmissionReport:
-    """The stages after the reader, over an already parsed view (`path` serves payload and companions)."""
+               require_status: str | None = None, reader=None) -> AdmissionReport:
+    """The stages after the reader, over an already parsed view (`path` serves payload, companions
+    and, unless `reader` is given, store manifests)."""
     report = _report(path, checker)
-    ctx = Context(view, path, require_status)
+    ctx = Context(view, path, require_status, reader)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")

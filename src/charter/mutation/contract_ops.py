@@ -46,6 +46,11 @@ EQUIVALENT = (
     ("model", "layer_pattern.kinds*", "documentation of the layer kinds"),
     ("model", "status", "a model's status bounds its artifacts' (checked when contracts load); raising it cannot "
                         "be refuted by an artifact"),
+    ("artifact", "stores.*.codec.name", "names the codec for people and reports; the store manifest states the codec "
+                                        "by id (stores.*.codec.id is checked)"),
+    ("artifact", "stores.*.codec.label", "the codec's qualification label is a claim for people; the manifest states "
+                                         "the codec by id (stores.*.codec.id is checked)"),
+    ("artifact", "exclusions[*].reason", "documentation: why the class is excluded"),
 )
 
 # Changes that only relax a policy the conforming artifact already satisfies; the artifact-side

@@ -54,9 +54,9 @@ def predict(before: list[Check], after: list[Check], view: ArtifactView, require
     added = [c for c in after if _key(c) not in old]
     removed = [c for c in before if _key(c) not in new]
     excluded = next((c.args[0] for c in after if c.method == "exclude"), ())
-    previous = {(c.stage, c.method): c for c in before}
+    previous = {(c.stage, c.method, _store_name(c)): c for c in before}
     for c in added:
-        expect = _evaluate(c, view, require_status, excluded, previous.get((c.stage, c.method)))
+        expect = _evaluate(c, view, require_status, excluded, previous.get((c.stage, c.method, _store_name(c))))
         if expect is not None:
             return Prediction(tuple(added + removed), expect)
     return Prediction(tuple(added + removed), None)
@@ -168,7 +168,9 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
             return Expect("layout", "LAYOUT_DATA_OFFSET", "layout.alignment")
         return oracle.layout(spans, v.data_offset, v.file_size, alignment, policy)
     if m == "exclusions":
-        for name, patterns, _ in a[0]:
+        for name, patterns, count_key, count, _ in a[0]:
+            if count_key is not None and v.meta[count_key].value != count:
+                return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}.source_count")
             if any(fnmatch.fnmatchcase(t.name, p) for t in v.tensors for p in patterns):
                 return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}")
         return None
@@ -176,6 +178,8 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
         if require_status and STATUS_ORDER.index(a[0]) < STATUS_ORDER.index(require_status):
             return Expect("policy", "POLICY_STATUS", "status")
         return None
+    if m in ("expert_major_store", "ple_store"):
+        return _store(c, previous)
     if m == "payload":
         # The conforming artifact matches the unchanged contract's digests (its baseline is admitted
         # with --verify-payload), so a payload check rejects exactly when a digest literal changed.
@@ -192,7 +196,8 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
 def _expand(template: str, repeat) -> list[str]:
     names = [template]
     for placeholder, count in repeat or ():
-        names = [n.replace("{" + placeholder + "}", str(i)) for n in names for i in range(count)]
+        indices = range(count) if isinstance(count, int) else count
+        names = [n.replace("{" + placeholder + "}", str(i)) for n in names for i in indices]
     return names
 
 
@@ -231,4 +236,68 @@ def _codecs(table, v: ArtifactView) -> Expect | None:
             return Expect("codec", "CODEC_BLOCK", f"codecs.{t.codec}.block")
         if math.prod(t.shape) // block * nbytes != t.end - t.start:
             return Expect("codec", "CODEC_SIZE", f"codecs.{t.codec}.bytes")
+    return None
+
+
+def _store_name(c: Check):
+    return c.args[0] if c.method in ("expert_major_store", "ple_store") else None
+
+
+# Manifest fields each store kind states directly (the rest of the contract's fields are derived).
+_STORED = {"expert_major_store": {"version", "family", "layers", "experts", "experts_used", "codec_id", "group_size",
+                                  "group_bytes", "record_alignment"},
+           "ple_store": {"version", "family", "heads", "width", "row_alignment", "logical_rows", "rows_per_page",
+                         "page_header_bytes", "codec_id", "group_size", "codec_version", "page_alignment"}}
+
+
+def _store(c: Check, previous: Check | None) -> Expect | None:
+    """The conforming artifact states exactly the unchanged contract's store, so a changed literal
+    fails at the first check (in the stage's order) whose expected value moved."""
+    from charter.stores import expertmajor, ple
+
+    if previous is None:
+        return Expect("stores", "STORE_MISSING", None)
+    name = c.args[0]
+    new = {f: v for f, v, _ in c.args[2]}
+    old = {f: v for f, v, _ in previous.args[2]}
+    for field, _, _ in c.args[2]:
+        if field in _STORED[c.method] and new[field] != old[field]:
+            return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.{field}")
+    if c.method == "expert_major_store":
+        comps_new, comps_old = c.args[3], previous.args[3]
+        if len(comps_new) != len(comps_old):
+            return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.components")
+
+        def geometry(fields, comps):
+            return expertmajor.geometry(fields["layers"], fields["experts"], [x[:3] for x in comps],
+                                        fields["group_size"], fields["group_bytes"], fields["record_alignment"])
+
+        g_new, g_old = geometry(new, comps_new), geometry(old, comps_old)
+        for field in ("record_bytes", "table_offset", "records_offset", "record_count"):
+            if g_new[field] != g_old[field]:
+                return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.manifest.{field}")
+        if g_new["size"] != g_old["size"]:
+            return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.size")
+        for i, (a, b) in enumerate(zip(g_new["components"], g_old["components"])):
+            for field in ("name", "ne0", "ne1", "offset", "bytes"):
+                if a[field] != b[field]:
+                    return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.components[{i}].{field}")
+        return None
+    rows_new, rows_old = [v for v, _ in c.args[3]], [v for v, _ in previous.args[3]]
+    padded = lambda rows: rows + [0] * (ple.HEADS_MAX - len(rows))  # noqa: E731
+    for i, (a, b) in enumerate(zip(padded(rows_new), padded(rows_old))):
+        if a != b:
+            return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.head_rows[{i}]")
+
+    def geometry(f):
+        return ple.geometry(f["logical_rows"], f["row_alignment"], f["width"], f["group_size"], f["group_bytes"],
+                            f["rows_per_page"], f["page_header_bytes"], f["page_alignment"])
+
+    g_new, g_old = geometry(new), geometry(old)
+    for field in ("padded_rows", "encoded_row_bytes", "page_count", "page_stride", "page_table_offset",
+                  "payload_offset"):
+        if g_new[field] != g_old[field]:
+            return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.manifest.{field}")
+    if g_new["size"] != g_old["size"]:
+        return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.size")
     return None

@@ -66,6 +66,7 @@ def mutants(h: GGUFHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mutant]:
     for index in representatives(h, plan):
         yield from _tensor_mutants(h, raw, index, h.tensors[index], own, plan)
     yield from _tensor_set(h, own)
+    yield from _boundary(h, plan)
     yield from _layout_mutants(h, plan)
 
 
@@ -388,16 +389,47 @@ def _tensor_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
     yield Mutant("artifact", f"tensors.{EXTRA_TENSOR}", "extra tensor",
                  Expect("tensors", "TENSOR_UNEXPECTED", f"tensors.{EXTRA_TENSOR}"),
                  lambda: rebuild(h, tensors=list(h.tensors) + [extra]))
+    data_len = h.file_size - h.data_offset
+    tail = -(-data_len // h.alignment) * h.alignment
     for name, patterns in own.exclusions:
+        # A well-formed extra extent after the last one: nothing but the exclusion may reject it.
         smuggled = patterns[0].replace("*", "0").replace("?", "0")
-        info = TensorInfo(smuggled, (8,), f32, 0, 32, 0, h.data_offset)
+        info = TensorInfo(smuggled, (8,), f32, tail, 32, 0, h.data_offset)
         yield Mutant("artifact", f"tensors.{smuggled}", f"smuggle excluded {name}",
                      Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}"),
-                     lambda i=info: rebuild(h, tensors=list(h.tensors) + [i]))
+                     lambda i=info: _grown(rebuild(h, tensors=list(h.tensors) + [i]), tail - data_len + 32))
     long_name = "t" * 64
     yield Mutant("artifact", "tensors.<64-byte name>", "over-long name",
                  Expect("container", "CONTAINER_TENSOR_NAME", f"tensors[{len(h.tensors)}].name"),
                  lambda: rebuild(h, tensors=list(h.tensors) + [TensorInfo(long_name, (8,), f32, 0, 32, 0, 0)]))
+
+
+def _grown(built: tuple[bytes, int], extra: int) -> tuple[bytes, int]:
+    return built[0], built[1] + extra
+
+
+def _boundary(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
+    """Padded logits (AFN-005): physical rows and tokenizer ids are two facts; swapping one for the
+    other must fail where each is stated."""
+    t = plan.tokenizer
+    if t is None or t.ids is None or t.logits_rows is None or t.ids == t.logits_rows:
+        return
+    index = {x.name: i for i, x in enumerate(h.tensors)}
+    if t.logits_tensor in index:
+        info = h.tensors[index[t.logits_tensor]]
+        dims = info.dims[:t.logits_axis] + (t.ids,) + info.dims[t.logits_axis + 1:]
+        yield Mutant("artifact", f"tensors.{info.name}", f"logits rows {t.logits_rows} -> tokenizer ids {t.ids}",
+                     Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows"),
+                     lambda: rebuild(h, tensors=_replace_tensor(h, index[t.logits_tensor], dims=dims)))
+    tokens = h.kvs.get(t.tokens_key) if t.tokens_key else None
+    if tokens is not None and isinstance(tokens.value, GGUFArray) and tokens.value.count == t.ids:
+        def padded():
+            items = tokens.value.items()
+            items += [f"<pad{i}>" for i in range(t.logits_rows - t.ids)]
+            return rebuild(h, kvs=_replace_kv(h, tokens, value=GGUFArray.from_items(tokens.value.elem_type, items)))
+
+        yield Mutant("artifact", f"metadata.{t.tokens_key}", f"tokenizer ids {t.ids} -> logits rows {t.logits_rows}",
+                     Expect("tokenizer", "TOKENIZER_ARRAY_LENGTH", f"tokenizer.{t.tokens_key}.length"), padded)
 
 
 def _layout_mutants(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:

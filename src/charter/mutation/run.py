@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import multiprocessing
+import os
 import sys
 import time
 import types
@@ -22,7 +23,7 @@ from charter.codegen.driver import render_checker_text
 from charter.codegen.python.build import Check, checks
 from charter.diagnostics import CharterError
 from charter.formats.gguf import read_gguf
-from charter.mutation import contract_ops, gguf_ops, safetensors_ops
+from charter.mutation import contract_ops, gguf_ops, safetensors_ops, store_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
 from charter.spec.contractset import ContractSet
@@ -74,6 +75,8 @@ def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
     if only in (None, "artifact"):
         ops = gguf_ops if b.plan.format == "gguf" else safetensors_ops
         out.extend(ops.mutants(b.view.header, b.raw_header, b.plan))
+        if b.plan.stores:
+            out.extend(store_ops.mutants(b.view.header, b.raw_header, b.plan, overlay_reader(b, b.view, {})))
     if only in (None, "contract"):
         out.extend(contract_ops.mutants(b.loaded.doc.data, b.model.doc.data))
     return out
@@ -91,14 +94,37 @@ def run_mutant(b: Battery, m: Mutant) -> Outcome:
 
 
 def _run_artifact(b: Battery, m: Mutant) -> Outcome:
-    buf, size = m.make()
+    made = m.make()
+    buf, size = made[0], made[1]
+    patches = made[2] if len(made) > 2 else {}
     try:
         view = parse_view(buf, size, b.plan.format)
     except CharterError as exc:
         d = exc.diagnostics[0]
         return judge(m, False, d.stage.value, d.code.value, d.field, d.message)
-    report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status)
+    report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
+                        reader=overlay_reader(b, view, patches))
     return _from_report(m, report)
+
+
+def overlay_reader(b: Battery, view: ArtifactView, patches: dict[int, bytes]):
+    """Reads the mutant's data section: the conforming file's bytes, moved with the data offset (a
+    re-serialized header may grow), with the mutant's byte patches laid over them."""
+    shift = view.data_offset - b.view.data_offset
+
+    def read(offset: int, length: int) -> bytes:
+        start = offset - shift
+        if start < b.view.data_offset:
+            return b""
+        with open(b.artifact_path, "rb") as f:
+            data = bytearray(os.pread(f.fileno(), length, start))
+        for at, patch in patches.items():
+            lo, hi = max(at, offset), min(at + len(patch), offset + len(data))
+            if lo < hi:
+                data[lo - offset:hi - offset] = patch[lo - at:hi - at]
+        return bytes(data)
+
+    return read
 
 
 def _from_report(m: Mutant, report) -> Outcome:

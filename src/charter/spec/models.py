@@ -231,6 +231,7 @@ class TokenizerBinding(Strict):
 class TensorFact(Strict):
     name: str = Field(min_length=1, description="Tensor name; `{i}` placeholders expand over `repeat`.")
     repeat: dict[Name, IntOrExpr] | None = Field(None, description="Placeholder -> count: range(count).")
+    layer_kind: Name | None = Field(None, description="Only the layers of this kind (model layer_pattern).")
     role: str = Field(min_length=1)
     shape: list[IntOrExpr] = Field(min_length=1, max_length=8, description="Dims in the container's own order.")
     codec: str = Field(min_length=1)
@@ -242,6 +243,65 @@ class TensorFact(Strict):
         if used != declared:
             raise located(("name",), f"placeholders {sorted(used)} in the name must match repeat {sorted(declared)}")
         return self
+
+
+class StoreCodec(Strict):
+    """Codec identity of a store: its own fact, independent of container version and geometry."""
+
+    id: IntOrExpr
+    name: str = Field(min_length=1)
+    version: IntOrExpr | None = None
+    group: IntOrExpr = Field(description="Elements per group (must divide every row width).")
+    group_bytes: IntOrExpr
+    label: str = Field(min_length=1, description="Qualification label, e.g. phase2-structural-not-release-qualified.")
+
+
+class StoreComponent(Strict):
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,15}$")]
+    shape: list[IntOrExpr] = Field(min_length=2, max_length=2, description="[row width, rows] of one expert.")
+
+
+class ExpertMajorStore(Strict):
+    """Routed experts as one embedded `expert-major-v2` store (docs/stores.md)."""
+
+    kind: Literal["expert-major-v2"]
+    tensor: str = Field(min_length=1, description="The artifact tensor whose extent holds the store.")
+    version: IntOrExpr
+    family: IntOrExpr
+    layers: IntOrExpr
+    experts: IntOrExpr
+    experts_used: IntOrExpr
+    codec: StoreCodec
+    components: list[StoreComponent] = Field(min_length=1, max_length=8)
+    record_alignment: IntOrExpr
+
+
+class PleStore(Strict):
+    """Per-layer embeddings as one embedded `ple-rows-v1` fixed-page row store (docs/stores.md)."""
+
+    kind: Literal["ple-rows-v1"]
+    tensor: str = Field(min_length=1)
+    version: IntOrExpr
+    family: IntOrExpr
+    heads: IntOrExpr
+    head_rows: list[IntOrExpr] = Field(min_length=1, max_length=16, description="Prime-sized hash head segments.")
+    logical_rows: IntOrExpr
+    row_alignment: IntOrExpr
+    width: IntOrExpr
+    rows_per_page: IntOrExpr
+    page_header_bytes: IntOrExpr
+    page_alignment: IntOrExpr
+    codec: StoreCodec
+
+
+Store = Annotated[Union[ExpertMajorStore, PleStore], Field(discriminator="kind")]
+
+
+class Profile(Strict):
+    """Constants of one physical profile (codec and page choices), beside the model's."""
+
+    constants: dict[Name, Number] = Field(default_factory=dict)
+    derived: dict[Name, Expr] = Field(default_factory=dict)
 
 
 class CodecFact(Strict):
@@ -267,6 +327,7 @@ class Layout(Strict):
 class Exclusion(Strict):
     name: Name
     source_count: IntOrExpr = Field(description="Source tensors this exclusion accounts for.")
+    count_key: Key | None = Field(None, description="Metadata key in which the artifact states that count.")
     patterns: list[str] = Field(min_length=1, description="fnmatch patterns; no artifact tensor may match.")
     reason: str = Field(min_length=1)
 
@@ -319,6 +380,7 @@ class ArtifactContract(Header):
     model: Id
     format: Literal["gguf", "safetensors"]
     source: ArtifactSource | None = None
+    profile: Profile = Profile()
     container: Container = Container()
     identity: dict[Key, str] = Field(default_factory=dict, description="String keys naming what the artifact is.")
     metadata: Metadata = Metadata()
@@ -327,6 +389,7 @@ class ArtifactContract(Header):
     tensors: list[TensorFact] = Field(default_factory=list)
     codecs: dict[str, CodecFact] = Field(default_factory=dict, description="Block geometry of each codec used.")
     layout: Layout = Layout()
+    stores: dict[Name, Store] = Field(default_factory=dict, description="Embedded stores by name.")
     exclusions: list[Exclusion] = Field(default_factory=list)
     payload: Payload | None = None
 

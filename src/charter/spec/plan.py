@@ -59,7 +59,7 @@ class TensorRow:
     """A tensor fact as the contract states it: a name template and its repeat counts."""
 
     template: str
-    repeat: tuple[tuple[str, int], ...]
+    repeat: tuple[tuple[str, int | tuple[int, ...]], ...]  # a count, or the listed indices
     role: str
     shape: tuple[int, ...]
     codec: str
@@ -103,6 +103,22 @@ class ExclusionCheck:
     patterns: tuple[str, ...]
     reason: str
     location: Location
+    count_key: str | None = None
+
+
+@dataclass(frozen=True)
+class StorePlan:
+    """One embedded store: its manifest facts in check order, and its tables' expected rows."""
+
+    name: str
+    kind: str
+    tensor: str
+    location: Location
+    fields: tuple[tuple[str, int, Location], ...]
+    components: tuple[tuple[str, int, int, Location], ...] = ()  # expert-major: (name, ne0, ne1, at)
+    head_rows: tuple[tuple[int, Location], ...] = ()  # ple: the prime segment of each hash head
+    codec_name: str = ""
+    codec_label: str = ""
 
 
 @dataclass(frozen=True)
@@ -131,6 +147,7 @@ class ArtifactPlan:
     tensor_rows: tuple[TensorRow, ...]
     tensors_location: Location
     codecs: tuple[CodecCheck, ...]
+    stores: tuple[StorePlan, ...]
     layout: dict[str, object]
     layout_locations: dict[str, Location]
     exclusions: tuple[ExclusionCheck, ...]

@@ -21,13 +21,16 @@ from charter.spec.plan import (
     MetaCheck,
     ModelPlan,
     SpecialIdCheck,
+    StorePlan,
     TensorCheck,
     TensorRow,
     TokenizerPlan,
 )
 from charter.spec.yamlload import dotted
+from charter.stores import expertmajor, ple
 
 MAX_EXPANDED_TENSORS = 1_000_000
+MAX_LAYERS = 100_000
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
@@ -101,7 +104,10 @@ def resolve_model(loaded: LoadedContract) -> ModelPlan:
     layer_kinds: tuple[str, ...] = ()
     if m.layer_pattern is not None:
         repeat = _int(c, m.layer_pattern.repeat, env, ("layer_pattern", "repeat"), "uint32")
-        if repeat is not None:
+        if repeat is not None and repeat * len(m.layer_pattern.period) > MAX_LAYERS:
+            c.error(Code.SPEC_INVALID, ("layer_pattern", "repeat"),
+                    f"the pattern spans {repeat * len(m.layer_pattern.period)} layers (limit {MAX_LAYERS})")
+        elif repeat is not None:
             layer_kinds = tuple(m.layer_pattern.period) * repeat
             if "layers" in env and len(layer_kinds) != env["layers"]:
                 c.error(Code.INVARIANT_FALSE, ("layer_pattern",),
@@ -158,7 +164,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
     a = loaded.contract
     assert isinstance(a, ArtifactContract)
     c = _Collector(loaded)
-    env = model.constants
+    env = _profile_env(c, a, model)
     identity = tuple(
         MetaCheck(key, "string", "identity", c.at("identity", key), value=_identity_value(value, model))
         for key, value in a.identity.items()
@@ -185,7 +191,8 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         c.error(Code.SPEC_INVALID, ("container", "header_aligned"), "header_aligned applies to safetensors only")
     if a.format == "safetensors" and (version is not None or alignment is not None):
         c.error(Code.SPEC_INVALID, ("container",), "version and alignment apply to GGUF only")
-    tensors, tensor_rows = _expand_tensors(c, a, env)
+    tensors, tensor_rows = _expand_tensors(c, a, env, model)
+    stores = tuple(_store(c, name, store, env, tensors) for name, store in a.stores.items())
     if tokenizer is not None and tokenizer.logits_tensor is not None:
         logits = next((t for t in tensors if t.name == tokenizer.logits_tensor), None)
         if logits is None:
@@ -204,9 +211,14 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
             c.error(Code.SPEC_INVALID, ("codecs", codec.name), "block and bytes must be positive")
     exclusions = tuple(
         ExclusionCheck(e.name, _int(c, e.source_count, env, ("exclusions", i, "source_count"), "uint32") or 0,
-                       tuple(e.patterns), e.reason, c.at("exclusions", i))
+                       tuple(e.patterns), e.reason, c.at("exclusions", i), e.count_key)
         for i, e in enumerate(a.exclusions)
     )
+    pinned = set(a.metadata.keys) | set(a.identity) | set(a.tokenizer.keys if a.tokenizer else ())
+    for i, e in enumerate(a.exclusions):
+        if e.count_key is not None and e.count_key not in pinned:
+            c.error(Code.REF_DANGLING, ("exclusions", i, "count_key"),
+                    f"count_key {e.count_key!r} must be a key the contract pins")
     layout = a.layout.model_dump()
     payload = a.payload
     c.finish()
@@ -222,7 +234,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         extra_keys=a.metadata.extra_keys, extra_keys_location=c.at("metadata", "extra_keys"),
         forbidden=tuple((k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
         tokenizer=tokenizer, config_file=a.config.file if a.config else None, config=config,
-        tensors=tensors, tensor_rows=tensor_rows, codecs=codecs,
+        tensors=tensors, tensor_rows=tensor_rows, codecs=codecs, stores=tuple(x for x in stores if x is not None),
         layout=layout, layout_locations={k: c.at("layout", k) for k in layout} | {"layout": c.at("layout")},
         tensors_location=c.at("tensors"),
         exclusions=exclusions,
@@ -322,7 +334,26 @@ def _tokenizer_plan(c: _Collector, a: ArtifactContract, model: ModelPlan) -> Tok
     )
 
 
-def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[tuple[TensorCheck, ...], tuple[TensorRow, ...]]:
+def _profile_env(c: _Collector, a: ArtifactContract, model: ModelPlan) -> dict:
+    """Model constants plus the profile's own (codec and page choices); a profile never shadows the model."""
+    env = dict(model.constants)
+    for name, value in a.profile.constants.items():
+        if name in env:
+            c.error(Code.SPEC_INVALID, ("profile", "constants", name), f"{name!r} is already a constant of {model.id}")
+        env[name] = value
+    definitions = {}
+    for name, text in a.profile.derived.items():
+        if name in env:
+            c.error(Code.SPEC_INVALID, ("profile", "derived", name), f"{name!r} is already a constant of {model.id}")
+        parsed = c.attempt(expr.parse, text, c.at("profile", "derived", name), f"profile.derived.{name}")
+        if parsed is not None:
+            definitions[name] = parsed
+    resolved = c.attempt(expr.resolve, definitions, env, default=None)
+    return resolved if resolved is not None else env
+
+
+def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
+                    model: ModelPlan) -> tuple[tuple[TensorCheck, ...], tuple[TensorRow, ...]]:
     out: list[TensorCheck] = []
     rows: list[TensorRow] = []
     seen: dict[str, Location] = {}
@@ -341,9 +372,23 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[tupl
             counts[name] = _int(c, raw, env, path + ("repeat", name), "uint32")
         if any(v is None for v in counts.values()):
             continue
+        if t.layer_kind is not None:
+            if len(counts) != 1:
+                c.error(Code.SPEC_INVALID, path + ("layer_kind",), "layer_kind selects the values of one placeholder")
+                continue
+            if t.layer_kind not in model.layer_kinds:
+                c.error(Code.REF_DANGLING, path + ("layer_kind",),
+                        f"model {model.id} has no layers of kind {t.layer_kind!r}")
+                continue
+            (placeholder, count), = counts.items()
+            if count != len(model.layer_kinds):
+                c.error(Code.SPEC_INVALID, path + ("repeat", placeholder),
+                        f"layer_kind tensors repeat over every layer: {len(model.layer_kinds)}, not {count}")
+                continue
+            counts = {placeholder: tuple(i for i, kind in enumerate(model.layer_kinds) if kind == t.layer_kind)}
         total = 1
         for v in counts.values():
-            total *= v
+            total *= v if isinstance(v, int) else len(v)
         if len(out) + total > MAX_EXPANDED_TENSORS:
             c.error(Code.SPEC_INVALID, path + ("repeat",), f"expands to more than {MAX_EXPANDED_TENSORS} tensors")
             break
@@ -358,12 +403,123 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict) -> tuple[tupl
     return tuple(out), tuple(rows)
 
 
-def _expand_name(template: str, counts: dict[str, int]) -> list[str]:
+def _expand_name(template: str, counts: dict) -> list[str]:
+    """A count means range(count); a tuple lists the indices (layers of one kind)."""
     names = [template]
     for placeholder, count in counts.items():
         token = "{" + placeholder + "}"
-        names = [n.replace(token, str(k)) for n in names for k in range(count)]
+        indices = range(count) if isinstance(count, int) else count
+        names = [n.replace(token, str(k)) for n in names for k in indices]
     return names
+
+
+def _store(c: _Collector, name: str, store, env: dict, tensors: tuple[TensorCheck, ...]) -> StorePlan | None:
+    """Literal manifest facts of one embedded store, cross-checked against the format's arithmetic."""
+    path = ("stores", name)
+    values: dict[str, int] = {}
+
+    def num(key: str, raw, at: tuple, ctype: str = "uint64") -> int | None:
+        value = _int(c, raw, env, path + at, ctype)
+        if value is not None:
+            values[key] = value
+        return value
+
+    fields = []
+    plain = ("version", "family", "layers", "experts", "experts_used") if store.kind == "expert-major-v2" else (
+        "version", "family", "heads", "width", "row_alignment", "logical_rows", "rows_per_page", "page_header_bytes")
+    for key in plain:
+        value = num(key, getattr(store, key), (key,), "uint32" if key != "logical_rows" else "uint64")
+        fields.append((key, value, c.at(*path, key)))
+    codec = store.codec
+    for key, raw, field in (("codec_id", codec.id, "id"), ("group_size", codec.group, "group"),
+                            ("group_bytes", codec.group_bytes, "group_bytes")):
+        fields.append((key, num(key, raw, ("codec", field), "uint32"), c.at(*path, "codec", field)))
+    if store.kind == "ple-rows-v1":
+        version = codec.version if codec.version is not None else 1
+        fields.append(("codec_version", num("codec_version", version, ("codec", "version"), "uint32"),
+                       c.at(*path, "codec", "version")))
+        fields.append(("page_alignment", num("page_alignment", store.page_alignment, ("page_alignment",), "uint32"),
+                       c.at(*path, "page_alignment")))
+    else:
+        fields.append(("record_alignment", num("record_alignment", store.record_alignment, ("record_alignment",),
+                                               "uint32"), c.at(*path, "record_alignment")))
+    if any(v is None for _, v, _ in fields):
+        return None
+    group = values["group_size"]
+    if group <= 0 or values["group_bytes"] <= 0:
+        c.error(Code.SPEC_INVALID, path + ("codec",), "codec group and group_bytes must be positive")
+        return None
+    components: list[tuple[str, int, int, Location]] = []
+    head_rows: list[tuple[int, Location]] = []
+    if store.kind == "expert-major-v2":
+        for i, comp in enumerate(store.components):
+            dims = [_int(c, d, env, path + ("components", i, "shape", j), "uint64") for j, d in enumerate(comp.shape)]
+            if None in dims:
+                return None
+            if dims[0] % group:
+                c.error(Code.SPEC_INVALID, path + ("components", i, "shape", 0),
+                        f"codec group {group} does not divide {comp.name}'s row width {dims[0]} (never padded)")
+            components.append((comp.name, dims[0], dims[1], c.at(*path, "components", i)))
+        if values["record_alignment"] <= 0:
+            c.error(Code.SPEC_INVALID, path + ("record_alignment",), "record_alignment must be positive")
+            return None
+        size = expertmajor.geometry(values["layers"], values["experts"], [x[:3] for x in components], group,
+                                    values["group_bytes"], values["record_alignment"])["size"]
+    else:
+        for i, raw in enumerate(store.head_rows):
+            value = _int(c, raw, env, path + ("head_rows", i), "uint64")
+            if value is None:
+                return None
+            if not is_prime(value):
+                c.error(Code.SPEC_INVALID, path + ("head_rows", i), f"head segment {value} is not prime")
+            head_rows.append((value, c.at(*path, "head_rows", i)))
+        if len(head_rows) != values["heads"]:
+            c.error(Code.SPEC_INVALID, path + ("head_rows",), f"{len(head_rows)} head segments for {values['heads']} heads")
+        if sum(v for v, _ in head_rows) != values["logical_rows"]:
+            c.error(Code.INVARIANT_FALSE, path + ("head_rows",),
+                    f"head segments sum to {sum(v for v, _ in head_rows)}, not logical_rows {values['logical_rows']}")
+        if values["width"] % group:
+            c.error(Code.SPEC_INVALID, path + ("width",),
+                    f"codec group {group} does not divide the row width {values['width']} (never padded)")
+        if min(values["row_alignment"], values["rows_per_page"], values["page_alignment"]) <= 0:
+            c.error(Code.SPEC_INVALID, path, "row_alignment, rows_per_page and page_alignment must be positive")
+            return None
+        size = ple.geometry(values["logical_rows"], values["row_alignment"], values["width"], group,
+                            values["group_bytes"], values["rows_per_page"], values["page_header_bytes"],
+                            values["page_alignment"])["size"]
+    holder = next((t for t in tensors if t.name == store.tensor), None)
+    if holder is None:
+        c.error(Code.REF_DANGLING, path + ("tensor",), f"store tensor {store.tensor!r} is not one of the contract's tensors")
+        return None
+    if holder.shape != (size,):
+        c.error(Code.SPEC_INVALID, path + ("tensor",),
+                f"{store.tensor} has shape {list(holder.shape)}, but this store's geometry needs [{size}] bytes")
+    return StorePlan(name, store.kind, store.tensor, c.at(*path), tuple(fields), tuple(components),
+                     tuple(head_rows), codec.name, codec.label)
+
+
+def is_prime(n: int) -> bool:
+    """Deterministic Miller-Rabin (exact for n < 3.3e24)."""
+    if n < 2:
+        return False
+    small = (2, 3, 5, 7, 11, 13, 17, 19, 23, 29, 31, 37, 41)
+    for p in small:
+        if n % p == 0:
+            return n == p
+    d, r = n - 1, 0
+    while d % 2 == 0:
+        d, r = d // 2, r + 1
+    for a in small:
+        x = pow(a, d, n)
+        if x in (1, n - 1):
+            continue
+        for _ in range(r - 1):
+            x = x * x % n
+            if x == n - 1:
+                break
+        else:
+            return False
+    return True
 
 
 # --- kernel -----------------------------------------------------------------------------------

@@ -157,11 +157,18 @@ def _layout(p: ArtifactPlan):
 
 
 def _stores(p: ArtifactPlan):
-    return ()
+    for st in p.stores:
+        fields = tuple((f, v, _at(loc)) for f, v, loc in st.fields)
+        if st.kind == "expert-major-v2":
+            yield ("expert_major_store", st.name, st.tensor, fields,
+                   tuple((n, ne0, ne1, _at(loc)) for n, ne0, ne1, loc in st.components), _at(st.location))
+        else:
+            yield ("ple_store", st.name, st.tensor, fields, tuple((v, _at(loc)) for v, loc in st.head_rows),
+                   _at(st.location))
 
 
 def _policy(p: ArtifactPlan):
-    yield "exclusions", tuple((e.name, e.patterns, _at(e.location)) for e in p.exclusions)
+    yield "exclusions", tuple((e.name, e.patterns, e.count_key, e.source_count, _at(e.location)) for e in p.exclusions)
     yield "status", p.status, _at(p.status_location)
 
 
