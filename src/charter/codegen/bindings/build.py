@@ -89,7 +89,6 @@ class KernelView:
     kernel_id: str  # comment-safe
     identifier: str
     binder: str  # the registration function, charter_bind_<identifier>
-    cpp_kernel: str  # literal of the kernel id
     cpp_py_name: str  # literal of the Python function name
     function: str  # C++ kernel function (validated qualified name)
     include: str  # header name literal for #include
@@ -301,7 +300,7 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
     return KernelView(
         header=header_lines(lc.doc.file, _sha(lc.doc.source), model_sources),
         kernel_id=escape.comment(k.id), identifier=ident, binder=f"charter_bind_{ident}",
-        cpp_kernel=escape.cpp_str(k.id), cpp_py_name=escape.cpp_str(py_name),
+        cpp_py_name=escape.cpp_str(py_name),
         function=k.backends.cpp.function, include=escape.cpp_str(include), oracle=escape.comment(k.oracle),
         n_slots=len(slots), n_variants=len(variants), n_free=len(free),
         cpp_free=", ".join(escape.cpp_str(f) for f in free),
