@@ -155,13 +155,15 @@ CONTRACTS: dict[str, tuple[str, str]] = {
 
 
 def write_contracts(root: Path) -> dict[str, Path]:
-    """Write the model and every artifact contract under `root/specs/`; contract key -> path."""
-    (root / "specs" / "models").mkdir(parents=True, exist_ok=True)
-    (root / "specs" / "artifacts").mkdir(parents=True, exist_ok=True)
-    (root / "specs" / "models" / "hostile.yaml").write_text(MODEL_YAML, "utf-8")
+    """Write each artifact contract, with the model, into its own `root/<key>/specs/` tree (so
+    `charter admit` loads just the two); contract key -> path."""
     out = {}
     for key, (name, text) in CONTRACTS.items():
-        path = root / "specs" / "artifacts" / name
+        specs = root / key / "specs"
+        (specs / "models").mkdir(parents=True, exist_ok=True)
+        (specs / "artifacts").mkdir(parents=True, exist_ok=True)
+        (specs / "models" / "hostile.yaml").write_text(MODEL_YAML, "utf-8")
+        path = specs / "artifacts" / name
         path.write_text(text, "utf-8")
         out[key] = path
     return out
@@ -396,6 +398,18 @@ def _entry(name: str, **changes) -> dict:
 # --- GGUF cases -------------------------------------------------------------------------------------
 
 
+def n2(n: int) -> str:
+    """A size for a case name: powers of two (and 2**64-1) as such, the rest in decimal."""
+    for k in range(8, 65):
+        if n == 2**k:
+            return f"2**{k}"
+        if n == 2**k - 1 and k >= 32:
+            return f"2**{k}-1"
+        if n == 2**k + 1 and k >= 32:
+            return f"2**{k}+1"
+    return str(n)
+
+
 def _g(name: str, klass: str, spec_or_bytes, code: str, fld: str | None = None, **kw) -> Case:
     data = spec_or_bytes if isinstance(spec_or_bytes, bytes) else build_gguf(spec_or_bytes)[0]
     return Case(f"gguf/{name}", klass, "gguf", data, code, fld, **kw)
@@ -473,9 +487,9 @@ def gguf_cases() -> list[Case]:
 
     # counts far beyond the file
     for n in (10**6, 2**32, 2**61, 2**63, U64_MAX):
-        add(_g(f"tensor-count-{n}", "counts", replace(g, tensor_count=n), C, "header.tensor_count", heavy=n > 2**32))
+        add(_g(f"tensor-count-{n2(n)}", "counts", replace(g, tensor_count=n), C, "header.tensor_count", heavy=n > 2**32))
     for n in (10**6, 2**32, 2**60 + 1, 2**63, U64_MAX):
-        add(_g(f"kv-count-{n}", "counts", replace(g, kv_count=n), C, "header.kv_count", heavy=n > 2**32))
+        add(_g(f"kv-count-{n2(n)}", "counts", replace(g, kv_count=n), C, "header.kv_count", heavy=n > 2**32))
     # counts that fit the file but lie. One tensor too many: the fourth info is read from the zero
     # padding, a name of length 0. One kv too many: the eighth pair is read from tensor a's info
     # (key "a", type 1 = its n_dims, an int8 = the low byte of its dim), so the first tensor info
@@ -490,15 +504,15 @@ def gguf_cases() -> list[Case]:
     # string lengths past EOF or near 2**64
     for n in (len(base), 2**32, 2**63, U64_MAX - 7, U64_MAX):
         key = KV(b"general.name", STRING, u64(n) + NAME_PAYLOAD.encode())
-        add(_g(f"string-length-{n}", "string lengths", g.with_kv("general.name", key), T,
+        add(_g(f"string-length-{n2(n)}", "string lengths", g.with_kv("general.name", key), T,
                "metadata.general.name", heavy=n > 2**32))
     for n in (2**40, U64_MAX):
         data = bytearray(base)
         struct.pack_into("<Q", data, 24, n)  # the first key's length
-        add(_g(f"key-length-{n}", "string lengths", bytes(data), T, "kv[0].key", heavy=True))
+        add(_g(f"key-length-{n2(n)}", "string lengths", bytes(data), T, "kv[0].key", heavy=True))
         data = bytearray(base)
         struct.pack_into("<Q", data, _tensor_name_at(g, 0), n)
-        add(_g(f"tensor-name-length-{n}", "string lengths", bytes(data), T, "tensors[0].name", heavy=True))
+        add(_g(f"tensor-name-length-{n2(n)}", "string lengths", bytes(data), T, "tensors[0].name", heavy=True))
     strs = kv_array("test.strs", STRING, [u64(U64_MAX) + b"a", gstr("bc")])
     add(_g("string-element-length-2**64-1", "string lengths", g.with_kv("test.strs", strs), T,
            "metadata.test.strs[0]", heavy=True))
@@ -513,7 +527,7 @@ def gguf_cases() -> list[Case]:
                                   (STRING, "string", gstr("a"), 2**61), (STRING, "string", gstr("a"), 2**62),
                                   (UINT8, "uint8", b"\x01", U64_MAX)]:
         arr = kv_array("test.bools", etype, [elem, elem], count=n)
-        add(_g(f"array-count-{ename}-{n}", "array counts", g.with_kv("test.bools", arr), C,
+        add(_g(f"array-count-{ename}-{n2(n)}", "array counts", g.with_kv("test.bools", arr), C,
                "metadata.test.bools", heavy=True))
 
     # unknown value type codes
@@ -593,7 +607,7 @@ def gguf_cases() -> list[Case]:
     add(_g("tensor-name-empty", "tensor names", g.with_tensor("b", name=b""), "CONTAINER_TENSOR_NAME",
            "tensors[1].name"))
     for n in (64, 65, 4096, 2**20):
-        add(_g(f"tensor-name-{n}-bytes", "tensor names", g.with_tensor("b", name=b"b" * n),
+        add(_g(f"tensor-name-{n2(n)}-bytes", "tensor names", g.with_tensor("b", name=b"b" * n),
                "CONTAINER_TENSOR_NAME", "tensors[1].name"))
     add(_g("tensor-name-not-utf8", "tensor names", g.with_tensor("b", name=b"b\xff"), "CONTAINER_TENSOR_NAME",
            "tensors[1].name"))
@@ -646,14 +660,14 @@ def gguf_cases() -> list[Case]:
     add(_g("offsets-gap", "offsets", replace(g.with_tensor("q", offset=288), data=g.data[:256] + bytes(32) + g.data[256:]),
            "LAYOUT_GAP", "tensors.q.offset"))
     for off in (512, 2**32, 2**63, 2**64 - 32):
-        add(_g(f"offset-past-eof-{off}", "offsets", g.with_tensor("q", offset=off), "CONTAINER_EXTENT",
+        add(_g(f"offset-past-eof-{n2(off)}", "offsets", g.with_tensor("q", offset=off), "CONTAINER_EXTENT",
                "tensors.q.offset"))
 
     # data truncated, trailing bytes (layout.trailing: reject in the base contract)
     add(_g("data-truncated-by-1", "data", replace(g, data=g.data[:-1]), "CONTAINER_EXTENT", "tensors.q.offset"))
     add(_g("data-missing", "data", replace(g, data=b""), "CONTAINER_EXTENT", "tensors.a.offset"))
     for n in (1, 28, 4096):
-        add(_g(f"trailing-{n}-bytes", "trailing", replace(g, trailing=bytes(n)), "LAYOUT_TRAILING", "layout.trailing"))
+        add(_g(f"trailing-{n2(n)}-bytes", "trailing", replace(g, trailing=bytes(n)), "LAYOUT_TRAILING", "layout.trailing"))
     add(_g("trailing-beyond-alignment", "trailing", replace(g, trailing=bytes(29)), "LAYOUT_TRAILING",
            "layout.trailing", contract="gguf-trailing-alignment"))
     add(_g("trailing-appended-gguf", "trailing", replace(g, trailing=base), "LAYOUT_TRAILING",
@@ -705,7 +719,7 @@ def safetensors_cases() -> list[Case]:
 
     # header length: huge, past the file, over the cap, not a multiple of 8
     for n in (U64_MAX, 2**63, 100_000_001, 2**32):
-        add(_s(f"header-length-{n}", "header length", st_file(st_header(), length=n), H, "header.length",
+        add(_s(f"header-length-{n2(n)}", "header length", st_file(st_header(), length=n), H, "header.length",
                heavy=True))
     add(_s("header-length-past-file", "header length", st_file(st_header(), length=len(base)),
            "CONTAINER_TRUNCATED", "header.length"))
@@ -813,7 +827,7 @@ def safetensors_cases() -> list[Case]:
     add(_s("extents-not-from-zero", "extents", st_file(st_header(tensors=_st_tensors(
         a=_entry("a", data_offsets=[80, 112]))), 112), X, "tensors.b.data_offsets"))
     for n in (1, 8, 4096):
-        add(_s(f"trailing-{n}-bytes", "extents", base + bytes(n), X, "tensors"))
+        add(_s(f"trailing-{n2(n)}-bytes", "extents", base + bytes(n), X, "tensors"))
     add(_s("trailing-appended-file", "extents", base + base, X, "tensors"))
 
     # contract-level (not container) findings on otherwise valid files
