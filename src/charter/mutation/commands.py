@@ -54,6 +54,10 @@ def run_mutate(args) -> int:
             except CharterError as exc:
                 print_diagnostics(exc.diagnostics, "text")
                 return EXIT_USAGE
+        elif plan.stores:
+            from charter.fixtures.stores import build_sparse, overrides_for
+
+            artifact = build_sparse(plan, Path(tmp) / f"{plan.id}.{plan.format}", overrides=overrides_for(plan.id))
         else:
             from charter.fixtures import build
 

@@ -4,6 +4,11 @@ A battery file names a contract (relative to the file) and optionally an artifac
 
     contract: ../../specs/artifacts/smollm2-135m-instruct-q4_1.yaml
     only: artifact        # optional: artifact | contract
+    overrides: charter.fixtures.stores:qwen4exp_overrides   # optional: facts a built fixture needs
+
+Without `artifact`, the contract's pinned source is used, or else a fixture is built from the
+contract (sparse, with store manifests, when the contract has embedded stores) into a temporary
+directory that is removed when the session ends.
 
 Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
@@ -12,6 +17,9 @@ items too: they pass and report their reason (Note [Mutation verdicts]); nothing
 
 from __future__ import annotations
 
+import atexit
+import importlib
+import shutil
 import tempfile
 from functools import lru_cache
 from pathlib import Path
@@ -48,12 +56,25 @@ def _battery(spec_file: str):
     elif loaded.contract.source is not None:
         artifact = locate(loaded.contract.source, loaded.path.parent)
     else:
-        from charter.fixtures import build
-
         folder = Path(tempfile.mkdtemp(prefix="charter-battery-"))
-        artifact = build(plan, folder / f"{plan.id}.{plan.format}")
+        atexit.register(shutil.rmtree, folder, True)
+        artifact = _built(plan, folder / f"{plan.id}.{plan.format}", doc.get("overrides"))
     battery = load_battery(cs, cid, artifact)
     return battery, all_mutants(battery, doc.get("only"))
+
+
+def _built(plan, path: Path, overrides: str | None) -> Path:
+    facts = None
+    if overrides:
+        module, _, name = overrides.partition(":")
+        facts = getattr(importlib.import_module(module), name)()
+    if plan.stores:
+        from charter.fixtures.stores import build_sparse
+
+        return build_sparse(plan, path, overrides=facts)
+    from charter.fixtures import build
+
+    return build(plan, path, overrides=facts)
 
 
 class BatteryFile(pytest.File):
