@@ -1,0 +1,43 @@
+"""Metal target: per model, generated/metal/<model id>.h with the model's constants and the
+argument structs of its Metal kernels, shared by host C++ and MSL (`#ifdef __METAL_VERSION__`),
+with host-side static_asserts on sizeof and offsetof.
+
+The kernels themselves are hand-written MSL in native/metal/*.metal; they include this header (one
+compile per model) and native/metal/charter_metal.h, which is metal_stdlib on Metal and a small
+C++17 shim elsewhere, so the same sources compile with g++ and run on the CPU in tests. No Metal
+compiler runs here: docs/native.md says what that proves and what needs `xcrun metal`.
+"""
+
+from __future__ import annotations
+
+import jinja2
+
+from charter.codegen.metal.build import MetalError, build_model, metal_models
+from charter.spec.contractset import ContractSet
+
+__all__ = ["MetalError", "render_metal", "header_path"]
+
+
+def header_path(model_id: str) -> str:
+    return f"metal/{model_id}.h"
+
+
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.PackageLoader("charter.codegen.metal", "templates"),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+
+
+def _finish(text: str) -> str:
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).rstrip("\n") + "\n"
+
+
+def render_metal(cs: ContractSet) -> list[tuple[str, str]]:
+    """(path relative to the output directory, text) of each model's Metal header."""
+    template = _environment().get_template("model.h.jinja")
+    return [(header_path(m), _finish(template.render(view=build_model(cs, m)))) for m in metal_models(cs)]
