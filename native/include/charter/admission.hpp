@@ -1,0 +1,58 @@
+// The admission runtime for generated C++ checkers: read the header with the strict walker of the
+// contract's format, then run the stages in order and stop at the first failure
+// (Note [Ordered admission], charter/admission/runtime.py). CPU-only, header-only, no exceptions
+// across the boundary: the result is a Report.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "charter/checks.hpp"
+#include "charter/gguf.hpp"
+#include "charter/report.hpp"
+#include "charter/safetensors.hpp"
+#include "charter/tables.hpp"
+#include "charter/view.hpp"
+
+namespace charter::rt {
+
+struct Options {
+  std::string_view require_status{};  // "" : no requirement (admit --require-status)
+  std::uint64_t max_header_bytes = gguf::kMaxHeaderBytes;
+};
+
+using StageCheck = bool (*)(Context&);
+
+struct StageFn {
+  std::string_view name;
+  StageCheck check;
+};
+
+struct InputDigest {
+  std::string_view path, sha256;
+};
+
+// Admit the header in [header, header + size) of a file of `file_size` bytes. The payload stage
+// is never run here (it reads tensor bytes); the caller reports it skipped or runs it itself.
+inline Report run(Format format, Span<StageFn> stages, const unsigned char* header, std::uint64_t size,
+                  std::uint64_t file_size, const Options& options) {
+  Report r;
+  View v;
+  const bool read = format == Format::Gguf ? gguf::parse(header, size, file_size, v, r, options.max_header_bytes)
+                                           : safetensors::parse(header, size, file_size, v, r);
+  if (!read) {
+    r.stage = stage::kContainer;
+    return r;
+  }
+  Context ctx(v, r, options.require_status);
+  for (const StageFn& s : stages) {
+    if (s.name == stage::kPayload) continue;
+    if (!s.check(ctx)) {
+      r.stage = s.name;
+      return r;
+    }
+  }
+  return r;
+}
+
+}  // namespace charter::rt

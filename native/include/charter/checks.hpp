@@ -1,0 +1,785 @@
+// The admission checks: the C++ mirror of charter.admission.runtime.Context, method for method.
+// Generated checkers call them with a contract's literals; each returns false after filling the
+// report with its one diagnostic (Note [Ordered admission] in charter/admission/runtime.py).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "charter/checked.hpp"
+#include "charter/fail.hpp"
+#include "charter/report.hpp"
+#include "charter/sha256.hpp"
+#include "charter/tables.hpp"
+#include "charter/utf8.hpp"
+#include "charter/view.hpp"
+
+namespace charter::rt {
+
+inline constexpr std::string_view kStatusOrder[] = {"structural", "pinned-not-supported", "supported"};
+
+inline int status_index(std::string_view s) {
+  for (int i = 0; i < 3; ++i) {
+    if (kStatusOrder[i] == s) return i;
+  }
+  return -1;
+}
+
+// fnmatch.fnmatchcase over code points, with the pattern compiled into tokens.
+inline bool glob_match(const Glob& g, const std::vector<std::uint32_t>& s) {
+  auto one = [](const GlobToken& t, std::uint32_t c) {
+    switch (t.op) {
+      case GlobToken::Op::Char: return c == t.ch;
+      case GlobToken::Op::Any: return true;
+      case GlobToken::Op::Class: {
+        bool in = false;
+        for (const Range& r : t.ranges) in = in || (c >= r.lo && c <= r.hi);
+        return in != t.negate;
+      }
+      default: return false;
+    }
+  };
+  std::size_t p = 0, i = 0, star_p = SIZE_MAX, star_i = 0;
+  const std::size_t np = g.tokens.size;
+  while (i < s.size()) {
+    if (p < np && g.tokens[p].op == GlobToken::Op::Star) {
+      star_p = p++;
+      star_i = i;
+    } else if (p < np && one(g.tokens[p], s[i])) {
+      ++p;
+      ++i;
+    } else if (star_p != SIZE_MAX) {
+      p = star_p + 1;
+      i = ++star_i;
+    } else {
+      return false;
+    }
+  }
+  while (p < np && g.tokens[p].op == GlobToken::Op::Star) ++p;
+  return p == np;
+}
+
+inline std::vector<std::uint32_t> code_points(std::string_view s) {
+  std::vector<std::uint32_t> out;
+  out.reserve(s.size());
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t i = 0;
+  while (i < s.size()) out.push_back(utf8_next(p, s.size(), i));
+  return out;
+}
+
+inline std::string replace_all(std::string s, std::string_view token, std::string_view with) {
+  if (token.empty()) return s;
+  std::string out;
+  std::size_t pos = 0;
+  while (true) {
+    const std::size_t k = s.find(token, pos);
+    if (k == std::string::npos) break;
+    out.append(s, pos, k - pos);
+    out.append(with);
+    pos = k + token.size();
+  }
+  out.append(s, pos, std::string::npos);
+  return out;
+}
+
+class Context {
+ public:
+  Context(const View& v, Report& r, std::string_view require_status) : v_(v), r_(r), require_(require_status) {}
+
+  const View& view() const { return v_; }
+
+  // --- container -----------------------------------------------------------------------------
+  bool container_format(std::string_view fmt, std::string_view at) {
+    if (format_name(v_.format) != fmt) {
+      return mismatch(Code::CONTAINER_FORMAT, "format", show_str(fmt), show_str(format_name(v_.format)), at, 0);
+    }
+    return true;
+  }
+
+  bool container_version(const Int& version, std::string_view at) {
+    if (!v_.has_version || Int(v_.version) != version) {
+      return mismatch(Code::CONTAINER_VERSION, "container.version", version.str(),
+                      v_.has_version ? u64s(v_.version) : "None", at, 4);
+    }
+    return true;
+  }
+
+  bool container_alignment(const Int& alignment, std::string_view at) {
+    if (!v_.has_alignment || Int(v_.alignment) != alignment) {
+      const MetaEntry* e = v_.find("general.alignment");
+      return mismatch(Code::CONTAINER_ALIGNMENT, "container.alignment", alignment.str(),
+                      v_.has_alignment ? u64s(v_.alignment) : "None", at,
+                      e ? std::optional<std::uint64_t>(e->offset) : std::nullopt);
+    }
+    return true;
+  }
+
+  bool container_header_aligned(bool aligned, std::string_view at) {
+    if (v_.header_len_aligned != (aligned ? 1 : 0)) {
+      const std::string actual = v_.header_len_aligned < 0 ? "None" : (v_.header_len_aligned ? "true" : "false");
+      return mismatch(Code::CONTAINER_HEADER, "container.header_aligned", aligned ? "true" : "false", actual, at, 0,
+                      " (header length multiple of 8)");
+    }
+    return true;
+  }
+
+  // --- identity ------------------------------------------------------------------------------
+  bool identity(std::string_view key, std::string_view value, std::string_view at) {
+    const MetaEntry* e = v_.find(key);
+    const std::string field = "identity." + std::string(key);
+    if (!e) {
+      return reject(r_, Code::IDENTITY_MISSING, field, "key " + show_str(key) + " is missing", std::nullopt,
+                    std::string(value), std::string("missing"), at);
+    }
+    if (e->type != VType::Str) {
+      return mismatch(Code::IDENTITY_MISMATCH, field, "'string'", show_str(vtype_name(e->type)), at, e->offset,
+                      " (type)");
+    }
+    if (e->str != value) {
+      const bool arch = key.size() >= 13 && key.substr(key.size() - 13) == ".architecture";
+      return mismatch(arch ? Code::IDENTITY_ARCHITECTURE : Code::IDENTITY_MISMATCH, field, show_str(value),
+                      show_str(e->str), at, e->value_offset);
+    }
+    return true;
+  }
+
+  // --- metadata: key set and types -----------------------------------------------------------
+  bool meta_types(Span<MetaTypeFact> facts) {
+    for (const MetaTypeFact& f : facts) {
+      const MetaEntry* e = v_.find(f.key);
+      const std::string field = "metadata." + std::string(f.key);
+      if (!e) {
+        return reject(r_, Code::METADATA_MISSING, field, "key " + show_str(f.key) + " is missing", std::nullopt,
+                      std::string(f.type), std::string("missing"), f.at);
+      }
+      if (vtype_name(e->type) != f.type) {
+        return mismatch(Code::METADATA_TYPE, field, show_str(f.type), show_str(vtype_name(e->type)), f.at,
+                        e->type_offset);
+      }
+      if (!f.element.empty() && (e->element == VType::None || vtype_name(e->element) != f.element)) {
+        return mismatch(Code::METADATA_TYPE, field + ".element", show_str(f.element),
+                        e->element == VType::None ? "None" : show_str(vtype_name(e->element)), f.at, e->value_offset);
+      }
+    }
+    return true;
+  }
+
+  bool meta_key_set(Span<std::string_view> pinned, Span<KeyAt> forbidden, std::string_view extra,
+                    std::string_view at) {
+    for (const KeyAt& f : forbidden) {
+      if (const MetaEntry* e = v_.find(f.key)) {
+        return reject(r_, Code::METADATA_FORBIDDEN, "metadata." + std::string(f.key),
+                      "forbidden key " + show_str(f.key) + " is present", e->offset, std::string("absent"),
+                      std::string("present"), f.at);
+      }
+    }
+    if (extra == "reject") {
+      std::unordered_map<std::string_view, bool> keep;
+      keep.reserve(pinned.size + 1);
+      for (std::string_view k : pinned) keep.emplace(k, true);
+      if (v_.format == Format::Gguf) keep.emplace("general.alignment", true);
+      for (const MetaEntry& e : v_.meta) {
+        if (!keep.count(e.key)) {
+          return reject(r_, Code::METADATA_UNEXPECTED, "metadata." + std::string(e.key),
+                        "key " + show_str(e.key) + " (" + std::string(vtype_name(e.type)) +
+                            ") is not in the contract (extra_keys: reject)",
+                        e.offset, std::string("absent"), std::string("present"), at);
+        }
+      }
+    }
+    return true;
+  }
+
+  // --- values (metadata- or tokenizer-owned) --------------------------------------------------
+  bool value(std::string_view stage_, std::string_view key, std::string_view ctype, const Lit& expected,
+             std::string_view at) {
+    const MetaEntry* e = entry(key);
+    if (!e) return false;
+    bool same;
+    if (ctype == "float32" || ctype == "float64") {
+      const bool f32 = ctype == "float32";
+      std::uint64_t bits;
+      if (!float_bits(*e, f32, &bits)) return false;
+      if (f32 ? !expected.has_f32 : !expected.has_f64) {
+        return internal("value " + show_lit(expected) + " does not pack as " + std::string(ctype), at);
+      }
+      same = bits == (f32 ? expected.f32 : expected.f64);
+    } else {
+      same = typed_equal(*e, expected);
+    }
+    if (!same) {
+      const bool tok = stage_ == "tokenizer";
+      return mismatch(tok ? Code::TOKENIZER_VALUE : Code::METADATA_VALUE, std::string(stage_) + "." + std::string(key),
+                      show_lit(expected), show_entry(*e), at, e->value_offset);
+    }
+    return true;
+  }
+
+  bool string_digest(std::string_view stage_, std::string_view key, std::string_view sha, std::string_view at) {
+    const MetaEntry* e = entry(key);
+    if (!e) return false;
+    if (e->type != VType::Str) return internal("string_digest of a non-string value", at);
+    const std::string actual = sha256_hex(reinterpret_cast<const unsigned char*>(e->str.data()), e->str.size());
+    if (actual != sha) {
+      const bool tok = stage_ == "tokenizer";
+      return mismatch(tok ? Code::TOKENIZER_DIGEST : Code::METADATA_DIGEST,
+                      std::string(stage_) + "." + std::string(key) + ".sha256", show_str(sha), show_str(actual), at,
+                      e->value_offset);
+    }
+    return true;
+  }
+
+  bool array(std::string_view stage_, std::string_view key, const Int& length, bool has_values, Span<Lit> values,
+             std::string_view sha, std::string_view at) {
+    const MetaEntry* e = entry(key);
+    if (!e) return false;
+    if (e->type != VType::Array) return internal("array check of a non-array value", at);
+    const bool tok = stage_ == "tokenizer";
+    const std::string base = std::string(stage_) + "." + std::string(key);
+    if (Int(e->count) != length) {
+      return mismatch(tok ? Code::TOKENIZER_ARRAY_LENGTH : Code::METADATA_ARRAY_LENGTH, base + ".length", length.str(),
+                      u64s(e->count), at, e->count_offset());
+    }
+    if (has_values) {
+      const auto* raw = reinterpret_cast<const unsigned char*>(e->raw.data());
+      std::size_t pos = 0;
+      const std::uint64_t n = std::min<std::uint64_t>(values.size, e->count);
+      for (std::uint64_t i = 0; i < n; ++i) {
+        MetaEntry item;
+        item.type = e->element;
+        if (e->element == VType::Str) {
+          const std::uint64_t len = load_u64(raw + pos);
+          item.str = std::string_view(reinterpret_cast<const char*>(raw + pos + 8), len);
+          pos += 8 + len;
+        } else {
+          item.scalar = raw + pos;
+          pos += vtype_size(e->element);
+        }
+        const Lit& want = values[i];
+        bool same;
+        if (e->element == VType::F32 || e->element == VType::F64) {
+          const bool f32 = e->element == VType::F32;
+          std::uint64_t bits;
+          if (!float_bits(item, f32, &bits)) return false;
+          if (f32 ? !want.has_f32 : !want.has_f64) return internal("array value does not pack", at);
+          same = bits == (f32 ? want.f32 : want.f64);
+        } else {
+          same = typed_equal(item, want);
+        }
+        if (!same) {
+          return mismatch(tok ? Code::TOKENIZER_VALUE : Code::METADATA_VALUE, base + ".values[" + u64s(i) + "]",
+                          show_lit(want), show_entry(item), at, e->data_offset());
+        }
+      }
+    }
+    if (!sha.empty()) {
+      const std::string actual = sha256_hex(reinterpret_cast<const unsigned char*>(e->raw.data()), e->raw.size());
+      if (actual != sha) {
+        return mismatch(tok ? Code::TOKENIZER_ARRAY_DIGEST : Code::METADATA_ARRAY_DIGEST, base + ".sha256",
+                        show_str(sha), show_str(actual), at, e->data_offset());
+      }
+    }
+    return true;
+  }
+
+  // --- companion config ----------------------------------------------------------------------
+  // A JSON file beside the artifact: a C++ checker never reads files, so a contract with a
+  // companion config is refused by this engine (INTERNAL; the Python glue reports it as unsupported).
+  bool config(std::string_view file, Span<ConfigFact> facts) {
+    (void)facts;
+    return internal("the C++ engine does not read companion files (" + std::string(file) + ")", {});
+  }
+
+  // --- stores --------------------------------------------------------------------------------
+  // Store manifests live in tensor data, outside the header span a C++ checker is given: a
+  // contract with embedded stores is refused by this engine (INTERNAL; reported as unsupported).
+  bool store_unsupported(std::string_view name, std::string_view at) {
+    return internal("the C++ engine does not read embedded stores (" + std::string(name) + ")", at);
+  }
+
+  // --- tokenizer -----------------------------------------------------------------------------
+  bool special_id(std::string_view key, std::string_view name, const Int& value, std::string_view at) {
+    const MetaEntry* e = entry(key);
+    if (!e) return false;
+    if (!py_equal(*e, value)) {
+      return mismatch(Code::TOKENIZER_SPECIAL_ID, "tokenizer.special." + std::string(name), value.str(), show_entry(*e),
+                      at, e->value_offset, " (" + std::string(key) + ")");
+    }
+    return true;
+  }
+
+  bool stop_id(std::string_view key, Span<Int> stop_ids, std::string_view at) {
+    const MetaEntry* e = entry(key);
+    if (!e) return false;
+    for (const Int& s : stop_ids) {
+      if (py_equal(*e, s)) return true;
+    }
+    std::string ids = "[";
+    for (std::size_t i = 0; i < stop_ids.size; ++i) ids += (i ? ", " : "") + stop_ids[i].str();
+    ids += "]";
+    return reject(r_, Code::TOKENIZER_STOP_ID, "tokenizer.stop." + std::string(key),
+                  std::string(key) + " = " + show_entry(*e) + " is not one of the model's stop ids " + ids,
+                  e->value_offset, ids, show_entry(*e), at);
+  }
+
+  bool token_domain(std::string_view key, const Int& ids, std::string_view at) {
+    const MetaEntry* e = entry(key);
+    if (!e) return false;
+    if (e->type != VType::Array && e->type != VType::Str) return internal("token domain of a scalar", at);
+    if (e->type != VType::Array || Int(e->count) != ids) {
+      const std::string held = e->type == VType::Array ? u64s(e->count) : std::string("?");
+      return reject(r_, Code::TOKENIZER_DOMAIN, "tokenizer.ids",
+                    std::string(key) + " holds " + held + " tokens, but the model's tokenizer domain is " + ids.str() +
+                        " ids",
+                    e->offset, ids.str(), held, at);
+    }
+    return true;
+  }
+
+  bool logits_rows(std::string_view tensor, std::int64_t axis, const Int& rows, std::string_view at) {
+    const TensorEntry* t = tensor_named(tensor);
+    if (!t) return true;  // absence and rank are facts of the tensors stage
+    const std::int64_t rank = static_cast<std::int64_t>(t->shape.size());
+    if (axis >= rank) return true;
+    if (axis < -rank) return internal("logits axis out of range", at);
+    const Int& got = t->shape[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)];
+    if (got != rows) {
+      return reject(r_, Code::TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows",
+                    std::string(tensor) + " has " + got.str() + " rows on axis " + std::to_string(axis) +
+                        ", but the model's physical logits rows are " + rows.str(),
+                    t->offset, rows.str(), got.str(), at);
+    }
+    return true;
+  }
+
+  // --- tensors -------------------------------------------------------------------------------
+  void exclude(Span<Glob> patterns) { excluded_ = patterns; }
+
+  bool tensors(Span<TensorRow> table, std::string_view at_set) {
+    // expected: name -> row, in first-insertion order (a Python dict)
+    std::deque<std::string> names;
+    std::vector<const TensorRow*> rows;
+    std::unordered_map<std::string_view, std::size_t> index;
+    for (const TensorRow& row : table) {
+      std::vector<std::string> expanded{std::string(row.name)};
+      for (const Repeat& rep : row.repeat) {
+        const std::string token = "{" + std::string(rep.placeholder) + "}";
+        std::vector<std::string> next;
+        if (!rep.listed && rep.count.huge && !rep.count.neg) return internal("repeat count out of range", row.at);
+        const std::uint64_t count = rep.listed ? rep.indices.size : (rep.count.neg ? 0 : rep.count.mag);
+        for (const std::string& n : expanded) {
+          for (std::uint64_t i = 0; i < count; ++i) {
+            next.push_back(replace_all(n, token, rep.listed ? rep.indices[i].str() : u64s(i)));
+          }
+        }
+        expanded = std::move(next);
+      }
+      for (std::string& n : expanded) {
+        auto it = index.find(n);
+        if (it != index.end()) {
+          rows[it->second] = &row;
+        } else {
+          names.push_back(std::move(n));
+          index.emplace(names.back(), rows.size());
+          rows.push_back(&row);
+        }
+      }
+    }
+    std::unordered_map<std::string_view, const TensorEntry*> actual;
+    actual.reserve(v_.tensors.size());
+    for (const TensorEntry& t : v_.tensors) {
+      if (!actual.emplace(t.name, &t).second) {
+        return reject(r_, Code::TENSOR_DUPLICATE, "tensors." + std::string(t.name),
+                      "tensor " + show_str(t.name) + " appears twice", t.offset, std::string("1"), std::string("2"));
+      }
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (!actual.count(names[i])) {
+        return reject(r_, Code::TENSOR_MISSING, "tensors." + names[i], "tensor " + show_str(names[i]) + " is missing",
+                      std::nullopt, std::string("present"), std::string("missing"), rows[i]->at);
+      }
+    }
+    for (const TensorEntry& t : v_.tensors) {
+      if (!index.count(t.name) && !excluded(t.name)) {
+        return reject(r_, Code::TENSOR_UNEXPECTED, "tensors." + std::string(t.name),
+                      "tensor " + show_str(t.name) + " is not in the contract", t.offset, std::string("absent"),
+                      std::string("present"), at_set);
+      }
+    }
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const TensorRow& row = *rows[i];
+      const TensorEntry& t = *actual[names[i]];
+      const std::string field = "tensors." + names[i];
+      if (t.shape.size() != row.shape.size) {
+        return mismatch(Code::TENSOR_RANK, field + ".rank", u64s(row.shape.size), u64s(t.shape.size()), row.at, t.offset,
+                        " (" + std::string(row.role) + ")");
+      }
+      for (std::size_t j = 0; j < row.shape.size; ++j) {
+        if (row.shape[j] != t.shape[j]) {
+          return mismatch(Code::TENSOR_SHAPE, field + ".shape[" + u64s(j) + "]", row.shape[j].str(), t.shape[j].str(),
+                          row.at, t.offset, " (" + std::string(row.role) + ")");
+        }
+      }
+      if (t.codec != row.codec) {
+        return mismatch(Code::TENSOR_CODEC, field + ".codec", show_str(row.codec), show_str(t.codec), row.at, t.offset);
+      }
+    }
+    return true;
+  }
+
+  // --- codec ---------------------------------------------------------------------------------
+  bool codecs(Span<CodecRow> table) {
+    for (const TensorEntry& t : v_.tensors) {
+      const CodecRow* g = nullptr;
+      for (const CodecRow& row : table) {
+        if (row.name == t.codec) g = &row;  // a dict: the last row of a name wins
+      }
+      if (!g) continue;
+      Int row = v_.format == Format::Gguf ? t.shape[0] : (t.shape.empty() ? Int(1) : t.shape.back());
+      const std::string field = "codecs." + std::string(t.codec);
+      bool divides;
+      if (g->block.neg || (!g->block.huge && g->block.mag == 0)) {
+        divides = false;
+      } else if (g->block.huge) {
+        divides = !row.huge && row.mag == 0;
+      } else {
+        divides = row.mod(g->block.mag) == 0;
+      }
+      if (!divides) {
+        return reject(r_, Code::CODEC_BLOCK, field + ".block",
+                      std::string(t.name) + ": a " + std::string(t.codec) + " block of " + g->block.str() +
+                          " elements does not divide the row width " + row.str(),
+                      t.offset, g->block.str(), row.str(), g->at);
+      }
+      // elements = prod(shape): 0 if any dim is 0, else within u64 (the readers bound it)
+      std::uint64_t elements = 1;
+      bool zero = false, over = false;
+      for (const Int& d : t.shape) zero = zero || (!d.huge && d.mag == 0);
+      if (zero) {
+        elements = 0;
+      } else {
+        for (const Int& d : t.shape) over = over || d.huge || mul_overflows(elements, d.mag, &elements);
+      }
+      const std::uint64_t extent = t.end - t.start;
+      bool same;
+      std::string want;
+      if (over) {
+        same = false;
+        want = "> 2**64-1";
+      } else {
+        const std::uint64_t q = g->block.huge ? 0 : elements / g->block.mag;
+        std::uint64_t w = 0;
+        if (q == 0) {
+          same = extent == 0;
+          want = "0";
+        } else if (g->bytes.neg || g->bytes.huge || mul_overflows(q, g->bytes.mag, &w)) {
+          same = false;
+          want = g->bytes.neg ? "< 0" : "> 2**64-1";
+        } else {
+          same = w == extent;
+          want = u64s(w);
+        }
+      }
+      if (!same) {
+        return reject(r_, Code::CODEC_SIZE, field + ".bytes",
+                      std::string(t.name) + ": " + std::string(t.codec) + " blocks of " + g->block.str() + "/" +
+                          g->bytes.str() + " bytes are " + want + " bytes, but the extent holds " + u64s(extent),
+                      t.offset, want, u64s(extent), g->at);
+      }
+    }
+    return true;
+  }
+
+  // --- layout --------------------------------------------------------------------------------
+  bool layout(bool has_alignment, const Int& alignment, bool sorted, bool packed, std::string_view trailing,
+              const LayoutAt& at) {
+    using u128 = unsigned __int128;
+    const View& v = v_;
+    u128 step = 1;
+    if (has_alignment) {
+      if (alignment.neg || (!alignment.huge && alignment.mag == 0)) {
+        return internal("layout alignment must be positive", at.alignment);
+      }
+      const bool huge = alignment.huge;
+      const std::uint64_t a = alignment.mag;
+      if (huge ? v.data_offset != 0 : v.data_offset % a != 0) {
+        return reject(r_, Code::LAYOUT_DATA_OFFSET, "layout.alignment",
+                      "data section starts at " + u64s(v.data_offset) + ", not a multiple of " + alignment.str(),
+                      std::nullopt, alignment.str(), u64s(v.data_offset), at.alignment);
+      }
+      for (const TensorEntry& t : v.tensors) {
+        const std::uint64_t rel = t.start - v.data_offset;
+        if (huge ? rel != 0 : rel % a != 0) {
+          return reject(r_, Code::LAYOUT_ALIGNMENT, "tensors." + std::string(t.name) + ".offset",
+                        std::string(t.name) + " starts at data offset " + u64s(rel) + ", not a multiple of " +
+                            alignment.str(),
+                        t.offset, alignment.str(), u64s(rel), at.alignment);
+        }
+      }
+      step = huge ? (static_cast<u128>(1) << 64) : a;  // any step above every offset acts alike
+    }
+    for (const TensorEntry& t : v.tensors) {
+      if (t.start < v.data_offset || t.end > v.file_size) {
+        return reject(r_, Code::LAYOUT_BOUNDS, "tensors." + std::string(t.name) + ".offset",
+                      std::string(t.name) + " spans [" + u64s(t.start) + ", " + u64s(t.end) +
+                          "), outside the data section [" + u64s(v.data_offset) + ", " + u64s(v.file_size) + ")",
+                      t.offset, "[" + u64s(v.data_offset) + ", " + u64s(v.file_size) + ")",
+                      "[" + u64s(t.start) + ", " + u64s(t.end) + ")");
+      }
+    }
+    if (sorted) {
+      for (std::size_t i = 1; i < v.tensors.size(); ++i) {
+        const TensorEntry& prev = v.tensors[i - 1];
+        const TensorEntry& t = v.tensors[i];
+        if (t.start < prev.start) {
+          return reject(r_, Code::LAYOUT_ORDER, "tensors." + std::string(t.name) + ".offset",
+                        std::string(t.name) + " starts at " + u64s(t.start) + ", before " + std::string(prev.name) +
+                            " at " + u64s(prev.start) + " (layout.sorted)",
+                        t.offset, ">= " + u64s(prev.start), u64s(t.start), at.sorted);
+        }
+      }
+    }
+    std::vector<const TensorEntry*> spans;
+    spans.reserve(v.tensors.size());
+    for (const TensorEntry& t : v.tensors) spans.push_back(&t);
+    std::stable_sort(spans.begin(), spans.end(), [](const TensorEntry* a, const TensorEntry* b) {
+      return a->start != b->start ? a->start < b->start : a->end < b->end;
+    });
+    for (std::size_t i = 1; i < spans.size(); ++i) {
+      const TensorEntry& prev = *spans[i - 1];
+      const TensorEntry& t = *spans[i];
+      if (t.start < prev.end) {
+        return reject(r_, Code::LAYOUT_OVERLAP, "tensors." + std::string(t.name) + ".offset",
+                      std::string(t.name) + " overlaps " + std::string(prev.name), t.offset, ">= " + u64s(prev.end),
+                      u64s(t.start), at.layout);
+      }
+    }
+    auto align_up = [&](std::uint64_t n) -> u128 { return (static_cast<u128>(n) + step - 1) / step * step; };
+    auto show128 = [](u128 x) {
+      return x > UINT64_MAX ? std::string("> 2**64-1") : u64s(static_cast<std::uint64_t>(x));
+    };
+    if (packed) {
+      std::uint64_t cursor = v.data_offset;
+      for (const TensorEntry* tp : spans) {
+        const TensorEntry& t = *tp;
+        const u128 want = align_up(cursor);
+        if (static_cast<u128>(t.start) != want && !(cursor == v.data_offset && t.start == cursor)) {
+          return reject(r_, Code::LAYOUT_GAP, "tensors." + std::string(t.name) + ".offset",
+                        std::string(t.name) + " starts at " + u64s(t.start) + "; packed layout puts it at " +
+                            show128(want) + " (unowned bytes beyond alignment padding)",
+                        t.offset, show128(want), u64s(t.start), at.packed);
+        }
+        cursor = t.end;
+      }
+    }
+    const std::uint64_t end = spans.empty() ? v.data_offset : spans.back()->end;
+    if (trailing == "reject" && v.file_size != end) {
+      return reject(r_, Code::LAYOUT_TRAILING, "layout.trailing",
+                    std::to_string(static_cast<long long>(v.file_size - end)) + " bytes after the last extent", end,
+                    u64s(end), u64s(v.file_size), at.trailing);
+    }
+    if (trailing == "alignment" && static_cast<u128>(v.file_size) > align_up(end)) {
+      return reject(r_, Code::LAYOUT_TRAILING, "layout.trailing",
+                    u64s(v.file_size - end) + " bytes after the last extent, more than alignment padding", end,
+                    show128(align_up(end)), u64s(v.file_size), at.trailing);
+    }
+    return true;
+  }
+
+  // --- payload -------------------------------------------------------------------------------
+  // The payload stage streams the file; a C++ checker works over a header span and never reads
+  // the file, so it only carries the facts (Report::payload) for a caller that can stream.
+  bool payload(std::string_view file_sha256, Span<KeyAt> tensor_sha256, std::string_view padding,
+               std::string_view at_file_sha256, std::string_view at_padding) {
+    (void)file_sha256; (void)tensor_sha256; (void)padding; (void)at_file_sha256; (void)at_padding;
+    return true;
+  }
+
+  // --- policy --------------------------------------------------------------------------------
+  bool exclusions(Span<ExclusionRow> table) {
+    for (const ExclusionRow& row : table) {
+      if (!row.count_key.empty()) {
+        const MetaEntry* e = entry(row.count_key);
+        if (!e) return false;
+        if (!py_equal(*e, row.source_count)) {
+          return mismatch(Code::POLICY_EXCLUSION, "exclusions." + std::string(row.name) + ".source_count",
+                          row.source_count.str(), show_entry(*e), row.at, e->value_offset,
+                          " (" + std::string(row.count_key) + ")");
+        }
+      }
+      for (const TensorEntry& t : v_.tensors) {
+        const std::vector<std::uint32_t> cps = code_points(t.name);
+        for (const Glob& g : row.patterns) {
+          if (glob_match(g, cps)) {
+            return reject(r_, Code::POLICY_EXCLUSION, "exclusions." + std::string(row.name),
+                          "tensor " + show_str(t.name) + " belongs to the excluded class " + show_str(row.name),
+                          t.offset, std::string("absent"), std::string(t.name), row.at);
+          }
+        }
+      }
+    }
+    return true;
+  }
+
+  bool status(std::string_view status_, std::string_view at) {
+    if (require_.empty()) return true;
+    const int have = status_index(status_), need = status_index(require_);
+    if (have < 0 || need < 0) return internal("unknown status", at);
+    if (have < need) {
+      return reject(r_, Code::POLICY_STATUS, "status",
+                    "the contract's status is " + show_str(status_) + "; --require-status " + std::string(require_) +
+                        " refuses it",
+                    std::nullopt, std::string(require_), std::string(status_), at);
+    }
+    return true;
+  }
+
+ private:
+  bool mismatch(Code code, std::string field, std::string expected, std::string actual, std::string_view at,
+                std::optional<std::uint64_t> offset, std::string note = {}) {
+    std::string message = "expected " + expected + ", got " + actual + note;
+    return reject(r_, code, std::move(field), std::move(message), offset, std::move(expected), std::move(actual), at);
+  }
+
+  bool internal(std::string message, std::string_view at) {
+    return reject(r_, Code::INTERNAL, "internal", std::move(message), std::nullopt, std::nullopt, std::nullopt, at);
+  }
+
+  // Presence and type were established by the metadata stage; a contract that breaks that
+  // precondition makes the Python runtime raise KeyError (INTERNAL here).
+  const MetaEntry* entry(std::string_view key) {
+    const MetaEntry* e = v_.find(key);
+    if (!e) internal("key " + show_str(key) + " was not established by the metadata stage", {});
+    return e;
+  }
+
+  const TensorEntry* tensor_named(std::string_view name) const {
+    for (const TensorEntry& t : v_.tensors) {
+      if (t.name == name) return &t;
+    }
+    return nullptr;
+  }
+
+  bool excluded(std::string_view name) const {
+    if (!excluded_.size) return false;
+    const std::vector<std::uint32_t> cps = code_points(name);
+    for (const Glob& g : excluded_) {
+      if (glob_match(g, cps)) return true;
+    }
+    return false;
+  }
+
+  // Python's value of a scalar entry, as the kinds the comparisons need.
+  static std::int64_t load_signed(const MetaEntry& e) {
+    switch (e.type) {
+      case VType::I8: return static_cast<std::int8_t>(e.scalar[0]);
+      case VType::I16: return static_cast<std::int16_t>(static_cast<std::uint16_t>(e.scalar[0] | e.scalar[1] << 8));
+      case VType::I32: return static_cast<std::int32_t>(load_u32(e.scalar));
+      default: return static_cast<std::int64_t>(load_u64(e.scalar));
+    }
+  }
+
+  static Int int_of(const MetaEntry& e) {
+    switch (e.type) {
+      case VType::U8: case VType::Bool: return Int(e.scalar[0]);
+      case VType::U16: return Int(static_cast<std::uint64_t>(e.scalar[0] | e.scalar[1] << 8));
+      case VType::U32: return Int(load_u32(e.scalar));
+      case VType::U64: return Int(load_u64(e.scalar));
+      default: {
+        const std::int64_t s = load_signed(e);
+        return s < 0 ? Int::negative(0 - static_cast<std::uint64_t>(s)) : Int(static_cast<std::uint64_t>(s));
+      }
+    }
+  }
+
+  static double double_of(const MetaEntry& e) {
+    if (e.type == VType::F32) {
+      float f;
+      std::memcpy(&f, e.scalar, 4);
+      return f;
+    }
+    double d;
+    std::uint64_t b = load_u64(e.scalar);
+    std::memcpy(&d, &b, 8);
+    return d;
+  }
+
+  // struct.pack of float(actual), as runtime.py's _same_bits computes it.
+  bool float_bits(const MetaEntry& e, bool f32, std::uint64_t* out) {
+    if (e.type != VType::F32 && e.type != VType::F64) return internal("float comparison of a non-float value", {});
+    volatile double d = double_of(e);  // volatile: keep the float -> double -> float round trip
+    if (!f32) {
+      double x = d;
+      std::memcpy(out, &x, 8);
+      return true;
+    }
+    volatile float g = static_cast<float>(d);
+    float y = g;
+    const double back = d;
+    if (__builtin_isinf(y) && !__builtin_isinf(back)) return internal("float32 overflow", {});
+    std::uint32_t b;
+    std::memcpy(&b, &y, 4);
+    *out = b;
+    return true;
+  }
+
+  // `actual == expected and type(actual) is type(expected)`
+  static bool typed_equal(const MetaEntry& e, const Lit& l) {
+    switch (l.kind) {
+      case Lit::Kind::Int: return vtype_is_int(e.type) && int_of(e) == l.i;
+      case Lit::Kind::Bool: return e.type == VType::Bool && (e.scalar[0] != 0) == l.b;
+      case Lit::Kind::Float: return (e.type == VType::F32 || e.type == VType::F64) && double_of(e) == l.f;
+      case Lit::Kind::Str: return e.type == VType::Str && e.str == l.s;
+    }
+    return false;
+  }
+
+  // `actual == value` for an int value (bool and float compare numerically, as in Python)
+  static bool py_equal(const MetaEntry& e, const Int& value) {
+    if (vtype_is_int(e.type) || e.type == VType::Bool) return int_of(e) == value;
+    if (e.type == VType::F32 || e.type == VType::F64) {
+      const double d = double_of(e);
+      if (value.huge || !(d == d) || d >= 18446744073709551616.0 || d <= -18446744073709551616.0) return false;
+      if (d != __builtin_trunc(d)) return false;
+      const bool neg = d < 0;
+      const std::uint64_t mag = static_cast<std::uint64_t>(neg ? -d : d);
+      return (neg ? Int::negative(mag) : Int(mag)) == value;
+    }
+    return false;
+  }
+
+  static std::string show_lit(const Lit& l) {
+    switch (l.kind) {
+      case Lit::Kind::Int: return l.i.str();
+      case Lit::Kind::Bool: return l.b ? "true" : "false";
+      case Lit::Kind::Float: return std::to_string(l.f);
+      case Lit::Kind::Str: return show_str(l.s);
+    }
+    return "?";
+  }
+
+  static std::string show_entry(const MetaEntry& e) {
+    if (vtype_is_int(e.type)) return int_of(e).str();
+    switch (e.type) {
+      case VType::Bool: return e.scalar[0] ? "true" : "false";
+      case VType::F32: case VType::F64: return std::to_string(double_of(e));
+      case VType::Str: return show_str(e.str);
+      case VType::Array: return "<array of " + u64s(e.count) + ">";
+      default: return "?";
+    }
+  }
+
+  const View& v_;
+  Report& r_;
+  std::string_view require_;
+  Span<Glob> excluded_{};
+};
+
+}  // namespace charter::rt

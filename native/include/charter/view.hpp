@@ -1,0 +1,117 @@
+// One view of an artifact's header, whatever its container (charter.admission.view): metadata
+// entries in file order and tensor extents in header order. The stages after `container` read
+// only this view. String views point into the caller's header span or into `arena`.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "charter/checked.hpp"
+
+namespace charter::rt {
+
+enum class Format : std::uint8_t { Gguf, Safetensors };
+
+inline std::string_view format_name(Format f) { return f == Format::Gguf ? "gguf" : "safetensors"; }
+
+// GGUF value types (gguf.GGUFValueType); the numbering is the file's.
+enum class VType : std::uint8_t {
+  U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7, Str = 8, Array = 9,
+  U64 = 10, I64 = 11, F64 = 12, None = 255,
+};
+
+inline std::string_view vtype_name(VType t) {
+  switch (t) {
+    case VType::U8: return "uint8";
+    case VType::I8: return "int8";
+    case VType::U16: return "uint16";
+    case VType::I16: return "int16";
+    case VType::U32: return "uint32";
+    case VType::I32: return "int32";
+    case VType::F32: return "float32";
+    case VType::Bool: return "bool";
+    case VType::Str: return "string";
+    case VType::Array: return "array";
+    case VType::U64: return "uint64";
+    case VType::I64: return "int64";
+    case VType::F64: return "float64";
+    case VType::None: break;
+  }
+  return "none";
+}
+
+// Size of one stored element of a scalar type (strings: the u64 length prefix at least).
+inline std::uint64_t vtype_size(VType t) {
+  switch (t) {
+    case VType::U8: case VType::I8: case VType::Bool: return 1;
+    case VType::U16: case VType::I16: return 2;
+    case VType::U32: case VType::I32: case VType::F32: return 4;
+    case VType::U64: case VType::I64: case VType::F64: case VType::Str: return 8;
+    default: return 0;
+  }
+}
+
+inline bool vtype_is_int(VType t) {
+  switch (t) {
+    case VType::U8: case VType::I8: case VType::U16: case VType::I16: case VType::U32: case VType::I32:
+    case VType::U64: case VType::I64: return true;
+    default: return false;
+  }
+}
+
+struct MetaEntry {
+  std::string_view key;
+  VType type = VType::None;
+  VType element = VType::None;  // arrays only
+  std::uint64_t offset = 0;       // start of the entry (GGUF: the key's u64 length)
+  std::uint64_t type_offset = 0;  // the type tag (GGUF) or the entry (safetensors)
+  std::uint64_t value_offset = 0; // first byte of the value (GGUF array: its element tag)
+  std::string_view str{};         // string value (decoded)
+  const unsigned char* scalar = nullptr;  // GGUF scalar bytes (little-endian)
+  std::uint64_t count = 0;        // array element count
+  std::string_view raw{};         // array elements exactly as stored
+
+  std::uint64_t count_offset() const { return value_offset + 4; }
+  std::uint64_t data_offset() const { return value_offset + 12; }
+};
+
+struct TensorEntry {
+  std::string_view name;
+  std::vector<Int> shape;  // the container's order (GGUF: ne[0] first)
+  std::string_view codec;  // ggml type name or safetensors dtype
+  std::uint64_t start = 0; // absolute byte offsets in the file
+  std::uint64_t end = 0;
+  std::uint64_t offset = 0;  // where the tensor's record starts in the header
+};
+
+struct View {
+  Format format = Format::Gguf;
+  bool has_version = false;
+  std::uint64_t version = 0;
+  bool has_alignment = false;
+  std::uint64_t alignment = 0;
+  int header_len_aligned = -1;  // -1: not a safetensors header
+  std::uint64_t header_end = 0;
+  std::uint64_t data_offset = 0;
+  std::uint64_t file_size = 0;
+  std::vector<MetaEntry> meta;  // file order
+  std::unordered_map<std::string_view, std::size_t> meta_index;
+  std::vector<TensorEntry> tensors;  // header order
+  std::deque<std::string> arena;     // decoded strings the views above may point into
+
+  const MetaEntry* find(std::string_view key) const {
+    auto it = meta_index.find(key);
+    return it == meta_index.end() ? nullptr : &meta[it->second];
+  }
+
+  std::string_view keep(std::string s) {
+    arena.push_back(std::move(s));
+    return arena.back();
+  }
+};
+
+}  // namespace charter::rt

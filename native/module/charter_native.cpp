@@ -1,0 +1,208 @@
+// charter._native: the generated C++ admission checkers (and, once their generated bindings exist,
+// charter's reference kernels), built with nanobind by scikit-build-core during `pip install`.
+//
+// Every committed generated/cpp/<id>.hpp is included through charter_checkers.inc (CMake writes
+// it: one #include per header) and registers itself by contract id with CHARTER_REGISTER_CHECKER.
+// The checkers work over a byte span of the header plus the file size; this module only moves
+// bytes and results across the boundary, with the GIL released while a checker runs.
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/string_view.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "charter/admission.hpp"
+
+namespace nb = nanobind;
+namespace rt = charter::rt;
+
+namespace {
+
+struct Checker {
+  std::string_view id, model, spec, format, status;
+  rt::Span<rt::InputDigest> inputs;
+  rt::Report (*admit)(const unsigned char*, std::uint64_t, std::uint64_t, const rt::Options&);
+};
+
+std::vector<Checker>& registry() {
+  static std::vector<Checker> checkers;
+  return checkers;
+}
+
+struct Registrar {
+  explicit Registrar(const Checker& c) { registry().push_back(c); }
+};
+
+}  // namespace
+
+#define CHARTER_CAT2_(a, b) a##b
+#define CHARTER_CAT_(a, b) CHARTER_CAT2_(a, b)
+#define CHARTER_REGISTER_CHECKER(ns)                                                                 \
+  static const Registrar CHARTER_CAT_(charter_checker_, __COUNTER__){                                \
+      Checker{ns::kContractId, ns::kModelId, ns::kSpec, ns::kFormat, ns::kStatus, rt::span(ns::kInputs), \
+              &ns::admit}};
+#include "charter_checkers.inc"
+#undef CHARTER_REGISTER_CHECKER
+
+#ifdef CHARTER_WITH_KERNELS
+#include "charter_kernels.hpp"
+#endif
+
+namespace {
+
+const Checker* find(std::string_view id) {
+  for (const Checker& c : registry()) {
+    if (c.id == id) return &c;
+  }
+  return nullptr;
+}
+
+// A bytes-like object held for the duration of a check (bytes, bytearray, memoryview, mmap).
+class Buffer {
+ public:
+  explicit Buffer(nb::handle obj) {
+    if (PyObject_GetBuffer(obj.ptr(), &view_, PyBUF_SIMPLE) != 0) throw nb::python_error();
+  }
+  ~Buffer() { PyBuffer_Release(&view_); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  const unsigned char* data() const { return static_cast<const unsigned char*>(view_.buf); }
+  std::uint64_t size() const { return static_cast<std::uint64_t>(view_.len); }
+
+ private:
+  Py_buffer view_{};
+};
+
+nb::str text(std::string_view s, const char* errors) {
+  PyObject* o = PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), errors);
+  if (!o) throw nb::python_error();
+  return nb::steal<nb::str>(o);
+}
+
+nb::object opt_text(bool has, const std::string& s) { return has ? nb::object(text(s, "replace")) : nb::none(); }
+
+// Everything the Python glue needs to build an AdmissionReport.
+nb::dict detail(const rt::Report& r) {
+  nb::dict d;
+  d["admitted"] = r.admitted;
+  d["needs_more"] = r.needs_more;
+  d["need"] = r.need;
+  if (r.admitted) return d;
+  const rt::Diagnostic& g = r.diagnostic;
+  d["stage"] = text(r.stage, "strict");  // the stage whose check failed
+  d["code"] = text(rt::code_name(g.code), "strict");
+  d["code_stage"] = text(rt::stage_of(g.code), "strict");
+  d["field"] = text(g.field, "surrogatepass");  // keys with lone surrogates stay as Python has them
+  d["message"] = text(g.message, "replace");
+  d["expected"] = opt_text(g.has_expected, g.expected);
+  d["actual"] = opt_text(g.has_actual, g.actual);
+  d["location"] = g.location.empty() ? nb::object(nb::none()) : nb::object(text(g.location, "replace"));
+  d["offset"] = g.has_offset ? nb::object(nb::int_(g.offset)) : nb::object(nb::none());
+  return d;
+}
+
+rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
+               std::string_view require_status, std::uint64_t max_header_bytes) {
+  const Checker* c = find(contract_id);
+  if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
+  Buffer buf(header);
+  rt::Options options;
+  const std::string require(require_status);
+  options.require_status = require;
+  options.max_header_bytes = max_header_bytes;
+  rt::Report report;
+  {
+    nb::gil_scoped_release release;
+    report = c->admit(buf.data(), buf.size(), file_size, options);
+  }
+  return report;
+}
+
+}  // namespace
+
+NB_MODULE(_native, m) {
+  m.doc() = "charter's native part: generated C++ admission checkers (docs/native.md)";
+
+  m.def("contracts", [] {
+    nb::list out;
+    for (const Checker& c : registry()) out.append(text(c.id, "strict"));
+    return out;
+  }, "Contract ids of the C++ checkers compiled into this module.");
+
+  m.def("info", [](std::string_view contract_id) {
+    const Checker* c = find(contract_id);
+    if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
+    nb::dict d, inputs;
+    d["contract"] = text(c->id, "strict");
+    d["model"] = text(c->model, "strict");
+    d["spec"] = text(c->spec, "surrogatepass");
+    d["format"] = text(c->format, "strict");
+    d["status"] = text(c->status, "strict");
+    for (const rt::InputDigest& in : c->inputs) inputs[text(in.path, "surrogatepass")] = text(in.sha256, "strict");
+    d["inputs"] = inputs;
+    return d;
+  }, nb::arg("contract_id"), "The contract, model, spec, format, status and input digests of one checker.");
+
+  m.def("admit", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
+                    std::string_view require_status, std::uint64_t max_header_bytes) {
+    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes);
+    if (r.admitted) return nb::make_tuple(true, nb::none(), nb::none(), nb::none(), nb::none(), nb::none());
+    const rt::Diagnostic& g = r.diagnostic;
+    return nb::make_tuple(false, text(rt::stage_of(g.code), "strict"), text(rt::code_name(g.code), "strict"),
+                          text(g.field, "surrogatepass"),
+                          g.has_offset ? nb::object(nb::int_(g.offset)) : nb::object(nb::none()),
+                          text(g.message, "replace"));
+  }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
+     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
+     "Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).");
+
+  m.def("admit_detail", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
+                           std::string_view require_status, std::uint64_t max_header_bytes) {
+    return detail(run(contract_id, header, file_size, require_status, max_header_bytes));
+  }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
+     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
+     "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).");
+
+  m.def("read", [](std::string_view format, nb::handle header, std::uint64_t file_size, std::uint64_t max_header_bytes) {
+    if (format != "gguf" && format != "safetensors") throw nb::value_error("format is gguf or safetensors");
+    Buffer buf(header);
+    rt::Report r;
+    rt::View v;
+    {
+      nb::gil_scoped_release release;
+      if (format == "gguf") rt::gguf::parse(buf.data(), buf.size(), file_size, v, r, max_header_bytes);
+      else rt::safetensors::parse(buf.data(), buf.size(), file_size, v, r);
+    }
+    if (!r.admitted) r.stage = rt::stage::kContainer;
+    nb::dict d = detail(r);
+    if (r.admitted) {
+      d["kvs"] = v.meta.size();
+      d["tensors"] = v.tensors.size();
+      d["data_offset"] = v.data_offset;
+    }
+    return d;
+  }, nb::arg("format"), nb::arg("header"), nb::arg("file_size"), nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
+     "The strict reader alone (the container stage without a contract): its diagnostic, or a summary.");
+
+  m.def("ggml_types", [] {
+    nb::list out;
+    for (const auto& t : rt::gguf::kGgmlTypes) out.append(nb::make_tuple(t.id, text(t.name, "strict"), t.block_size, t.block_bytes));
+    return out;
+  }, "The ggml type table of the C++ GGUF walker: (id, name, block size, block bytes).");
+
+  m.def("safetensors_dtypes", [] {
+    nb::dict out;
+    for (const auto& d : rt::safetensors::kDtypes) out[text(d.name, "strict")] = d.bits;
+    return out;
+  }, "The dtype table of the C++ safetensors walker: name -> bits.");
+
+  m.attr("JSON_MAX_DEPTH") = rt::json::kMaxDepth;
+  m.attr("GGUF_MAX_HEADER_BYTES") = rt::gguf::kMaxHeaderBytes;
+
+#ifdef CHARTER_WITH_KERNELS
+  charter_register_kernels(m);
+#endif
+}
