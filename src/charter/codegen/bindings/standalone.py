@@ -148,3 +148,14 @@ def default_cache(root: Path) -> Path:
 
 def build_and_load(root: Path, cache: Path | None = None) -> ModuleType:
     return load(build(root, cache or default_cache(root)))
+
+
+def stub(root: Path, out: Path, cache: Path | None = None) -> str:
+    """The .pyi stub nanobind's stubgen writes for the built bindings (written to `out`, returned)."""
+    path = build(root, cache or default_cache(root))
+    env = dict(os.environ, PYTHONPATH=str(path.parent))
+    done = subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-q", "-m", MODULE, "-o", str(out)],
+                          cwd=path.parent, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise BuildError(f"stubgen failed:\n{done.stderr[-4000:]}")
+    return out.read_text("utf-8")
