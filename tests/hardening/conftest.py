@@ -27,10 +27,13 @@ MEMORY_LIMIT = 256 * 2**20
 TIMEOUT = 30.0
 
 
-@pytest.fixture(autouse=True)
-def _checker_cache(tmp_path_factory, monkeypatch):
-    """Checkers rendered from the corpus's contracts go to a per-session cache, not the user's."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+@pytest.fixture(scope="session", autouse=True)
+def _checker_cache(tmp_path_factory):
+    """Checkers rendered from the corpus's contracts go to a per-session cache, never the user's
+    (session-wide, so module- and session-scoped fixtures that load checkers use it too)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+        yield
 
 
 @pytest.fixture(scope="session")
@@ -39,9 +42,7 @@ def contracts(tmp_path_factory) -> dict[str, Path]:
     (imports, rendering the checkers) outside the timed runs."""
     root = tmp_path_factory.mktemp("hostile-contracts")
     paths = corpus.write_contracts(root)
-    cache = tmp_path_factory.getbasetemp() / "xdg-cache"
-    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(io.StringIO()):
-        mp.setenv("XDG_CACHE_HOME", str(cache))
+    with contextlib.redirect_stdout(io.StringIO()):
         for key, path in paths.items():
             base = root / f"base-{key}"
             base.write_bytes(corpus.base_gguf() if key.startswith("gguf") else corpus.base_safetensors())

@@ -90,11 +90,13 @@ def view_or_diagnostic(data: bytes, fmt: str) -> ArtifactView | None:
 
 
 def facts(view: ArtifactView):
-    """Everything the corpus's contracts pin about an artifact."""
+    """Everything the corpus's contracts pin about an artifact (the header's length is not pinned,
+    so the data section is described by its own length)."""
     meta = {k: (e.type, e.element, e.value.raw if isinstance(e.value, GGUFArray) else e.value)
             for k, e in view.meta.items()}
     tensors = sorted((t.name, t.shape, t.codec, t.end - t.start) for t in view.tensors)
-    return view.format, view.version, view.alignment, view.header_len_aligned, meta, tensors, view.file_size
+    return (view.format, view.version, view.alignment, view.header_len_aligned, meta, tensors,
+            view.file_size - view.data_offset)
 
 
 BASE_FACTS = {fmt: facts(parse_view(data, len(data), fmt)) for fmt, data in BASE.items()}
