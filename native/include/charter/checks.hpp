@@ -205,7 +205,7 @@ class Context {
     bool same;
     if (ctype == "float32" || ctype == "float64") {
       const bool f32 = ctype == "float32";
-      std::uint64_t bits;
+      std::uint64_t bits{};
       if (!float_bits(*e, f32, &bits)) return false;
       if (f32 ? !expected.has_f32 : !expected.has_f64) {
         return internal("value " + show_lit(expected) + " does not pack as " + std::string(ctype), at);
@@ -266,7 +266,7 @@ class Context {
         bool same;
         if (e->element == VType::F32 || e->element == VType::F64) {
           const bool f32 = e->element == VType::F32;
-          std::uint64_t bits;
+          std::uint64_t bits{};
           if (!float_bits(item, f32, &bits)) return false;
           if (f32 ? !want.has_f32 : !want.has_f64) return internal("array value does not pack", at);
           same = bits == (f32 ? want.f32 : want.f64);
@@ -724,7 +724,7 @@ class Context {
     float y = g;
     const double back = d;
     if (__builtin_isinf(y) && !__builtin_isinf(back)) return internal("float32 overflow", {});
-    std::uint32_t b;
+    std::uint32_t b{};
     std::memcpy(&b, &y, 4);
     *out = b;
     return true;

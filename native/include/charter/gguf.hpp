@@ -27,10 +27,10 @@ inline constexpr std::uint64_t kMinKv = 8 + 1 + 4 + 1;
 inline constexpr std::uint64_t kMinTensorInfo = 8 + 1 + 4 + 8 + 4 + 8;
 
 struct GgmlType {
-  std::uint32_t id;
+  std::uint32_t id{};
   std::string_view name;
-  std::uint64_t block_size;
-  std::uint64_t block_bytes;
+  std::uint64_t block_size{};
+  std::uint64_t block_bytes{};
 };
 
 // charter/formats/ggml_types.py, row for row (a test compares the two tables).
@@ -86,7 +86,7 @@ class Cursor {
   // passed, or only the provided span is short (then `needs_more` tells the caller to retry).
   template <class F, class W>
   bool short_read(std::uint64_t n, F&& field, W&& what, Code code = Code::CONTAINER_TRUNCATED) {
-    std::uint64_t need;
+    std::uint64_t need{};
     const bool overflow = add_overflows(pos, n, &need);
     if (overflow || need > file_size_) {
       const std::uint64_t left = file_size_ > pos ? file_size_ - pos : 0;
@@ -117,7 +117,7 @@ class Cursor {
 
   template <class F, class W>
   bool u32(std::uint32_t* v, F&& field, W&& what) {
-    std::uint64_t at;
+    std::uint64_t at{};
     if (!take(4, &at, field, what)) return false;
     *v = load_u32(buf_ + at);
     return true;
@@ -125,7 +125,7 @@ class Cursor {
 
   template <class F, class W>
   bool u64(std::uint64_t* v, F&& field, W&& what) {
-    std::uint64_t at;
+    std::uint64_t at{};
     if (!take(8, &at, field, what)) return false;
     *v = load_u64(buf_ + at);
     return true;
@@ -134,9 +134,9 @@ class Cursor {
   // A gguf string: u64 length, then bytes that must be UTF-8 (`code` if not).
   template <class F, class W>
   bool string(std::string_view* out, F&& field, W&& what, Code code) {
-    std::uint64_t n;
+    std::uint64_t n{};
     if (!u64(&n, field, [&] { return std::string(what()) + " length"; })) return false;
-    std::uint64_t start;
+    std::uint64_t start{};
     if (!take(n, &start, field, what)) return false;
     const std::size_t bad = utf8_error(buf_ + start, n);
     if (bad != n) {
@@ -148,7 +148,7 @@ class Cursor {
 
  private:
   const unsigned char* buf_;
-  std::uint64_t len_, file_size_, cap_, end_;
+  std::uint64_t len_{}, file_size_{}, cap_{}, end_{};
   Report& r_;
 };
 
@@ -175,18 +175,18 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
   Report& r = c.report();
   const std::uint64_t at = c.pos;
   auto fld = [&] { return field; };
-  std::uint32_t tag;
+  std::uint32_t tag{};
   if (!c.u32(&tag, fld, [] { return "array element type"; })) return false;
-  VType et;
+  VType et{};
   if (!value_type(c, tag, &et, field, at)) return false;
   if (et == VType::Array) {
     return reject(r, Code::CONTAINER_ARRAY, field, "arrays of arrays are not supported", at,
                   "a scalar or string element type", "array");
   }
-  std::uint64_t count;
+  std::uint64_t count{};
   if (!c.u64(&count, fld, [] { return "array count"; })) return false;
   const std::uint64_t size = vtype_size(et);
-  std::uint64_t need;
+  std::uint64_t need{};
   const bool ovf = mul_overflows(count, size, &need);
   if (ovf || need > c.end() - c.pos) {
     return c.short_read(
@@ -203,9 +203,9 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
     bool bad = false;
     for (std::uint64_t j = 0; j < count; ++j) {
       auto efld = [&] { return field + "[" + u64s(j) + "]"; };
-      std::uint64_t n;
+      std::uint64_t n{};
       if (!c.u64(&n, efld, [] { return "string element length"; })) return false;
-      std::uint64_t s;
+      std::uint64_t s{};
       if (!c.take(n, &s, efld, [] { return "string element"; })) return false;
       if (!bad) {
         const std::size_t k = utf8_error(c.buf() + s, n);
@@ -244,7 +244,7 @@ inline bool read_scalar(Cursor& c, MetaEntry& e, const std::string& field) {
   if (e.type == VType::Str) {
     return c.string(&e.str, fld, [] { return "string value"; }, Code::CONTAINER_STRING);
   }
-  std::uint64_t at;
+  std::uint64_t at{};
   if (!c.take(vtype_size(e.type), &at, fld, [&] { return std::string(vtype_name(e.type)) + " value"; })) return false;
   e.scalar = c.buf() + at;
   if (e.type == VType::Bool && *e.scalar > 1) {
@@ -255,11 +255,11 @@ inline bool read_scalar(Cursor& c, MetaEntry& e, const std::string& field) {
 }
 
 struct RawTensor {
-  std::uint64_t dims_count;
+  std::uint64_t dims_count{};
   const GgmlType* type;
-  std::uint64_t offset;
-  std::uint64_t nbytes;
-  std::uint64_t off_at;
+  std::uint64_t offset{};
+  std::uint64_t nbytes{};
+  std::uint64_t off_at{};
 };
 
 }  // namespace detail
@@ -293,7 +293,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
       return reject(r, Code::CONTAINER_MAGIC, "header.magic", "not a GGUF file", 0, "47475546", got);
     }
   }
-  std::uint32_t version;
+  std::uint32_t version{};
   if (!c.u32(&version, [] { return std::string("header.version"); }, [] { return "version"; })) return false;
   if (version != 2 && version != 3) {
     const std::uint32_t swapped = __builtin_bswap32(version);
@@ -307,19 +307,19 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   }
   v.has_version = true;
   v.version = version;
-  std::uint64_t tensor_count, kv_count;
+  std::uint64_t tensor_count{}, kv_count{};
   if (!c.u64(&tensor_count, [] { return std::string("header.tensor_count"); }, [] { return "tensor count"; }))
     return false;
   if (!c.u64(&kv_count, [] { return std::string("header.kv_count"); }, [] { return "kv count"; })) return false;
   std::uint64_t left = file_size - c.pos;  // the fixed header fit, so file_size >= pos
-  std::uint64_t tmin;
+  std::uint64_t tmin{};
   if (mul_overflows(tensor_count, kMinTensorInfo, &tmin) || tmin > left) {
     return reject(r, Code::CONTAINER_COUNT, "header.tensor_count",
                   u64s(tensor_count) + " tensor infos cannot fit in the " + u64s(left) + " bytes that remain", 8,
                   "<= " + u64s(left / kMinTensorInfo), u64s(tensor_count));
   }
   left -= tmin;
-  std::uint64_t kmin;
+  std::uint64_t kmin{};
   if (mul_overflows(kv_count, kMinKv, &kmin) || kmin > left) {
     return reject(r, Code::CONTAINER_COUNT, "header.kv_count",
                   u64s(kv_count) + " kv pairs cannot fit in the " + u64s(left) + " bytes left after the tensor infos",
@@ -344,7 +344,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     auto fld = [&] { return field; };
     e.offset = start;
     e.type_offset = c.pos;
-    std::uint32_t tag;
+    std::uint32_t tag{};
     if (!c.u32(&tag, fld, [] { return "value type"; })) return false;
     if (!detail::value_type(c, tag, &e.type, field, e.type_offset)) return false;
     e.value_offset = c.pos;
@@ -398,7 +398,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     seen.emplace(t.name, start);
     const std::string field = cat("tensors.", t.name);
     const std::uint64_t rank_at = c.pos;
-    std::uint32_t n_dims;
+    std::uint32_t n_dims{};
     if (!c.u32(&n_dims, [&] { return field + ".n_dims"; }, [] { return "n_dims"; })) return false;
     if (n_dims < 1 || n_dims > kMaxDims) {
       return reject(r, Code::CONTAINER_TENSOR_RANK, field + ".n_dims",
@@ -409,14 +409,14 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     t.shape.reserve(n_dims);
     for (std::uint32_t k = 0; k < n_dims; ++k) {
       const std::uint64_t at = c.pos;
-      std::uint64_t d;
+      std::uint64_t d{};
       if (!c.u64(&d, [&] { return field + ".dims"; }, [&] { return "dim " + u64s(k); })) return false;
       if (d < 1 || d > kI64Max) {
         return reject(r, Code::CONTAINER_TENSOR_DIM, field + ".dims",
                       "dim " + u64s(k) + " must be in [1, 2**63-1], got " + u64s(d), at, "1..2**63-1", u64s(d));
       }
       t.shape.emplace_back(d);
-      std::uint64_t prod;
+      std::uint64_t prod{};
       if (mul_overflows(n_elements, d, &prod) || prod > kI64Max) {
         return reject(r, Code::CONTAINER_OVERFLOW, field + ".dims", "element count of the dims exceeds 2**63-1", at,
                       "<= 2**63-1", std::nullopt);
@@ -424,7 +424,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
       n_elements = prod;
     }
     const std::uint64_t type_at = c.pos;
-    std::uint32_t type_id;
+    std::uint32_t type_id{};
     if (!c.u32(&type_id, [&] { return field + ".type"; }, [] { return "ggml type"; })) return false;
     const GgmlType* gt = ggml_type(type_id);
     if (!gt) {
@@ -441,13 +441,13 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                         u64s(gt->block_size),
                     rank_at + 4, "multiple of " + u64s(gt->block_size), u64s(ne0));
     }
-    std::uint64_t nbytes;
+    std::uint64_t nbytes{};
     if (mul_overflows(n_elements / gt->block_size, gt->block_bytes, &nbytes)) {
       return reject(r, Code::CONTAINER_OVERFLOW, field + ".dims", "byte size exceeds 2**64-1", rank_at + 4,
                     "<= 2**64-1", std::nullopt);
     }
     const std::uint64_t off_at = c.pos;
-    std::uint64_t offset;
+    std::uint64_t offset{};
     if (!c.u64(&offset, [&] { return field + ".offset"; }, [] { return "data offset"; })) return false;
     t.codec = gt->name;
     t.offset = start;
@@ -465,7 +465,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                     "offset " + u64s(rt.offset) + " is not a multiple of the alignment " + u64s(alignment), rt.off_at,
                     "multiple of " + u64s(alignment), u64s(rt.offset));
     }
-    std::uint64_t begin, end;
+    std::uint64_t begin{}, end{};
     if (add_overflows(v.data_offset, rt.offset, &begin) || add_overflows(begin, rt.nbytes, &end) || end > file_size) {
       return reject(r, Code::CONTAINER_EXTENT, field, "data ends past the end of the file (" + u64s(file_size) + ")",
                     rt.off_at, "end <= " + u64s(file_size), std::nullopt);

@@ -124,7 +124,7 @@ class Doc {
       }
       if (next == n_) return syntax(begin - 1);
       c = t_[next];
-      std::uint32_t cp;
+      std::uint32_t cp{};
       if (c != 'u') {
         end = next + 1;
         switch (c) {
@@ -143,7 +143,7 @@ class Doc {
         if (!hex4(next, &cp)) return syntax(end - 5);
         next = end;
         if (cp >= 0xD800 && cp <= 0xDBFF && end + 6 < n_ && t_[next] == '\\' && t_[next + 1] == 'u') {
-          std::uint32_t c2;
+          std::uint32_t c2{};
           if (!hex4(end + 2, &c2)) return syntax(end + 6 - 5);
           if (c2 >= 0xDC00 && c2 <= 0xDFFF) {
             cp = 0x10000 + (((cp - 0xD800) << 10) | (c2 - 0xDC00));
@@ -337,8 +337,8 @@ class Doc {
     const std::size_t mark = stack_.size();
     if (idx >= n_ || t_[idx] != ']') {
       while (true) {
-        std::uint32_t child;
-        std::size_t next;
+        std::uint32_t child{};
+        std::size_t next{};
         if (!value(idx, &next, &child, depth)) return false;
         stack_.push_back(child);
         idx = next;
@@ -369,7 +369,7 @@ class Doc {
         if (idx >= n_ || t_[idx] != '"') return syntax(idx);  // Expecting property name ...
         Member m;
         m.key_pos = idx;
-        std::size_t next;
+        std::size_t next{};
         if (!scanstring(idx + 1, &next, &m.key, &m.lone)) return false;
         idx = next;
         while (idx < n_ && is_ws(t_[idx])) ++idx;
@@ -419,7 +419,7 @@ class Doc {
   }
 
   const unsigned char* t_;
-  std::size_t n_;
+  std::size_t n_{};
   std::deque<std::string> strings_;
   std::vector<std::uint32_t> stack_;
   std::vector<Member> mstack_;

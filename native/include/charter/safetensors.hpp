@@ -23,7 +23,7 @@ inline constexpr std::uint64_t kMaxHeaderBytes = 100000000;
 
 struct Dtype {
   std::string_view name;
-  std::uint64_t bits;
+  std::uint64_t bits{};
 };
 
 // safetensors 0.8 `Dtype` -> bits per element (formats/safetensors.py DTYPE_BITS).
@@ -92,7 +92,7 @@ struct Walker {
       if (i >= n || js.at(i) != '"') return bad(i, "expected a string key");
       Member m;
       m.key_pos = i;
-      std::size_t j;
+      std::size_t j{};
       if (!js.scanstring(i + 1, &j, &m.key, &m.lone)) return bad(js.err_pos, "invalid JSON");
       if (m.lone) return bad(i, "string holds a lone surrogate escape", "header");
       if (!seen.insert(m.key).second) {
@@ -154,8 +154,8 @@ struct Walker {
 
   struct Extent {
     std::string_view name;
-    std::uint64_t begin, end, at;
-    std::size_t index;
+    std::uint64_t begin{}, end{}, at{};
+    std::size_t index{};
   };
 
   bool tensor(std::string_view name, const Node& v, std::uint64_t data_len, TensorEntry& t, Extent& x) {
@@ -216,7 +216,7 @@ struct Walker {
       }
       t.shape.push_back(dn.num);
     }
-    std::uint64_t bits;
+    std::uint64_t bits{};
     if (mul_overflows(n, d->bits, &bits)) {
       return bad(shape.pos, u64s(n) + " elements of " + std::string(d->name) + " overflow a u64 bit count", sfield,
                  Code::CONTAINER_OVERFLOW, std::string("<= 2**64-1 bits"), std::nullopt);
@@ -301,7 +301,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   json::Doc js(text, n);
   detail::Walker w{js, r};
   std::vector<json::Member> pairs;
-  std::size_t end;
+  std::size_t end{};
   if (!w.top_object(js.ws(0), pairs, &end)) return false;
   if (js.ws(end) != n) return w.bad(js.ws(end), "trailing characters after the header object");
   const std::uint64_t data_offset = 8 + n;

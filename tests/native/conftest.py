@@ -1,0 +1,79 @@
+"""Fixtures for the C++ admission tests: the built module, the batteries, the shipped contracts.
+
+`charter._native` is built by `pip install` from the committed generated/cpp/ headers. Tests that
+need a checker skip, saying why, when the module or that contract's checker is not compiled in.
+CHARTER_NATIVE_MODULE=/path/to/_native.so runs them against another build of the module.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOLLM2 = "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
+TINY_ST = "specs/artifacts/tiny-llama-safetensors.yaml"
+TINY_GGUF = "specs/artifacts/tiny-llama-gguf.yaml"
+
+
+def _load_native():
+    override = os.environ.get("CHARTER_NATIVE_MODULE")
+    if override:
+        spec = importlib.util.spec_from_file_location("charter._native", override)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["charter._native"] = module
+        import charter
+
+        charter._native = module
+        return module
+    return importlib.import_module("charter._native")
+
+
+@pytest.fixture(scope="session")
+def native():
+    try:
+        return _load_native()
+    except ImportError as exc:
+        pytest.skip(f"charter._native is not built in this environment ({exc})")
+
+
+def need_checker(native, contract_id: str) -> None:
+    if contract_id not in native.contracts():
+        pytest.skip(f"charter._native has no C++ checker for {contract_id} (generated/cpp/{contract_id}.hpp is not "
+                    "committed, or the module was built before it was)")
+
+
+@pytest.fixture(scope="session")
+def contract_set():
+    from charter.spec.contractset import load_set
+
+    cs = load_set(sorted((ROOT / "specs").rglob("*.yaml")), [ROOT / "specs"])
+    assert not cs.diagnostics, cs.diagnostics
+    return cs
+
+
+def load_battery_for(spec: str, tmp: Path):
+    """(contract id, Battery) with the contract's pinned artifact, or one built from the contract."""
+    from charter.admission.locate import locate
+    from charter.diagnostics import CharterError
+    from charter.fixtures import build
+    from charter.mutation.run import load_battery
+    from charter.spec.contractset import load_set
+
+    cs = load_set([ROOT / spec], [ROOT / "specs"])
+    (cid,) = [i for i in cs.primary if i in cs.artifacts]
+    plan, loaded = cs.artifacts[cid], cs.contracts[cid]
+    if loaded.contract.source is not None:
+        try:
+            artifact = locate(loaded.contract.source, loaded.path.parent)
+        except CharterError:
+            pytest.skip(f"the artifact {cid} pins is not installed")
+    else:
+        artifact = build(plan, tmp / f"{cid}.{plan.format}")
+    return cid, load_battery(cs, cid, Path(artifact))
