@@ -4,7 +4,7 @@ The module under test is built from the contracts and native/ sources by
 charter.codegen.bindings.standalone (cached; parallel workers build once). Every comparison is
 driven by the kernel contracts: their shapes (at each model's constants), their oracle, their
 tolerance. The reference kernels are also checked to be bit-identical to the oracles (Note
-[Bit-exact reference] in native/src/kernels.hpp), a stronger property than the contracts ask.
+[Bit-exact reference] in kernels/src/kernels.hpp), a stronger property than the contracts ask.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ HYPOTHESIS = settings(max_examples=60, deadline=None, suppress_health_check=[Hea
 
 
 @pytest.fixture(scope="session")
-def native():
+def kernels():
     return standalone.build_and_load(ROOT)
 
 
@@ -75,7 +75,7 @@ def seeded_input(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     raise AssertionError(f"no seeded input for {dtype}")
 
 
-def run_both(native, kernel_id: str, inputs: dict[str, np.ndarray], model: str):
+def run_both(kernels, kernel_id: str, inputs: dict[str, np.ndarray], model: str):
     """(native outputs, oracle outputs) as tuples in contract order, oracle outputs reshaped to
     the contract's output shapes (same elements, C order)."""
     k = KERNELS[kernel_id]
@@ -84,7 +84,7 @@ def run_both(native, kernel_id: str, inputs: dict[str, np.ndarray], model: str):
     for name, attr in k.attributes.items():
         attrs[name] = RUNTIME_ATTRS[name] if attr.value is None else expr.parse(str(attr.value)).evaluate(env)
     call_attrs = {n: v for n, v in attrs.items() if k.attributes[n].value is None}
-    got = getattr(native, identifier(kernel_id))(*inputs.values(), *call_attrs.values())
+    got = getattr(kernels, identifier(kernel_id))(*inputs.values(), *call_attrs.values())
     got = got if isinstance(got, tuple) else (got,)
     want = oracle_of(kernel_id)(**inputs, **attrs)
     want = want if isinstance(want, tuple) else (want,)
@@ -106,21 +106,21 @@ CASES = [(kid, model, rows) for kid, k in sorted(KERNELS.items()) for model in k
 
 
 @pytest.mark.parametrize(("kernel_id", "model", "rows"), CASES, ids=[f"{k}-{m}-{r}" for k, m, r in CASES])
-def test_contract_shapes_match_oracle(native, kernel_id, model, rows):
+def test_contract_shapes_match_oracle(kernels, kernel_id, model, rows):
     """Seeded inputs at each model's constants: within the contract's tolerance, and bit-exact."""
     k = KERNELS[kernel_id]
     env = dict(CS.models[model].constants) | {d: rows for d in k.dims}
     inputs = {a.name: seeded_input(a.dtype, shape_of(a, env), seed=1000 + i + 7 * rows)
               for i, a in enumerate(k.inputs)}
-    got, want = run_both(native, kernel_id, inputs, model)
+    got, want = run_both(kernels, kernel_id, inputs, model)
     for arg, g in zip(k.outputs, got):
         assert g.shape == shape_of(arg, env), arg.name
     assert_within_contract(kernel_id, got, want)
     assert all(bits_equal(g, w) for g, w in zip(got, want)), f"{kernel_id} is not bit-identical to its oracle"
 
 
-def test_every_kernel_contract_is_bound(native):
-    assert sorted(n for n in dir(native) if not n.startswith("_")) == sorted(identifier(k) for k in KERNELS)
+def test_every_kernel_contract_is_bound(kernels):
+    assert sorted(n for n in dir(kernels) if not n.startswith("_")) == sorted(identifier(k) for k in KERNELS)
 
 
 def test_host_module_exposes_the_same_kernels():
@@ -138,23 +138,23 @@ def test_host_module_exposes_the_same_kernels():
 # --- labelled fixtures ----------------------------------------------------------------------------
 
 
-def test_dequant_equals_upstream_capture_bit_for_bit(native):
+def test_dequant_equals_upstream_capture_bit_for_bit(kernels):
     lab = labels("dequant_smollm2")
     for codec in ("q8_0", "q4_1"):
         blocks = lab.load(f"{codec}_blocks").array
         upstream = lab.require_class(f"{codec}_expected", lab.UPSTREAM_CAPTURE).array
         crosscheck = lab.require_class(f"{codec}_oracle", lab.INDEPENDENT_CROSSCHECK).array
-        got = getattr(native, f"dequantize_{codec}")(blocks)
+        got = getattr(kernels, f"dequantize_{codec}")(blocks)
         assert bits_equal(got, upstream)
         assert bits_equal(got.reshape(-1), crosscheck)
 
 
-def test_rmsnorm_equals_seeded_crosschecks(native):
+def test_rmsnorm_equals_seeded_crosschecks(kernels):
     lab = labels("rmsnorm_seeded")
     for model in ("smollm2", "qwen4exp"):
         x, w = lab.load(f"x_{model}").array, lab.load(f"w_{model}").array
         eps = float(lab.load(f"eps_{model}").array)
-        for variant, fn in (("", native.rmsnorm), ("_zero_centred", native.rmsnorm_zero_centred)):
+        for variant, fn in (("", kernels.rmsnorm), ("_zero_centred", kernels.rmsnorm_zero_centred)):
             want = lab.require_class(f"y_{model}{variant}", lab.INDEPENDENT_CROSSCHECK).array
             assert bits_equal(fn(x, w, eps), want), f"{model}{variant}"
 
@@ -164,12 +164,12 @@ def test_smollm2_eps_is_the_model_constant():
     assert eps == np.float32(CS.models["smollm2-135m-instruct"].constants["rms_eps"])
 
 
-def test_router_ties_equal_crosschecks_and_planted_order(native):
+def test_router_ties_equal_crosschecks_and_planted_order(kernels):
     lab = labels("router_topk_ties")
     logits_ = lab.require_class("logits", lab.CONTRACT_CONTROL).array
     k = int(lab.load("k").array)
     assert k == CS.models["qwen4exp"].constants["experts_per_token"]
-    indices, weights = native.router_topk(logits_)
+    indices, weights = kernels.router_topk(logits_)
     assert bits_equal(indices, lab.require_class("topk_indices", lab.INDEPENDENT_CROSSCHECK).array)
     assert bits_equal(weights, lab.require_class("topk_weights", lab.INDEPENDENT_CROSSCHECK).array)
     for row, expected in controls.ROUTER_TIE_EXPECTED.items():
@@ -177,7 +177,7 @@ def test_router_ties_equal_crosschecks_and_planted_order(native):
     assert np.all(weights[0] == np.float32(0.1)) and tuple(weights[3][:2]) == (0.5, 0.5) and not weights[3][2:].any()
 
 
-def test_masked_argmax_last_valid_id_beats_dominant_padding(native):
+def test_masked_argmax_last_valid_id_beats_dominant_padding(kernels):
     lab = labels("masked_argmax_padded")
     expected = lab.require_class("expected_ids", lab.CONTRACT_CONTROL)
     valid_ids, rows = int(lab.load("valid_ids").array), int(lab.load("logits_rows").array)
@@ -185,19 +185,19 @@ def test_masked_argmax_last_valid_id_beats_dominant_padding(native):
     seed = int(re.search(r"\bseed (\d+):", expected.producer).group(1))  # the rule's own seed
     x = controls.padded_logits(seed, valid_ids, rows, expected.array.shape[0])
     assert (np.argmax(x, axis=1) >= valid_ids).all()  # unmasked, a padded row would win
-    got = native.masked_argmax(x)
+    got = kernels.masked_argmax(x)
     assert bits_equal(got, expected.array)
     assert (got == valid_ids - 1).all()
 
 
-def test_masked_argmax_never_reads_padded_rows(native):
+def test_masked_argmax_never_reads_padded_rows(kernels):
     """NaN, +inf and huge values in padded rows are not candidates; NaN there is not an error."""
     rows, valid = CS.models["qwen4exp"].logits_rows, CS.models["qwen4exp"].tokenizer_ids
     x = np.full((3, rows), -1.0, dtype=np.float32)
     x[:, valid:] = [[np.nan], [np.inf], [np.finfo(np.float32).max]]
     x[0, 17], x[1, valid - 1], x[2, 0] = 5.0, 0.5, -0.5
     x[2, 1:valid] = -0.5  # all tied: the lowest id wins
-    assert native.masked_argmax(x).tolist() == [17, valid - 1, 0]
+    assert kernels.masked_argmax(x).tolist() == [17, valid - 1, 0]
     assert logits.masked_argmax(x, valid).tolist() == [17, valid - 1, 0]
 
 
@@ -209,24 +209,24 @@ def _tensor_blocks(path: Path, info, width: int) -> np.ndarray:
     return raw.reshape(-1, width)
 
 
-def test_real_q8_0_token_embd_equals_gguf_bit_for_bit(native, smollm2_path):
+def test_real_q8_0_token_embd_equals_gguf_bit_for_bit(kernels, smollm2_path):
     header = read_gguf(smollm2_path)
     info = next(t for t in header.tensors if t.name == "token_embd.weight")
     assert info.ggml_type.name == "Q8_0"
     blocks = _tensor_blocks(smollm2_path, info, 34)
     assert blocks.shape[0] * 32 == info.n_elements
-    got = native.dequantize_q8_0(blocks)
+    got = kernels.dequantize_q8_0(blocks)
     upstream = gguf_quants.dequantize(blocks, Q.Q8_0)
     assert bits_equal(got, upstream)
 
 
-def test_real_q4_1_tensors_equal_gguf_bit_for_bit(native, smollm2_path):
+def test_real_q4_1_tensors_equal_gguf_bit_for_bit(kernels, smollm2_path):
     header = read_gguf(smollm2_path)
     chosen = [t for t in header.tensors if t.ggml_type.name == "Q4_1" and t.name.startswith(("blk.0.", "blk.29."))]
     assert len(chosen) == 14  # 7 matrices per layer
     for info in chosen:
         blocks = _tensor_blocks(smollm2_path, info, 20)
-        got = native.dequantize_q4_1(blocks)
+        got = kernels.dequantize_q4_1(blocks)
         assert bits_equal(got, gguf_quants.dequantize(blocks, Q.Q4_1)), info.name
 
 
@@ -238,7 +238,7 @@ finite = st.floats(width=32, allow_nan=False, allow_infinity=False, min_value=-6
 @HYPOTHESIS
 @given(rows=st.integers(0, 3), model=st.sampled_from(["smollm2-135m-instruct", "qwen4exp"]),
        data=st.data(), eps=st.floats(1e-12, 1.0), zero_centred=st.booleans())
-def test_rmsnorm_matches_oracle(native, rows, model, data, eps, zero_centred):
+def test_rmsnorm_matches_oracle(kernels, rows, model, data, eps, zero_centred):
     hidden = CS.models[model].constants["hidden"]
     scale = data.draw(st.sampled_from([1e-20, 1e-3, 1.0, 1e6]))
     x = data.draw(st.lists(finite, min_size=8, max_size=8))
@@ -246,21 +246,21 @@ def test_rmsnorm_matches_oracle(native, rows, model, data, eps, zero_centred):
     base[:, :8] = np.array(x, dtype=np.float32)  # hypothesis-chosen values, incl. 0, subnormals, extremes
     xs = (base * np.float32(scale)).astype(np.float32)
     w = controls.uniform(data.draw(st.integers(0, 2**32)), (hidden,))
-    fn, ref = ((native.rmsnorm_zero_centred, rmsnorm.rmsnorm_zero_centred) if zero_centred
-               else (native.rmsnorm, rmsnorm.rmsnorm))
+    fn, ref = ((kernels.rmsnorm_zero_centred, rmsnorm.rmsnorm_zero_centred) if zero_centred
+               else (kernels.rmsnorm, rmsnorm.rmsnorm))
     assert bits_equal(fn(xs, w, eps), ref(xs, w, eps))
 
 
 @HYPOTHESIS
 @given(tokens=st.integers(0, 4), levels=st.lists(st.sampled_from([-np.inf, -1e3, -2.5, 0.0, 0.0, 1.0, 7.0, 88.0]),
                                                   min_size=1, max_size=6), seed=st.integers(0, 2**32))
-def test_router_matches_oracle_with_ties(native, tokens, levels, seed):
+def test_router_matches_oracle_with_ties(kernels, tokens, levels, seed):
     """Logits drawn from a few levels, so ties (and -inf masked experts) are everywhere."""
     pick = controls.splitmix64(seed, tokens * 512) % np.uint64(len(levels))
     x = np.array(levels, dtype=np.float32)[pick.astype(np.int64)].reshape(tokens, 512)
     if tokens:
         x[:, seed % 512] = 100.0  # a finite maximum in every row
-    indices, weights = native.router_topk(x)
+    indices, weights = kernels.router_topk(x)
     want_i, want_w = router.router_topk(x, 10)
     assert bits_equal(indices, want_i) and bits_equal(weights, want_w)
 
@@ -268,23 +268,23 @@ def test_router_matches_oracle_with_ties(native, tokens, levels, seed):
 @HYPOTHESIS
 @given(tokens=st.integers(0, 3), seed=st.integers(0, 2**32), winner=st.integers(0, 248076),
        pad=st.sampled_from([np.nan, np.inf, 3e38, 0.0]), tie=st.booleans())
-def test_masked_argmax_matches_oracle(native, tokens, seed, winner, pad, tie):
+def test_masked_argmax_matches_oracle(kernels, tokens, seed, winner, pad, tie):
     rows, valid = 248320, 248077
     x = controls.uniform(seed, (tokens, rows))
     x[:, winner] = 1.0
     if tie:
         x[:, (winner * 7) % valid] = 1.0
     x[:, valid:] = pad
-    assert bits_equal(native.masked_argmax(x), logits.masked_argmax(x, valid))
+    assert bits_equal(kernels.masked_argmax(x), logits.masked_argmax(x, valid))
 
 
 @HYPOTHESIS
 @given(blocks=st.integers(0, 40), seed=st.integers(0, 2**64 - 1), codec=st.sampled_from(["q8_0", "q4_1"]))
-def test_dequant_matches_oracle_and_upstream_on_any_bytes(native, blocks, seed, codec):
-    """Any bytes, including inf/NaN/subnormal scales: native, oracle and gguf agree bit for bit."""
+def test_dequant_matches_oracle_and_upstream_on_any_bytes(kernels, blocks, seed, codec):
+    """Any bytes, including inf/NaN/subnormal scales: kernels, oracle and gguf agree bit for bit."""
     width = 34 if codec == "q8_0" else 20
     raw = (controls.splitmix64(seed, blocks * width) >> np.uint64(56)).astype(np.uint8).reshape(blocks, width)
-    got = getattr(native, f"dequantize_{codec}")(raw)
+    got = getattr(kernels, f"dequantize_{codec}")(raw)
     assert bits_equal(got.reshape(-1), getattr(dequant, f"dequantize_{codec}")(raw))
     if blocks:
         with np.errstate(all="ignore"):
@@ -292,14 +292,14 @@ def test_dequant_matches_oracle_and_upstream_on_any_bytes(native, blocks, seed, 
         assert bits_equal(got, upstream)
 
 
-def test_half_decoding_matches_numpy_for_every_bit_pattern(native):
+def test_half_decoding_matches_numpy_for_every_bit_pattern(kernels):
     """All 65,536 halves as Q8_0 scales with quant 1: the kernel's decoded scale, bit for bit
     (NaN as NaN: q * d quiets a signalling NaN, so payload bits are not compared)."""
     bits = np.arange(2**16, dtype=np.uint32)
     blocks = np.zeros((2**16, 34), dtype=np.uint8)
     blocks[:, 0], blocks[:, 1] = bits & 0xFF, bits >> 8
     blocks[:, 2] = 1
-    scales = native.dequantize_q8_0(blocks)[:, 0]
+    scales = kernels.dequantize_q8_0(blocks)[:, 0]
     want = bits.astype(np.uint16).view(np.float16).astype(np.float32)
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(scales), nan) and nan.sum() == 2 * 1023

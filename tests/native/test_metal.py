@@ -5,6 +5,7 @@ numpy oracles. No Metal compiler runs here; docs/native.md says what this does n
 from __future__ import annotations
 
 import ctypes
+import fcntl
 import hashlib
 import importlib.util
 import shutil
@@ -179,15 +180,17 @@ def shims(headers) -> dict[str, Shim]:
         inputs += "".join(p.read_text() for p in sorted(METAL.iterdir()))
         key = hashlib.sha256(inputs.encode()).hexdigest()[:16]
         lib = cache / f"{model_id}-{key}.so"
-        if not lib.exists():
-            work = cache / f"{model_id}-{key}-src"
-            work.mkdir(exist_ok=True)
-            (work / "harness.cpp").write_text(src)
-            tmp = work / "lib.so"
-            done = compile_cpp([*FLAGS, "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-I", str(METAL),
-                                "-I", str(headers), *model_flags(model_id), "harness.cpp", "-o", str(tmp)], work)
-            assert done.returncode == 0, done.stderr
-            tmp.replace(lib)
+        with open(cache / f".{model_id}-{key}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # parallel workers build once
+            if not lib.exists():
+                work = cache / f"{model_id}-{key}-src"
+                work.mkdir(exist_ok=True)
+                (work / "harness.cpp").write_text(src)
+                tmp = work / "lib.so"
+                done = compile_cpp([*FLAGS, "-O2", "-ffp-contract=off", "-shared", "-fPIC", "-I", str(METAL),
+                                    "-I", str(headers), *model_flags(model_id), "harness.cpp", "-o", str(tmp)], work)
+                assert done.returncode == 0, done.stderr
+                tmp.replace(lib)
         out[model_id] = Shim(model_id, lib)
     return out
 
