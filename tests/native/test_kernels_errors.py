@@ -18,7 +18,7 @@ SENTINEL = np.float32(-7.25)
 
 @pytest.fixture(scope="session")
 def kernels():
-    return standalone.build_and_load(ROOT)
+    return standalone.kernels_module(ROOT)
 
 
 @pytest.fixture

@@ -159,3 +159,19 @@ def stub(root: Path, out: Path, cache: Path | None = None) -> str:
     if done.returncode != 0:
         raise BuildError(f"stubgen failed:\n{done.stderr[-4000:]}")
     return out.read_text("utf-8")
+
+
+def kernels_module(root: Path) -> ModuleType:
+    """The module the kernel tests run against: the standalone build, or, with
+    CHARTER_KERNELS_MODULE=host, the installed charter._native, or, with CHARTER_KERNELS_MODULE set
+    to the path of a built _native extension, that file (imported as charter._native)."""
+    choice = os.environ.get("CHARTER_KERNELS_MODULE", "")
+    if not choice:
+        return build_and_load(root)
+    if choice == "host" or "charter._native" in sys.modules:
+        return importlib.import_module("charter._native")
+    spec = importlib.util.spec_from_file_location("charter._native", choice)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["charter._native"] = module
+    return module
