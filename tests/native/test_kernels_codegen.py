@@ -150,3 +150,13 @@ def test_stub_names_every_argument_and_keyword_only_outputs(tmp_path):
         for arg in k.inputs + k.outputs:
             assert f"{arg.name}: " in line, (kid, arg.name)
         assert ", *, " in line
+
+
+def test_manifest_inputs_cover_every_output_with_its_specs():
+    from charter.codegen.bindings import bindings_inputs
+
+    inputs = bindings_inputs(CS)
+    assert set(inputs) == {p for p, _ in render_bindings(CS)}
+    assert set(inputs["bindings/rmsnorm.cpp"]) == {
+        "specs/kernels/rmsnorm.yaml", "specs/models/qwen4exp.yaml", "specs/models/smollm2-135m-instruct.yaml"}
+    assert set(inputs[REGISTER_PATH]) == {f"specs/kernels/{k}.yaml" for k in KERNELS}

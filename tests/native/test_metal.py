@@ -280,3 +280,14 @@ def test_dequant_body_equals_upstream_capture_and_oracle(shims, codec):
     y = np.empty((300, 32), dtype=np.float32)
     shims["smollm2-135m-instruct"].run(f"dequantize_{codec}", [raw, y], grid_for(300), nblocks=300)
     assert bits_equal(y.reshape(-1), getattr(dequant, f"dequantize_{codec}")(raw))
+
+
+def test_manifest_inputs_name_the_model_and_its_kernels():
+    from charter.codegen.metal import metal_inputs
+
+    inputs = metal_inputs(CS)
+    assert set(inputs) == {p for p, _ in render_metal(CS)}
+    assert set(inputs["metal/smollm2-135m-instruct.h"]) == {
+        "specs/models/smollm2-135m-instruct.yaml", "specs/kernels/rmsnorm.yaml",
+        "specs/kernels/rmsnorm-zero-centred.yaml", "specs/kernels/dequantize-q8-0.yaml",
+        "specs/kernels/dequantize-q4-1.yaml"}

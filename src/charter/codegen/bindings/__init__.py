@@ -21,7 +21,7 @@ import jinja2
 from charter.codegen.bindings.build import BindingError, build_kernel, build_register, kernel_contracts, spec_sha
 from charter.spec.contractset import ContractSet
 
-__all__ = ["BindingError", "render_bindings", "REGISTER_PATH", "REGISTER_FUNCTION"]
+__all__ = ["BindingError", "REGISTER_FUNCTION", "REGISTER_PATH", "bindings_inputs", "render_bindings"]
 
 REGISTER_PATH = "bindings/_register.cpp"
 REGISTER_FUNCTION = "charter_register_kernels"
@@ -56,3 +56,19 @@ def render_bindings(cs: ContractSet) -> list[tuple[str, str]]:
     register = build_register(views, {lc.doc.file: spec_sha(lc) for lc in kernels})
     out.append((REGISTER_PATH, _finish(env.get_template("register.cpp.jinja").render(view=register))))
     return sorted(out)
+
+
+def bindings_inputs(cs: ContractSet) -> dict[str, dict[str, str]]:
+    """For the manifest: each output path -> {spec display path: sha256 of its bytes}. A binding
+    depends on its kernel contract and the contract's models; the registration file on every
+    kernel contract."""
+    kernels = kernel_contracts(cs)
+    if not kernels:
+        return {}
+    out = {}
+    for lc in kernels:
+        specs = {lc.doc.file: spec_sha(lc)}
+        specs.update({cs.contracts[m].doc.file: spec_sha(cs.contracts[m]) for m in lc.contract.models if m in cs.contracts})
+        out[f"bindings/{lc.id}.cpp"] = dict(sorted(specs.items()))
+    out[REGISTER_PATH] = dict(sorted((lc.doc.file, spec_sha(lc)) for lc in kernels))
+    return out

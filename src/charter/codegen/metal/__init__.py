@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import jinja2
 
-from charter.codegen.metal.build import MetalError, build_model, metal_models
+from charter.codegen.metal.build import MetalError, build_model, metal_kernels, metal_models
 from charter.spec.contractset import ContractSet
 
-__all__ = ["MetalError", "render_metal", "header_path"]
+__all__ = ["MetalError", "header_path", "metal_inputs", "render_metal"]
 
 
 def header_path(model_id: str) -> str:
@@ -41,3 +41,18 @@ def render_metal(cs: ContractSet) -> list[tuple[str, str]]:
     """(path relative to the output directory, text) of each model's Metal header."""
     template = _environment().get_template("model.h.jinja")
     return [(header_path(m), _finish(template.render(view=build_model(cs, m)))) for m in metal_models(cs)]
+
+
+def metal_inputs(cs: ContractSet) -> dict[str, dict[str, str]]:
+    """For the manifest: each header path -> {spec display path: sha256 of its bytes} (the model
+    contract and the kernel contracts whose structs it holds)."""
+    import hashlib
+
+    def sha(lc) -> str:
+        return hashlib.sha256(lc.doc.source.encode("utf-8")).hexdigest()
+
+    out = {}
+    for m in metal_models(cs):
+        specs = [cs.contracts[m]] + [k for k in metal_kernels(cs) if m in k.contract.models]
+        out[header_path(m)] = dict(sorted((lc.doc.file, sha(lc)) for lc in specs))
+    return out
