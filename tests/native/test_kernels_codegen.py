@@ -142,8 +142,7 @@ def test_hostile_descriptions_become_literals_that_compile(tmp_path):
 def test_stub_names_every_argument_and_keyword_only_outputs(tmp_path):
     """nanobind's stubgen over the built bindings (the kernels' part of charter._native's stub)."""
     stub = standalone.stub(ROOT, tmp_path / "kernels.pyi")
-    assert "def rmsnorm(x: Annotated[NDArray, dict(writable=False)], w: Annotated[NDArray, dict(writable=False)], " \
-           "eps: float, *, y: NDArray | None = None) -> object:" in stub
+    assert re.search(r"^def rmsnorm\(x: .*, w: .*, eps: float, \*, y: .* = None\) -> ", stub, re.M)
     for kid, k in KERNELS.items():
         name = re.sub(r"[^a-z0-9]", "_", kid)
         line = next(line for line in stub.splitlines() if line.startswith(f"def {name}("))

@@ -88,6 +88,15 @@ def _key(files: dict[str, str]) -> str:
     return h.hexdigest()[:20]
 
 
+def _tool(name: str) -> str:
+    """A build tool from the interpreter's environment (the PyPI cmake/ninja wheels), else PATH."""
+    local = Path(sys.executable).parent / name
+    found = str(local) if local.is_file() else shutil.which(name)
+    if found is None:
+        raise BuildError(f"{name} is needed to build the kernel bindings (pip install {name}, or a system package)")
+    return found
+
+
 def _run(cmd: list[str], cwd: Path) -> None:
     done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -116,10 +125,14 @@ def build(root: Path, cache: Path, jobs: int = 2) -> Path:
                 (work / rel).write_text(text, "utf-8")
         (work / "CMakeLists.txt").write_text(_CMAKELISTS.format(root=root.as_posix(), module=MODULE))
         (work / "module.cpp").write_text(_MODULE_CPP.format(module=MODULE))
-        generator = ["-G", "Ninja"] if shutil.which("ninja") else []
-        _run(["cmake", "-S", ".", "-B", "build", *generator, "-DCMAKE_BUILD_TYPE=Release",
+        cmake = _tool("cmake")
+        try:
+            generator = ["-G", "Ninja", f"-DCMAKE_MAKE_PROGRAM={_tool('ninja')}"]
+        except BuildError:
+            generator = []
+        _run([cmake, "-S", ".", "-B", "build", *generator, "-DCMAKE_BUILD_TYPE=Release",
               f"-DPython_EXECUTABLE={sys.executable}", f"-Dnanobind_DIR={nanobind.cmake_dir()}"], work)
-        _run(["cmake", "--build", "build", "--parallel", str(jobs)], work)
+        _run([cmake, "--build", "build", "--parallel", str(jobs)], work)
         built = next((work / "build").glob(f"{MODULE}*{suffix}"), None)
         if built is None:
             raise BuildError(f"the build produced no {MODULE}{suffix} under {work / 'build'}")
