@@ -124,8 +124,7 @@ HOSTILE = '"quote\\" */ /* ??= \\\\ back\\nline \\u00e9 \\U0001F600 \\t end"'
 def test_hostile_descriptions_become_literals_that_compile(tmp_path):
     """A description with quotes, backslashes, comment markers, trigraphs, newlines and non-ASCII
     text renders into one C++ string literal; the binding compiles (syntax only)."""
-    import nanobind
-
+    nanobind = pytest.importorskip("nanobind", reason="nanobind (the `test` extra) provides the headers")
     cs = kernel_set(tmp_path, description=HOSTILE)
     files = dict(render_bindings(cs))
     text = files["bindings/probe.cpp"]
@@ -141,6 +140,7 @@ def test_hostile_descriptions_become_literals_that_compile(tmp_path):
 
 def test_stub_names_every_argument_and_keyword_only_outputs(tmp_path):
     """nanobind's stubgen over the built bindings (the kernels' part of charter._native's stub)."""
+    pytest.importorskip("nanobind", reason="nanobind (the `test` extra) builds the standalone module")
     stub = standalone.stub(ROOT, tmp_path / "kernels.pyi")
     assert re.search(r"^def rmsnorm\(x: .*, w: .*, eps: float, \*, y: .* = None\) -> ", stub, re.M)
     for kid, k in KERNELS.items():

@@ -180,6 +180,12 @@ def kernels_module(root: Path) -> ModuleType:
     to the path of a built _native extension, that file (imported as charter._native)."""
     choice = os.environ.get("CHARTER_KERNELS_MODULE", "")
     if not choice:
+        if importlib.util.find_spec("nanobind") is None:
+            host = _host_with_kernels()
+            if host is not None:
+                return host  # built by pip from the same sources; nanobind is not in this environment
+            raise BuildError("nanobind is not importable here, and charter._native does not host the kernels: "
+                             "install nanobind (the `test` extra) to build them standalone")
         return build_and_load(root)
     if choice == "host" or "charter._native" in sys.modules:
         return importlib.import_module("charter._native")
@@ -188,3 +194,11 @@ def kernels_module(root: Path) -> ModuleType:
     spec.loader.exec_module(module)
     sys.modules["charter._native"] = module
     return module
+
+
+def _host_with_kernels() -> ModuleType | None:
+    try:
+        host = importlib.import_module("charter._native")
+    except ImportError:
+        return None
+    return host if hasattr(host, "charter_register_kernels") or hasattr(host, "rmsnorm") else None
