@@ -240,8 +240,9 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
         for text in slots:
             path = slot_paths[text]
             value = expr.parse(text, lc.doc.where(path), ".".join(map(str, path))).evaluate(model.constants)
-            if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
-                raise _fail(lc, path, f"{text} = {value!r} in model {model.id} is not a size in [0, 2**63)")
+            low = -(2**63) if path[0] == "attributes" else 0  # a dim is a size; an attribute may be negative
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2**63:
+                raise _fail(lc, path, f"{text} = {value!r} in model {model.id} is not an integer in [{low}, 2**63)")
             values.append(value)
         variants.setdefault(tuple(values), []).append(model.id)
 
