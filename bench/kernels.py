@@ -95,7 +95,7 @@ def main() -> int:
     args = parser.parse_args()
     native, origin = load_native(args.native)
     print(f"native: {origin}; numpy {np.__version__}; median of {args.repeat}\n")
-    print(f"| kernel | input | native | numpy oracle | oracle / native |")
+    print("| kernel | input | native | numpy oracle | oracle / native |")
     print("|---|---|---|---|---|")
     for name, shape, fast, slow in cases(native):
         t_native, t_oracle = median_seconds(fast, args.repeat), median_seconds(slow, args.repeat)
@@ -107,7 +107,7 @@ def main() -> int:
     t_oracle = median_seconds(lambda: rmsnorm.rmsnorm(empty, w, 1e-5), args.repeat)
     t_py = median_seconds(lambda: None, args.repeat)
     print("\nEmpty call (rmsnorm, 0 x 576): every check, GIL release and return, no work")
-    print(f"| call | time | vs Python no-op |\n|---|---|---|")
+    print("| call | time | vs Python no-op |\n|---|---|---|")
     for label, t in (("native, output allocated (numpy.empty)", t_alloc), ("native, output passed (y=...)", t_out),
                      ("numpy oracle", t_oracle), ("Python `lambda: None`", t_py)):
         print(f"| {label} | {t * 1e6:.2f} us | {t / t_py:.1f}x |")
