@@ -1,0 +1,273 @@
+#!/usr/bin/env python3
+"""Side by side: the hostile-artifact corpus through charter, gguf.GGUFReader and safetensors.
+
+The corpus is tests/hardening/corpus.py (every case built by code, each with the diagnostic charter
+must reject it with; CI runs it in tests/hardening). Here each (tool, case) runs in its own
+subprocess under an address-space limit and a timeout, and ends as one of:
+
+  accepted  the tool loaded the file without complaint
+  rejected  the tool refused it with its own error for bad input
+              charter:     exit 1 with one diagnostic (and the expected code: else WRONG)
+              gguf:        ValueError (gguf.GGUFReader's and numpy.memmap's own checks)
+              safetensors: SafetensorError
+  crashed   anything else: another exception type (shown), MemoryError, death by a signal (a
+            segfault, or killed at the memory limit), charter's internal error (exit 3)
+  hung      still running at the timeout
+
+What "loaded" means per tool: charter runs `charter admit FILE --contract C` (header-only
+admission); gguf.GGUFReader(FILE) parses the header, decodes every field and maps every tensor;
+safetensors.safe_open(FILE) parses the header and reads every tensor's shape and dtype. The two
+libraries are not validators, so "accepted" is not a bug of theirs in general: the table shows
+what a loader that trusts them would go on to use. gguf cases are not shown to safetensors and
+vice versa (n/a).
+
+Usage (from the repository root, in the project's venv):
+
+  python bench/hostile.py                    # every case (about 400; a few minutes on 2 cores)
+  python bench/hostile.py -k truncated       # cases whose name contains a substring
+  python bench/hostile.py --quick            # one truncation per 10, everything else
+  python bench/hostile.py -j 4 --timeout 20 --memory-mib 1024 --json results.json
+
+Exit status: 0 when charter rejected every case with its expected diagnostic and admitted the two
+base files, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.hardening import corpus  # noqa: E402
+
+TOOLS = ("charter", "gguf", "safetensors")
+HEADINGS = {"charter": "charter", "charter-cpp": "charter --engine cpp", "gguf": "gguf.GGUFReader",
+            "safetensors": "safetensors"}
+SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
+
+
+# --- workers: run inside the limited subprocess -------------------------------------------------------
+
+
+def worker(tool: str, path: str) -> None:
+    """Load `path` with a third-party tool; print one JSON line with the outcome."""
+    try:
+        if tool == "gguf":
+            import gguf
+
+            reader = gguf.GGUFReader(path)
+            for f in reader.fields.values():
+                f.contents()
+            for t in reader.tensors:
+                _ = (t.name, t.shape, t.data.shape)
+        else:
+            from safetensors import safe_open
+
+            with safe_open(path, framework="numpy") as f:
+                f.metadata()
+                for k in f.keys():
+                    s = f.get_slice(k)
+                    _ = (s.get_shape(), s.get_dtype())
+    except BaseException as exc:  # noqa: BLE001 - classifying every failure is the point
+        if tool == "gguf":
+            rejected = type(exc) is ValueError
+        else:
+            from safetensors import SafetensorError
+
+            rejected = isinstance(exc, SafetensorError)
+        outcome = "rejected" if rejected else "crashed"
+        print(json.dumps({"outcome": outcome, "error": type(exc).__name__, "message": str(exc)[:200]}))
+        return
+    print(json.dumps({"outcome": "accepted"}))
+
+
+# --- the parent: one subprocess per (tool, case) --------------------------------------------------
+
+
+def _limits(memory: int):
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+    return apply
+
+
+def run_one(tool: str, path: Path, contract: Path | None, args, env: dict) -> dict:
+    if tool.startswith("charter"):
+        cmd = [sys.executable, "-m", "charter", "admit", str(path), "--contract", str(contract), "--json"]
+        if tool == "charter-cpp":
+            cmd += ["--engine", "cpp"]
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--worker", tool, str(path)]
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=args.timeout, env=env,
+                              preexec_fn=_limits(args.memory_mib * 2**20), cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"outcome": "hung", "seconds": args.timeout}
+    seconds = time.perf_counter() - t0
+    if proc.returncode < 0:
+        return {"outcome": "crashed", "error": f"signal {-proc.returncode}", "seconds": seconds}
+    if tool.startswith("charter"):
+        if proc.returncode in (0, 1):
+            try:
+                report = json.loads(proc.stdout)
+            except ValueError:
+                return {"outcome": "crashed", "error": "no report", "seconds": seconds}
+            d = report.get("diagnostic") or {}
+            return {"outcome": "accepted" if proc.returncode == 0 else "rejected", "code": d.get("code"),
+                    "field": d.get("field"), "seconds": seconds}
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+        return {"outcome": "crashed", "error": f"exit {proc.returncode}", "message": tail, "seconds": seconds}
+    try:
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1][:200]
+        return {"outcome": "crashed", "error": f"exit {proc.returncode}", "message": tail, "seconds": seconds}
+    result["seconds"] = seconds
+    return result
+
+
+def native_available() -> bool:
+    try:
+        from charter import native
+    except ImportError:
+        return False
+    return bool(getattr(native, "available", lambda: False)())
+
+
+def cell(tool: str, case, result: dict | None) -> str:
+    if result is None:
+        return "n/a"
+    o = result["outcome"]
+    if o == "rejected" and tool.startswith("charter"):
+        want = case.code if case is not None else None
+        return "rejected" if want is None or result.get("code") == want else f"WRONG {result.get('code')}"
+    if o == "crashed":
+        return f"CRASHED {result.get('error', '')}".strip()
+    return {"accepted": "ACCEPTED", "hung": "HUNG"}.get(o, o)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--worker", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
+    p.add_argument("-k", dest="filter", default="", help="only cases whose name contains this")
+    p.add_argument("--quick", action="store_true", help="one truncation case in ten")
+    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
+    p.add_argument("--timeout", type=float, default=20.0, help="seconds per run (default 20)")
+    p.add_argument("--memory-mib", type=int, default=1024, help="address-space limit per run (default 1024)")
+    p.add_argument("--json", metavar="FILE", help="also write every result as JSON")
+    args = p.parse_args(argv)
+    if args.worker:
+        worker(*args.worker)
+        return 0
+
+    cases = [c for c in corpus.all_cases() if args.filter in c.name]
+    if args.quick:
+        trunc = [c for c in cases if c.klass == "truncation"]
+        cases = [c for c in cases if c.klass != "truncation"] + trunc[::10]
+    tools = ["charter"] + (["charter-cpp"] if native_available() else []) + ["gguf", "safetensors"]
+
+    work = Path(tempfile.mkdtemp(prefix="charter-hostile-"))
+    contracts = corpus.write_contracts(work / "contracts")
+    env = {**os.environ, "XDG_CACHE_HOME": str(work / "cache"), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    files = work / "cases"
+    files.mkdir()
+
+    controls = [("control/base.gguf", "gguf", corpus.base_gguf()),
+                ("control/base.safetensors", "safetensors", corpus.base_safetensors())]
+    jobs = []  # (row key, tool, path, contract)
+    for name, fmt, data in controls:
+        path = files / name.replace("/", "__")
+        path.write_bytes(data)
+        jobs.append((name, "charter", path, contracts[fmt]))
+        jobs.append((name, fmt, path, None))
+        if "charter-cpp" in tools:
+            jobs.append((name, "charter-cpp", path, ROOT / "specs" / "artifacts" / f"{SHIPPED[fmt]}.yaml"))
+    for case in cases:
+        path = corpus.write_case(case, files)
+        jobs.append((case.name, "charter", path, contracts[case.contract_key]))
+        jobs.append((case.name, case.format, path, None))
+        reader_owned = case.code.startswith("CONTAINER_") and not (case.field or "").startswith("container.")
+        if "charter-cpp" in tools and reader_owned:
+            jobs.append((case.name, "charter-cpp", path,
+                         ROOT / "specs" / "artifacts" / f"{SHIPPED[case.format]}.yaml"))
+
+    # warm the checker cache once per contract, so no run pays for rendering
+    for key, contract in contracts.items():
+        subprocess.run([sys.executable, "-m", "charter", "admit", str(files / "control__base.gguf"), "--contract",
+                        str(contract)], capture_output=True, env=env, cwd=ROOT)
+
+    results: dict[tuple[str, str], dict] = {}
+    t0 = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = {pool.submit(run_one, tool, path, contract, args, env): (key, tool)
+                   for key, tool, path, contract in jobs}
+        for i, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+            results[futures[fut]] = fut.result()
+            if sys.stderr.isatty() and i % 20 == 0:
+                print(f"\r{i}/{len(jobs)} runs", end="", file=sys.stderr)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    elapsed = time.perf_counter() - t0
+
+    by_name = {c.name: c for c in cases}
+    rows = [name for name, _, _ in controls] + [c.name for c in cases]
+    header = ["case", "class", "expected"] + [HEADINGS[t] for t in tools]
+    table = []
+    for name in rows:
+        case = by_name.get(name)
+        klass = case.klass if case else "control"
+        expected = case.code if case else "admitted"
+        cells = []
+        for tool in tools:
+            r = results.get((name, tool))
+            if case is None and r is not None and r["outcome"] == "accepted":
+                cells.append("accepted")  # a control: accepting is right
+            else:
+                cells.append(cell(tool, case, r))
+        table.append([name, klass, expected] + cells)
+    widths = [max(len(str(row[i])) for row in table + [header]) for i in range(len(header))]
+
+    def line(row):
+        return "  ".join(str(v).ljust(w) for v, w in zip(row, widths)).rstrip()
+
+    print(line(header))
+    print("  ".join("-" * w for w in widths))
+    for row in table:
+        print(line(row))
+    print()
+    print(f"{len(cases)} hostile cases + 2 controls, {len(jobs)} runs in {elapsed:.0f} s "
+          f"(timeout {args.timeout:g} s, address space {args.memory_mib} MiB per run)")
+    for tool in tools:
+        outcomes = Counter()
+        for case in cases:
+            r = results.get((case.name, tool))
+            if r is not None:
+                c = cell(tool, case, r)
+                outcomes[c.split(" ")[0].lower()] += 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(outcomes.items())) or "no case of its format"
+        print(f"  {HEADINGS[tool]:<20} {summary}")
+
+    if args.json:
+        Path(args.json).write_text(json.dumps({f"{k}|{t}": v for (k, t), v in sorted(results.items())}, indent=1))
+
+    charter_ok = all(results[(c.name, "charter")]["outcome"] == "rejected"
+                     and results[(c.name, "charter")].get("code") == c.code for c in cases)
+    controls_ok = all(results[(name, "charter")]["outcome"] == "accepted" for name, _, _ in controls)
+    return 0 if charter_ok and controls_ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
