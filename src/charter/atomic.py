@@ -33,6 +33,42 @@ def write_bytes(path: str | Path, data: bytes) -> bool:
     return True
 
 
+def write_many(files: dict[Path, bytes]) -> list[Path]:
+    """Write several files that belong together: every temporary file is written and synced before
+    the first rename, so an interruption while writing leaves every previous output intact.
+    Returns the paths that changed."""
+    changed = {}
+    for path, data in files.items():
+        path = Path(path)
+        try:
+            if path.read_bytes() == data:
+                continue
+        except OSError:
+            pass
+        changed[path] = data
+    temps: dict[Path, str] = {}
+    try:
+        for path, data in changed.items():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            temps[path] = tmp
+            os.fchmod(fd, 0o666 & ~_umask())
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())
+        for path, tmp in temps.items():
+            os.replace(tmp, path)
+    except BaseException:
+        for tmp in temps.values():
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        raise
+    return list(changed)
+
+
 def write_text(path: str | Path, text: str) -> bool:
     """Text is written as UTF-8 with LF line endings, exactly as given."""
     return write_bytes(path, text.encode("utf-8"))

@@ -12,7 +12,9 @@ import argparse
 import importlib
 import json
 import os
+import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 
@@ -112,11 +114,25 @@ COMMAND_MODULES = (
 )
 
 
+class Terminated(BaseException):
+    """A termination signal, turned into an exception so that temporary files are cleaned up."""
+
+
+def _terminate(signum, _frame):
+    raise Terminated(signum)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _terminate)
     try:
         return args.func(args)
+    except Terminated as exc:
+        print(f"charter: terminated by signal {exc.args[0]}", file=sys.stderr)
+        return 128 + exc.args[0]
     except CharterError as exc:
         print_diagnostics(exc.diagnostics, getattr(args, "format", "text"))
         return EXIT_USAGE

@@ -229,10 +229,11 @@ class Diagnostic:
         return self.code.stage
 
     def render(self) -> str:
-        """The ruff/mypy-style line: `file:line:col: CODE field: message`."""
-        where = f"{self.location}: " if self.location else ""
-        subject = f" {self.field}" if self.field else ""
-        return f"{where}{self.code.value}{subject}: {self.message}"
+        """The ruff/mypy-style line: `file:line:col: CODE field: message`. Always one line: text
+        from an artifact or a contract (keys, names, values) is escaped, so it cannot forge output."""
+        where = f"{printable(str(self.location))}: " if self.location else ""
+        subject = f" {printable(self.field)}" if self.field else ""
+        return f"{where}{self.code.value}{subject}: {printable(self.message)}"
 
     def to_json(self) -> dict:
         return {
@@ -245,6 +246,13 @@ class Diagnostic:
             "location": str(self.location) if self.location else None,
             "offset": self.offset,
         }
+
+
+def printable(text: str) -> str:
+    """`text` with every non-printable character (newlines, escapes, U+2028, NUL) as a Python escape."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 def mismatch(code: Code, field: str, expected: object, actual: object, **kw) -> Diagnostic:

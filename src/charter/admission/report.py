@@ -8,7 +8,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from charter import __version__
-from charter.diagnostics import ADMISSION_STAGES, Diagnostic
+from charter.diagnostics import ADMISSION_STAGES, Diagnostic, printable
 
 StageResult = Literal["passed", "failed", "not-run", "skipped"]
 
@@ -77,9 +77,9 @@ class AdmissionReport(BaseModel):
             passed = sum(s.result == "passed" for s in self.stages)
             skipped = [s.stage for s in self.stages if s.result == "skipped"]
             extra = f"; skipped: {', '.join(skipped)}" if skipped else ""
-            return (f"admitted: {self.artifact} is {self.contract} (status {self.status}); "
+            return (f"admitted: {printable(self.artifact)} is {self.contract} (status {self.status}); "
                     f"{passed} stages passed{extra}")
         d = self.diagnostic
-        where = f"{d.location}: " if d.location else ""
+        where = f"{printable(d.location)}: " if d.location else ""
         at = f" (artifact byte {d.offset})" if d.offset is not None else ""
-        return f"rejected at {d.stage}: {where}{d.code} {d.field}: {d.message}{at}"
+        return f"rejected at {d.stage}: {where}{d.code} {printable(d.field)}: {printable(d.message)}{at}"

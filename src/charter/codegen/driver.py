@@ -134,17 +134,17 @@ def generate(cs: ContractSet, out_dir: Path, check: bool = False) -> Result:
     files = {o.path: o.text for o in outputs}
     files[MANIFEST] = render_manifest(outputs)
     written, stale = [], []
-    for rel, text in sorted(files.items()):
-        target = out_dir / rel
-        if check:
+    if check:
+        for rel, text in sorted(files.items()):
             try:
-                current = target.read_bytes().decode("utf-8")
+                current = (out_dir / rel).read_bytes().decode("utf-8")
             except (OSError, UnicodeDecodeError):
                 current = None
             if current != text:
                 stale.append(f"{rel} ({'missing' if current is None else 'differs'})")
-        elif atomic.write_text(target, text):
-            written.append(rel)
+    else:
+        changed = atomic.write_many({out_dir / rel: text.encode("utf-8") for rel, text in sorted(files.items())})
+        written = sorted(p.relative_to(out_dir).as_posix() for p in changed)
     for orphan in _orphans(out_dir, set(files)):
         if check:
             stale.append(f"{orphan} (no contract generates it)")

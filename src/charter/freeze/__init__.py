@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import sys
 from pathlib import Path
 
@@ -21,6 +22,9 @@ from charter.freeze.gguf import freeze_gguf
 from charter.freeze.safetensors import freeze_safetensors
 from charter.spec.load import load_contract_text
 from charter.spec.yamldump import dump
+
+
+CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
 def sniff_format(path: Path) -> str:
@@ -73,6 +77,10 @@ def freeze(args) -> int:
     if not path.is_file():
         print(f"charter: {path}: no such file", file=sys.stderr)
         return EXIT_USAGE
+    if not CONTRACT_ID.fullmatch(args.id) or len(args.id) > 120:
+        print(f"charter: --id {args.id!r} is not a contract id ([a-z0-9][a-z0-9._-]*, at most 120 characters)",
+              file=sys.stderr)
+        return EXIT_USAGE
     model_id = f"{args.id}-model"
     out = Path(args.output)
     targets = {"model": out / "models" / f"{model_id}.yaml", "artifact": out / "artifacts" / f"{args.id}.yaml"}
@@ -81,8 +89,6 @@ def freeze(args) -> int:
         print(f"charter: refusing to overwrite {', '.join(existing)} (use --force)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        load_contract_text(f"charter: 1\nkind: model\nid: {model_id}\nstatus: structural\n"
-                           "source: {repository: x}\narchitecture: a\nfamily: f\n")
         model, artifact = freeze_file(path, args.id, model_id)
     except CharterError as exc:
         print_diagnostics(exc.diagnostics, "text")
@@ -91,7 +97,7 @@ def freeze(args) -> int:
                                                                                     targets["artifact"])}
     for kind, text in texts.items():  # a frozen contract must itself be a valid contract
         load_contract_text(text, str(targets[kind]))
-    for kind, text in texts.items():
-        atomic.write_text(targets[kind], text)
+    atomic.write_many({targets[kind]: text.encode("utf-8") for kind, text in texts.items()})
+    for kind in texts:
         print(f"wrote {targets[kind]}")
     return EXIT_OK

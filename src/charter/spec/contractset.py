@@ -141,13 +141,21 @@ def _check_references(cs: ContractSet, primary: set[str]) -> None:
 
 
 def _resolve(cs: ContractSet, primary: set[str]) -> None:
+    failed: dict[str, list[Diagnostic]] = {}
     for lc in sorted(cs.contracts.values(), key=lambda x: x.id):
         if isinstance(lc.contract, ModelContract):
             try:
                 cs.models[lc.id] = resolve_model(lc)
             except CharterError as exc:
+                failed[lc.id] = exc.diagnostics
                 if lc.id in primary:
                     cs.diagnostics.extend(exc.diagnostics)
+    # A model found on the search path that does not resolve is the primary contract's problem too:
+    # its diagnostics are reported, never dropped (the artifact cannot be checked without it).
+    referenced = {cs.contracts[cid].contract.model for cid in primary
+                  if isinstance(cs.contracts[cid].contract, ArtifactContract)}
+    for model_id in sorted(referenced - primary):
+        cs.diagnostics.extend(failed.get(model_id, []))
     for cid in sorted(primary):
         lc = cs.contracts[cid]
         try:

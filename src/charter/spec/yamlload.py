@@ -33,6 +33,8 @@ MAX_BYTES = 16 * 1024 * 1024
 Path_ = tuple[str | int, ...]
 
 _INT = re.compile(r"[-+]?(0|[1-9][0-9]*)")
+_HIDDEN_BREAK = re.compile("[\x85\u2028\u2029]")
+MAX_DIGITS = 100
 _FLOAT = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?")
 _NULL = {"null", "~", ""}
 _BOOL = {"true": True, "false": False}
@@ -87,6 +89,12 @@ def load_file(path: str | Path, display: str | None = None) -> Document:
 def load_text(text: str, file: str = "<string>") -> Document:
     if len(text) > MAX_BYTES:
         raise _error(Code.YAML_TOO_LARGE, "", f"text is {len(text)} characters; the limit is {MAX_BYTES}", Location(file))
+    hidden = _HIDDEN_BREAK.search(text)
+    if hidden:
+        line = text.count("\n", 0, hidden.start()) + 1
+        col = hidden.start() - (text.rfind("\n", 0, hidden.start()) + 1) + 1
+        raise _error(Code.YAML_SYNTAX, "", f"raw U+{ord(hidden.group()):04X} is a line break to YAML but not to editors; "
+                     "write it as an escape in a double-quoted string", Location(file, line, col))
     try:
         nodes = _compose_all(text)
     except yaml.MarkedYAMLError as exc:
@@ -95,6 +103,9 @@ def load_text(text: str, file: str = "<string>") -> Document:
         raise _error(Code.YAML_SYNTAX, "", f"{exc.problem or exc.context}", loc)
     except yaml.YAMLError as exc:
         raise _error(Code.YAML_SYNTAX, "", str(exc).splitlines()[0], Location(file))
+    except _TooManyNodes as exc:
+        loc = Location(file, exc.mark.line + 1, exc.mark.column + 1)
+        raise _error(Code.YAML_TOO_LARGE, "", f"the document has more than {MAX_NODES} nodes", loc)
     except _ExplicitTag as exc:
         loc = Location(file, exc.mark.line + 1, exc.mark.column + 1)
         raise _error(Code.YAML_TAG, "", f"explicit tag {exc.tag!r} is not allowed", loc)
@@ -115,14 +126,25 @@ class _ExplicitTag(Exception):
         self.tag, self.mark = tag, mark
 
 
+class _TooManyNodes(Exception):
+    def __init__(self, mark) -> None:
+        self.mark = mark
+
+
 class _StrictComposer(yaml.SafeLoader):
-    """Refuses explicit tags while composing: once a node exists, `!!str 3` and `3` look alike."""
+    """Refuses explicit tags while composing (once a node exists, `!!str 3` and `3` look alike),
+    and stops composing past MAX_NODES nodes (before PyYAML has built a huge tree)."""
+
+    nodes = 0
 
     def compose_node(self, parent, index):
         event = self.peek_event()
         tag = getattr(event, "tag", None)
         if not isinstance(event, yaml.AliasEvent) and tag not in (None, "!"):
             raise _ExplicitTag(tag, event.start_mark)
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            raise _TooManyNodes(event.start_mark)
         return super().compose_node(parent, index)
 
 
@@ -224,6 +246,9 @@ def resolve_plain(value: str, field: str, loc: Location) -> Any:
                      f"{value!r} is ambiguous (YAML 1.1 reads it as a boolean or null); "
                      "write true/false/null, or quote it for a string", loc)
     if _INT.fullmatch(value):
+        if len(value) > MAX_DIGITS:
+            raise _error(Code.YAML_TOO_LARGE, field, f"an integer of {len(value)} digits (the limit is {MAX_DIGITS})",
+                         loc)
         return int(value)
     if _FLOAT.fullmatch(value) and any(c in value for c in ".eE"):
         return float(value)
