@@ -24,7 +24,11 @@ def run_generate(args) -> int:
         print_diagnostics(cs.diagnostics, "text")
         return EXIT_USAGE
     out = Path(args.output)
-    result = generate(cs, out, check=args.check)
+    try:
+        result = generate(cs, out, check=args.check)
+    except ValueError as exc:  # a generator refusing a contract (BindingError, MetalError): located text
+        print(f"charter: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     if args.check:
         for item in result.stale:
             print(f"stale: {out / item}")

@@ -24,7 +24,8 @@ from charter.spec.contractset import ContractSet
 from charter.spec.plan import ArtifactPlan
 
 MANIFEST = "manifest.json"
-TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels")
+TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels", "charter.codegen.bindings",
+                     "charter.codegen.metal")
 
 
 @dataclass(frozen=True)
@@ -100,7 +101,20 @@ def render_all(cs: ContractSet) -> list[Output]:
     """Every output of a valid contract set, sorted by path."""
     outputs = [render_python_checker(cs, cs.artifacts[i]) for i in sorted(cs.artifacts)]
     outputs.extend(_label_outputs(cs))
+    outputs.extend(_kernel_outputs(cs))
     return sorted(outputs, key=lambda o: o.path)
+
+
+def _kernel_outputs(cs: ContractSet) -> list[Output]:
+    """Kernel bindings (generated/bindings/) and per-model Metal headers (generated/metal/)."""
+    from charter.codegen.bindings import bindings_inputs, render_bindings
+    from charter.codegen.metal import metal_inputs, render_metal
+
+    out = []
+    for render, inputs_of in ((render_bindings, bindings_inputs), (render_metal, metal_inputs)):
+        inputs = inputs_of(cs)
+        out.extend(Output(path, _normalize(text), inputs[path]) for path, text in render(cs))
+    return out
 
 
 def _label_outputs(cs: ContractSet) -> list[Output]:
