@@ -93,23 +93,41 @@ def admit_header(contract_id: str, read: Callable[[int], bytes], file_size: int,
 
 def file_verdict(path: str | os.PathLike, contract_id: str, fmt: str, *, require_status: str | None = None,
                  max_header_bytes: int = MAX_GGUF_HEADER_BYTES) -> dict:
-    """The C++ checker over the file at `path`, mapped read-only (see the module docstring)."""
+    """The C++ checker over the file at `path` (see the module docstring). GGUF: the file mapped
+    read-only, limited to the first min(size, max_header_bytes) bytes. safetensors: the 8-byte
+    length and, when it fits the file and the 100 MB cap, the header it announces, read as
+    read_safetensors does."""
     try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size == 0:
-                return verdict(contract_id, b"", 0, require_status=require_status, max_header_bytes=max_header_bytes)
-            mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as exc:
+        return _unreadable(path, exc)
+    try:
+        size = os.fstat(fd).st_size
+        if fmt != "gguf":
+            head = os.pread(fd, 8, 0)
+            if len(head) == 8:
+                n = int.from_bytes(head, "little")
+                if n <= SAFETENSORS_MAX_HEADER and 8 + n <= size:
+                    head = os.pread(fd, 8 + n, 0)
+            return verdict(contract_id, head, size, require_status=require_status)
+        if size == 0:
+            return verdict(contract_id, b"", 0, require_status=require_status, max_header_bytes=max_header_bytes)
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError) as exc:
-        return {"admitted": False, "needs_more": False, "need": 0, "stage": "container", "code": "CONTAINER_UNREADABLE",
-                "code_stage": "container", "field": "file", "message": f"cannot read {os.fspath(path)!r}: {exc}",
-                "expected": None, "actual": None, "location": None, "offset": 0}
+        return _unreadable(path, exc)
+    finally:
+        os.close(fd)
     try:
-        limit = min(size, max_header_bytes if fmt == "gguf" else 8 + SAFETENSORS_MAX_HEADER)
-        with memoryview(mm) as whole, whole[:limit] as span:
+        with memoryview(mm) as whole, whole[: min(size, max_header_bytes)] as span:
             return verdict(contract_id, span, size, require_status=require_status, max_header_bytes=max_header_bytes)
     finally:
         mm.close()
+
+
+def _unreadable(path, exc: Exception) -> dict:
+    return {"admitted": False, "needs_more": False, "need": 0, "stage": "container", "code": "CONTAINER_UNREADABLE",
+            "code_stage": "container", "field": "file", "message": f"cannot read {os.fspath(path)!r}: {exc}",
+            "expected": None, "actual": None, "location": None, "offset": 0}
 
 
 def report_of(d: dict, *, artifact: str, contract: str, spec: str, fmt: str, status: str,

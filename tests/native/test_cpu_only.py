@@ -63,4 +63,5 @@ def test_no_gpu_or_python_symbols(object_file):
 def test_no_raw_new_or_delete_in_the_runtime():
     for header in (ROOT / "native" / "include" / "charter").glob("*.hpp"):
         code = re.sub(r"//.*", "", header.read_text())
+        code = code.replace("= delete;", ";")  # deleted special members are not raw delete
         assert not re.search(r"\bnew\s+[A-Za-z_]|\bdelete\b|\bthrow\b|\btry\s*\{", code), header.name

@@ -346,7 +346,7 @@ class Context {
   bool logits_rows(std::string_view tensor, std::int64_t axis, const Int& rows, std::string_view at) {
     const TensorEntry* t = tensor_named(tensor);
     if (!t) return true;  // absence and rank are facts of the tensors stage
-    const std::int64_t rank = static_cast<std::int64_t>(t->shape.size());
+    const std::int64_t rank = static_cast<std::int64_t>(t->shape.size);
     if (axis >= rank) return true;
     if (axis < -rank) return internal("logits axis out of range", at);
     const Int& got = t->shape[static_cast<std::size_t>(axis < 0 ? axis + rank : axis)];
@@ -364,9 +364,21 @@ class Context {
 
   bool tensors(Span<TensorRow> table, std::string_view at_set) {
     // expected: name -> row, in first-insertion order (a Python dict)
-    std::deque<std::string> names;
+    std::size_t total = 0;  // names the rows expand to: reserved, so the views of `index` stay valid
+    for (const TensorRow& row : table) {
+      std::size_t n = 1;
+      for (const Repeat& rep : row.repeat) {
+        const std::uint64_t k = rep.listed ? rep.indices.size : (rep.count.neg || rep.count.huge ? 0 : rep.count.mag);
+        if (mul_overflows(n, k, &n)) return internal("repeat counts out of range", row.at);
+      }
+      if (add_overflows(total, n, &total)) return internal("repeat counts out of range", row.at);
+    }
+    std::vector<std::string> names;
+    names.reserve(total);
     std::vector<const TensorRow*> rows;
+    rows.reserve(total);
     std::unordered_map<std::string_view, std::size_t> index;
+    index.reserve(total);
     for (const TensorRow& row : table) {
       std::vector<std::string> expanded{std::string(row.name)};
       for (const Repeat& rep : row.repeat) {
@@ -417,8 +429,8 @@ class Context {
       const TensorRow& row = *rows[i];
       const TensorEntry& t = *actual[names[i]];
       const std::string field = "tensors." + names[i];
-      if (t.shape.size() != row.shape.size) {
-        return mismatch(Code::TENSOR_RANK, field + ".rank", u64s(row.shape.size), u64s(t.shape.size()), row.at, t.offset,
+      if (t.shape.size != row.shape.size) {
+        return mismatch(Code::TENSOR_RANK, field + ".rank", u64s(row.shape.size), u64s(t.shape.size), row.at, t.offset,
                         " (" + std::string(row.role) + ")");
       }
       for (std::size_t j = 0; j < row.shape.size; ++j) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "charter/checked.hpp"
 #include "charter/fail.hpp"
@@ -197,28 +198,60 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
   }
   const std::uint64_t start = c.pos;
   if (et == VType::Str) {
-    // Bounds first for every element (`_walk_strings`), then UTF-8: the first UTF-8 error is
-    // remembered and reported only if every element fits.
-    std::uint64_t bad_at = 0, bad_j = 0;
-    bool bad = false;
-    for (std::uint64_t j = 0; j < count; ++j) {
-      auto efld = [&] { return field + "[" + u64s(j) + "]"; };
-      std::uint64_t n{};
-      if (!c.u64(&n, efld, [] { return "string element length"; })) return false;
-      std::uint64_t s{};
-      if (!c.take(n, &s, efld, [] { return "string element"; })) return false;
-      if (!bad) {
-        const std::size_t k = utf8_error(c.buf() + s, n);
-        if (k != n) {
-          bad = true;
-          bad_at = s + k;
-          bad_j = j;
-        }
+    // Bounds first for every element (`_walk_strings`), then UTF-8 of the elements. Fast path: a
+    // run of elements whose length prefixes are all ASCII bytes is validated as one region (no
+    // sequence can cross an ASCII byte, so the run is valid iff each element is); a prefix with a
+    // byte >= 0x80 (a length >= 128) splits the runs. On an error the elements are validated one
+    // by one to name the first bad one, as `_check_utf8` does.
+    std::vector<std::uint64_t> split;  // prefixes holding a byte >= 0x80 (few: long strings)
+    // The common case, unchecked by name: every element fits. Any doubt falls through to the
+    // checked walk below, which names the element and decides the diagnostic.
+    bool walked = false;
+    {
+      const unsigned char* b = c.buf();
+      const std::uint64_t end = c.end();
+      std::uint64_t p = start, j = 0;
+      for (; j < count; ++j) {
+        if (end - p < 8) break;
+        const std::uint64_t n = load_u64(b + p);
+        if (n > end - p - 8) break;
+        if (n & 0x8080808080808080ull) split.push_back(p);
+        p += 8 + n;
+      }
+      if (j == count) {
+        c.pos = p;
+        walked = true;
+      } else {
+        split.clear();
       }
     }
-    if (bad) {
-      return reject(r, Code::CONTAINER_STRING, field + "[" + u64s(bad_j) + "]", "string element is not valid UTF-8",
-                    bad_at);
+    for (std::uint64_t j = 0; !walked && j < count; ++j) {
+      auto efld = [&] { return field + "[" + u64s(j) + "]"; };
+      const std::uint64_t at = c.pos;
+      std::uint64_t n{};
+      if (!c.u64(&n, efld, [] { return "string element length"; })) return false;
+      if (n & 0x8080808080808080ull) split.push_back(at);
+      std::uint64_t s{};
+      if (!c.take(n, &s, efld, [] { return "string element"; })) return false;
+    }
+    bool valid = true;
+    std::uint64_t seg = start;
+    for (std::size_t k = 0; k <= split.size() && valid; ++k) {
+      const std::uint64_t stop = k < split.size() ? split[k] : c.pos;
+      valid = utf8_error(c.buf() + seg, stop - seg) == stop - seg;
+      if (k < split.size()) seg = split[k] + 8;
+    }
+    if (!valid) {
+      std::uint64_t p = start;
+      for (std::uint64_t j = 0; j < count; ++j) {
+        const std::uint64_t n = load_u64(c.buf() + p);
+        const std::size_t k = utf8_error(c.buf() + p + 8, n);
+        if (k != n) {
+          return reject(r, Code::CONTAINER_STRING, field + "[" + u64s(j) + "]", "string element is not valid UTF-8",
+                        p + 8 + k);
+        }
+        p += 8 + n;
+      }
     }
   } else {
     c.pos = start + need;
@@ -406,7 +439,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                     u64s(n_dims));
     }
     std::uint64_t n_elements = 1;
-    t.shape.reserve(n_dims);
+    t.dims_first = v.dims.size();
     for (std::uint32_t k = 0; k < n_dims; ++k) {
       const std::uint64_t at = c.pos;
       std::uint64_t d{};
@@ -415,7 +448,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
         return reject(r, Code::CONTAINER_TENSOR_DIM, field + ".dims",
                       "dim " + u64s(k) + " must be in [1, 2**63-1], got " + u64s(d), at, "1..2**63-1", u64s(d));
       }
-      t.shape.emplace_back(d);
+      v.dims.emplace_back(d);
       std::uint64_t prod{};
       if (mul_overflows(n_elements, d, &prod) || prod > kI64Max) {
         return reject(r, Code::CONTAINER_OVERFLOW, field + ".dims", "element count of the dims exceeds 2**63-1", at,
@@ -434,7 +467,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                                     : "removed ggml type " + u64s(type_id) + " (" + std::string(removed) + ")",
                     type_at, "a known ggml type", u64s(type_id));
     }
-    const std::uint64_t ne0 = t.shape[0].mag;
+    const std::uint64_t ne0 = v.dims[t.dims_first].mag;
     if (ne0 % gt->block_size) {
       return reject(r, Code::CONTAINER_TENSOR_BLOCK, field + ".dims",
                     "ne[0]=" + u64s(ne0) + " is not a multiple of " + std::string(gt->name) + "'s block size " +
@@ -454,6 +487,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     raw.push_back({n_dims, gt, offset, nbytes, off_at});
     v.tensors.push_back(std::move(t));
   }
+  v.bind_shapes();
   v.header_end = c.pos;
   v.data_offset = (c.pos + alignment - 1) / alignment * alignment;  // pos <= cap: no overflow
   for (std::size_t i = 0; i < v.tensors.size(); ++i) {

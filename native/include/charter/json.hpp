@@ -14,7 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <deque>
+#include <forward_list>
 #include <string>
 #include <string_view>
 #include <unordered_set>
@@ -63,13 +63,36 @@ enum class Err : std::uint8_t { None, Syntax, Value, Dup, Depth };
 
 inline bool is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
+// The vectors a Doc fills, kept per thread between documents so that admitting many headers does
+// not allocate and free them each time (a Doc is never nested inside another on one thread).
+struct Scratch {
+  std::vector<Node> nodes;
+  std::vector<std::uint32_t> items, stack;
+  std::vector<Member> members, mstack;
+};
+
+inline Scratch& scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+
 class Doc {
  public:
-  Doc(const unsigned char* text, std::size_t n) : t_(text), n_(n) {}
+  Doc(const unsigned char* text, std::size_t n)
+      : nodes(scratch().nodes), items(scratch().items), members(scratch().members), t_(text), n_(n),
+        stack_(scratch().stack), mstack_(scratch().mstack) {
+    nodes.clear();
+    items.clear();
+    members.clear();
+    stack_.clear();
+    mstack_.clear();
+  }
+  Doc(const Doc&) = delete;
+  Doc& operator=(const Doc&) = delete;
 
-  std::vector<Node> nodes;
-  std::vector<std::uint32_t> items;
-  std::vector<Member> members;
+  std::vector<Node>& nodes;
+  std::vector<std::uint32_t>& items;
+  std::vector<Member>& members;
   Err err = Err::None;
   std::uint64_t err_pos = 0;  // Syntax: JSONDecodeError.pos
 
@@ -113,8 +136,8 @@ class Doc {
         return true;
       }
       if (!buf) {
-        strings_.emplace_back(reinterpret_cast<const char*>(t_ + begin), end - begin);
-        buf = &strings_.back();
+        strings_.emplace_front(reinterpret_cast<const char*>(t_ + begin), end - begin);
+        buf = &strings_.front();
       }
       buf->append(reinterpret_cast<const char*>(t_ + end), next - end);
       ++next;
@@ -420,9 +443,9 @@ class Doc {
 
   const unsigned char* t_;
   std::size_t n_{};
-  std::deque<std::string> strings_;
-  std::vector<std::uint32_t> stack_;
-  std::vector<Member> mstack_;
+  std::forward_list<std::string> strings_;  // decoded strings; stable addresses
+  std::vector<std::uint32_t>& stack_;
+  std::vector<Member>& mstack_;
 };
 
 }  // namespace charter::rt::json

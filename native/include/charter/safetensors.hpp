@@ -88,6 +88,7 @@ struct Walker {
       return true;
     }
     std::unordered_set<std::string_view> seen;
+    seen.reserve(64);
     while (true) {
       if (i >= n || js.at(i) != '"') return bad(i, "expected a string key");
       Member m;
@@ -158,19 +159,25 @@ struct Walker {
     std::size_t index{};
   };
 
-  bool tensor(std::string_view name, const Node& v, std::uint64_t data_len, TensorEntry& t, Extent& x) {
-    const std::string field = "tensors." + std::string(name);
+  bool tensor(std::string_view name, const Node& v, std::uint64_t data_len, TensorEntry& t, Extent& x,
+              std::vector<Int>& dims_out) {
+    const auto field = [&] { return "tensors." + std::string(name); };
     if (v.kind != Kind::Obj) {
-      return bad(v.pos, "tensor entry must be an object, got " + std::string(json::kind_name(v.kind)), field,
+      return bad(v.pos, "tensor entry must be an object, got " + std::string(json::kind_name(v.kind)), field(),
                  Code::CONTAINER_HEADER, std::string("object"), std::string(json::kind_name(v.kind)));
     }
-    if (!entry_keys(v, field)) return false;
+    {
+      const Member* m = js.member_begin(v);
+      for (std::uint32_t k = 0; k < v.count; ++k) {
+        if (m[k].lone) return bad(m[k].key_pos, "string holds a lone surrogate escape", field());
+      }
+    }
     const Member* m = js.member_begin(v);
     static constexpr std::string_view kKeys[3] = {"dtype", "shape", "data_offsets"};
     for (std::uint32_t k = 0; k < v.count; ++k) {
       if (m[k].key != kKeys[0] && m[k].key != kKeys[1] && m[k].key != kKeys[2]) {
         return bad(m[k].key_pos, "unexpected key " + show_str(m[k].key) + " in tensor entry",
-                   field + "." + std::string(m[k].key), Code::CONTAINER_HEADER, std::string("dtype, shape, data_offsets"),
+                   field() + "." + std::string(m[k].key), Code::CONTAINER_HEADER, std::string("dtype, shape, data_offsets"),
                    std::string(m[k].key));
       }
     }
@@ -178,7 +185,7 @@ struct Walker {
     for (int k = 0; k < 3; ++k) {
       found[k] = js.find(v, kKeys[k]);
       if (!found[k]) {
-        return bad(v.pos, "tensor entry lacks '" + std::string(kKeys[k]) + "'", field + "." + std::string(kKeys[k]),
+        return bad(v.pos, "tensor entry lacks '" + std::string(kKeys[k]) + "'", field() + "." + std::string(kKeys[k]),
                    Code::CONTAINER_HEADER, std::string(kKeys[k]), std::string("missing"));
       }
     }
@@ -187,41 +194,41 @@ struct Walker {
     const Node& offsets = js.node(found[2]->value);
     const Dtype* d = dt.kind == Kind::Str ? dtype(dt.s) : nullptr;
     if (!d) {
-      return bad(dt.pos, "unknown dtype", field + ".dtype", Code::CONTAINER_DTYPE, std::string("a safetensors dtype"),
+      return bad(dt.pos, "unknown dtype", field() + ".dtype", Code::CONTAINER_DTYPE, std::string("a safetensors dtype"),
                  std::nullopt);
     }
     // _elements: folded left to right with the crate's u64 overflow check
-    const std::string sfield = field + ".shape";
+    const auto sfield = [&] { return field() + ".shape"; };
     if (shape.kind != Kind::Arr) {
-      return bad(shape.pos, "shape must be a list, got " + std::string(json::kind_name(shape.kind)), sfield,
+      return bad(shape.pos, "shape must be a list, got " + std::string(json::kind_name(shape.kind)), sfield(),
                  Code::CONTAINER_HEADER, std::string("list"), std::string(json::kind_name(shape.kind)));
     }
     std::uint64_t n = 1;
     const std::uint32_t* dims = js.item_begin(shape);
-    t.shape.reserve(shape.count);
+    t.dims_first = dims_out.size();
     for (std::uint32_t k = 0; k < shape.count; ++k) {
       const Node& dn = js.node(dims[k]);
       if (dn.kind != Kind::Int || dn.num.neg) {
-        return bad(shape.pos, "dim " + u64s(k) + " must be a non-negative integer", sfield, Code::CONTAINER_TENSOR_DIM,
+        return bad(shape.pos, "dim " + u64s(k) + " must be a non-negative integer", sfield(), Code::CONTAINER_TENSOR_DIM,
                    std::string("integer >= 0"), std::nullopt);
       }
       if (dn.num.huge) {
         if (n != 0) {
-          return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield, Code::CONTAINER_OVERFLOW,
+          return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield(), Code::CONTAINER_OVERFLOW,
                      std::string("<= 2**64-1"), std::nullopt);
         }
       } else if (mul_overflows(n, dn.num.mag, &n)) {
-        return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield, Code::CONTAINER_OVERFLOW,
+        return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield(), Code::CONTAINER_OVERFLOW,
                    std::string("<= 2**64-1"), std::nullopt);
       }
-      t.shape.push_back(dn.num);
+      dims_out.push_back(dn.num);
     }
     std::uint64_t bits{};
     if (mul_overflows(n, d->bits, &bits)) {
-      return bad(shape.pos, u64s(n) + " elements of " + std::string(d->name) + " overflow a u64 bit count", sfield,
+      return bad(shape.pos, u64s(n) + " elements of " + std::string(d->name) + " overflow a u64 bit count", sfield(),
                  Code::CONTAINER_OVERFLOW, std::string("<= 2**64-1 bits"), std::nullopt);
     }
-    const std::string ofield = field + ".data_offsets";
+    const auto ofield = [&] { return field() + ".data_offsets"; };
     bool ok = offsets.kind == Kind::Arr && offsets.count == 2;
     if (ok) {
       for (std::uint32_t k = 0; k < 2; ++k) {
@@ -230,29 +237,29 @@ struct Walker {
       }
     }
     if (!ok) {
-      return bad(offsets.pos, "data_offsets must be two integers in [0, 2**64-1]", ofield, Code::CONTAINER_OFFSET,
+      return bad(offsets.pos, "data_offsets must be two integers in [0, 2**64-1]", ofield(), Code::CONTAINER_OFFSET,
                  std::string("[begin, end]"), std::nullopt);
     }
     const std::uint64_t begin = js.node(js.item_begin(offsets)[0]).num.mag;
     const std::uint64_t end = js.node(js.item_begin(offsets)[1]).num.mag;
     if (begin > end) {
-      return bad(offsets.pos, "data_offsets begin " + u64s(begin) + " > end " + u64s(end), ofield,
+      return bad(offsets.pos, "data_offsets begin " + u64s(begin) + " > end " + u64s(end), ofield(),
                  Code::CONTAINER_OFFSET, "begin <= " + u64s(end), u64s(begin));
     }
     if (bits % 8) {
-      return bad(shape.pos, u64s(n) + " elements of " + std::string(d->name) + " are not a whole number of bytes", sfield,
+      return bad(shape.pos, u64s(n) + " elements of " + std::string(d->name) + " are not a whole number of bytes", sfield(),
                  Code::CONTAINER_EXTENT, std::string("a multiple of 8 bits"), u64s(bits) + " bits");
     }
     if (end - begin != bits / 8) {
       return bad(offsets.pos,
-                 "data_offsets span " + u64s(end - begin) + " bytes, shape and dtype need " + u64s(bits / 8), ofield,
+                 "data_offsets span " + u64s(end - begin) + " bytes, shape and dtype need " + u64s(bits / 8), ofield(),
                  Code::CONTAINER_EXTENT, u64s(bits / 8), u64s(end - begin));
     }
     if (end > data_len) {
       return bad(offsets.pos,
                  "data [" + u64s(begin) + ", " + u64s(end) + ") extends past the end of the file (data section holds " +
                      u64s(data_len) + " bytes)",
-                 ofield, Code::CONTAINER_EXTENT, "end <= " + u64s(data_len), u64s(end));
+                 ofield(), Code::CONTAINER_EXTENT, "end <= " + u64s(data_len), u64s(end));
     }
     t.name = name;
     t.codec = d->name;
@@ -320,7 +327,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     } else {
       TensorEntry t;
       detail::Walker::Extent x;
-      if (!w.tensor(p.key, value, data_len, t, x)) return false;
+      if (!w.tensor(p.key, value, data_len, t, x, v.dims)) return false;
       t.start = data_offset + x.begin;
       t.end = data_offset + x.end;
       t.offset = 8;
@@ -329,21 +336,22 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
       v.tensors.push_back(std::move(t));
     }
   }
+  v.bind_shapes();
   // _check_tiling: sorted by (begin, end), the extents cover [0, data_len) exactly once.
   std::stable_sort(extents.begin(), extents.end(), [](const auto& a, const auto& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
   });
   std::uint64_t pos = 0;
   for (const auto& x : extents) {
-    const std::string field = "tensors." + std::string(x.name) + ".data_offsets";
+    const auto field = [&] { return "tensors." + std::string(x.name) + ".data_offsets"; };
     if (x.begin > pos) {
-      return reject(r, Code::CONTAINER_EXTENT, field,
+      return reject(r, Code::CONTAINER_EXTENT, field(),
                     "gap: tensor begins at " + u64s(x.begin) + " but " +
                         (pos == 0 ? "the data section starts" : "the previous tensor ends") + " at " + u64s(pos),
                     w.off(x.at), u64s(pos), u64s(x.begin));
     }
     if (x.begin < pos) {
-      return reject(r, Code::CONTAINER_EXTENT, field,
+      return reject(r, Code::CONTAINER_EXTENT, field(),
                     "overlap: tensor begins at " + u64s(x.begin) + ", before the previous tensor ends at " + u64s(pos),
                     w.off(x.at), u64s(pos), u64s(x.begin));
     }

@@ -85,22 +85,31 @@ __attribute__((target("sha,sse4.1"))) inline void blocks_shani(std::uint32_t* h,
     state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
     msg1 = _mm_sha256msg1_epu32(msg1, msg2);
     msg3 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 48)), mask);
-    // Rounds 12..63: the message schedule rotates through msg0..msg3.
-    __m128i* m[4] = {&msg0, &msg1, &msg2, &msg3};
-    for (int r = 3; r < 16; ++r) {
-      __m128i& cur = *m[r % 4];
-      __m128i& prev = *m[(r + 3) % 4];
-      __m128i& next = *m[(r + 1) % 4];
-      msg = _mm_add_epi32(cur, K(4 * r));
-      state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
-      if (r < 15) {
-        __m128i t = _mm_alignr_epi8(cur, prev, 4);
-        next = _mm_add_epi32(next, t);
-        next = _mm_sha256msg2_epu32(next, cur);
-      }
-      state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
-      if (r < 14) prev = _mm_sha256msg1_epu32(prev, cur);
-    }
+    // Rounds 12..63, unrolled: the message schedule rotates through msg0..msg3.
+    __m128i tmp2;
+#define CHARTER_SHA_QROUND_(r, cur, prev, next, sched2, sched1)                    \
+  msg = _mm_add_epi32(cur, K(4 * (r)));                                            \
+  state1 = _mm_sha256rnds2_epu32(state1, state0, msg);                             \
+  if (sched2) {                                                                    \
+    tmp2 = _mm_alignr_epi8(cur, prev, 4);                                          \
+    next = _mm_sha256msg2_epu32(_mm_add_epi32(next, tmp2), cur);                   \
+  }                                                                                \
+  state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));    \
+  if (sched1) prev = _mm_sha256msg1_epu32(prev, cur);
+    CHARTER_SHA_QROUND_(3, msg3, msg2, msg0, true, true)
+    CHARTER_SHA_QROUND_(4, msg0, msg3, msg1, true, true)
+    CHARTER_SHA_QROUND_(5, msg1, msg0, msg2, true, true)
+    CHARTER_SHA_QROUND_(6, msg2, msg1, msg3, true, true)
+    CHARTER_SHA_QROUND_(7, msg3, msg2, msg0, true, true)
+    CHARTER_SHA_QROUND_(8, msg0, msg3, msg1, true, true)
+    CHARTER_SHA_QROUND_(9, msg1, msg0, msg2, true, true)
+    CHARTER_SHA_QROUND_(10, msg2, msg1, msg3, true, true)
+    CHARTER_SHA_QROUND_(11, msg3, msg2, msg0, true, true)
+    CHARTER_SHA_QROUND_(12, msg0, msg3, msg1, true, true)
+    CHARTER_SHA_QROUND_(13, msg1, msg0, msg2, true, true)
+    CHARTER_SHA_QROUND_(14, msg2, msg1, msg3, true, false)
+    CHARTER_SHA_QROUND_(15, msg3, msg2, msg0, false, false)
+#undef CHARTER_SHA_QROUND_
     state0 = _mm_add_epi32(state0, abef_save);
     state1 = _mm_add_epi32(state1, cdgh_save);
   }

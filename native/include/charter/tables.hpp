@@ -16,6 +16,8 @@ struct Span {
   constexpr const T* begin() const { return data; }
   constexpr const T* end() const { return data + size; }
   constexpr const T& operator[](std::size_t i) const { return data[i]; }
+  constexpr bool empty() const { return size == 0; }
+  constexpr const T& back() const { return data[size - 1]; }
 };
 
 template <class T, std::size_t N>

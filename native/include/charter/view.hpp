@@ -4,13 +4,14 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
+#include <forward_list>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include "charter/checked.hpp"
+#include "charter/tables.hpp"
 
 namespace charter::rt {
 
@@ -81,7 +82,8 @@ struct MetaEntry {
 
 struct TensorEntry {
   std::string_view name;
-  std::vector<Int> shape;  // the container's order (GGUF: ne[0] first)
+  Span<Int> shape;         // the container's order (GGUF: ne[0] first); points into View::dims
+  std::size_t dims_first = 0;
   std::string_view codec;  // ggml type name or safetensors dtype
   std::uint64_t start = 0; // absolute byte offsets in the file
   std::uint64_t end = 0;
@@ -101,16 +103,25 @@ struct View {
   std::vector<MetaEntry> meta;  // file order
   std::unordered_map<std::string_view, std::size_t> meta_index;
   std::vector<TensorEntry> tensors;  // header order
-  std::deque<std::string> arena;     // decoded strings the views above may point into
+  std::vector<Int> dims;             // every tensor's shape, one after another
+  std::forward_list<std::string> arena;  // decoded strings the views above may point into
 
   const MetaEntry* find(std::string_view key) const {
     auto it = meta_index.find(key);
     return it == meta_index.end() ? nullptr : &meta[it->second];
   }
 
+  // Point each tensor's shape into `dims` (once `dims` no longer grows).
+  void bind_shapes() {
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      const std::size_t end = i + 1 < tensors.size() ? tensors[i + 1].dims_first : dims.size();
+      tensors[i].shape = Span<Int>{dims.data() + tensors[i].dims_first, end - tensors[i].dims_first};
+    }
+  }
+
   std::string_view keep(std::string s) {
-    arena.push_back(std::move(s));
-    return arena.back();
+    arena.push_front(std::move(s));
+    return arena.front();
   }
 };
 
