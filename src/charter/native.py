@@ -155,13 +155,15 @@ def admit_cpp(path_or_bytes, contract_id: str, *, file_size: int | None = None, 
               fmt: str | None = None, status: str | None = None, require_status: str | None = None,
               verify_payload: bool = False, checker=None) -> AdmissionReport:
     """Admit a file (path) or a header span (bytes-like, with `file_size`) with the C++ checker of
-    `contract_id`; an AdmissionReport like charter.admission.runtime.admit's. `checker` (the Python
-    checker module) is needed only for verify_payload, whose stage runs in Python."""
+    `contract_id`: an AdmissionReport like charter.admission.runtime.admit's. With verify_payload
+    (a path and the Python `checker` module needed), the payload stage runs in Python after the
+    C++ stages admitted the header (see the module docstring)."""
     info = checker_info(contract_id)
     fmt = fmt or info["format"]
     spec = spec or info["spec"]
     status = status or info["status"]
-    if isinstance(path_or_bytes, (str, os.PathLike)):
+    is_path = isinstance(path_or_bytes, (str, os.PathLike))
+    if is_path:
         artifact = os.fspath(path_or_bytes)
         d = file_verdict(artifact, contract_id, fmt, require_status=require_status)
     else:
@@ -171,9 +173,45 @@ def admit_cpp(path_or_bytes, contract_id: str, *, file_size: int | None = None, 
         d = verdict(contract_id, path_or_bytes, file_size, require_status=require_status)
     if not (d["admitted"] and verify_payload):
         return report_of(d, artifact=artifact, contract=contract_id, spec=spec, fmt=fmt, status=status)
-    if checker is None or not isinstance(path_or_bytes, (str, os.PathLike)):
+    if checker is None or not is_path:
         raise NativeUnavailable("verify_payload streams the file with the Python runtime: pass the path and checker")
-    from charter.admission.runtime import admit
+    return _python_payload(artifact, checker, require_status, spec=spec, format=fmt, status=status,
+                           contract=contract_id)
 
-    python = admit(str(Path(path_or_bytes)), checker, verify_payload=True, require_status=require_status)
-    return python
+
+def _python_payload(path: str, checker, require_status, **report) -> AdmissionReport:
+    """The payload stage of the Python checker, after the C++ stages passed."""
+    from charter.admission.runtime import Context, Rejected
+    from charter.admission.view import read_view
+
+    out = AdmissionReport(artifact=path, **report)
+    for s in ADMISSION_STAGES:
+        if s is not Stage.PAYLOAD:
+            out.record(s.value, "passed")
+    check = dict(checker.STAGES)[Stage.PAYLOAD.value]
+    try:
+        check(Context(read_view(path, checker.FORMAT), path, require_status))
+    except Rejected as r:
+        out.reject(Stage.PAYLOAD.value, r.diagnostic)
+        return out.finish()
+    out.record(Stage.PAYLOAD.value, "passed")
+    return out.finish()
+
+
+# --- both engines --------------------------------------------------------------------------------
+
+
+def disagreement(contract_id: str, header, file_size: int, require_status: str | None,
+                 python: tuple[str | None, str | None, str | None]) -> str | None:
+    """None if the C++ checker gives the same first diagnostic (stage, code, field) as the Python
+    one, `python` (None, None, None for an admission); else what each engine said. For
+    `charter mutate --engine both` (differential verdicts on every artifact mutant)."""
+    d = verdict(contract_id, header, file_size, require_status=require_status)
+    cpp = (None, None, None) if d["admitted"] else (d["code_stage"], d["code"], d["field"])
+    if cpp == tuple(python):
+        return None
+
+    def show(v):
+        return "admitted" if v[0] is None else " ".join(str(x) for x in v)
+
+    return f"engines disagree: python {show(python)} / c++ {show(cpp)}"

@@ -48,7 +48,10 @@ def test_reports_match_python(smollm2):
     for m in all_mutants(b, "artifact")[:200]:
         if m.make is None:
             continue
-        buf, size = m.make()
+        made = m.make()
+        buf, size = made[0], made[1]
+        if len(made) > 2 and made[2]:
+            continue  # bytes patched outside the header (store manifests): not a header mutant
         cpp = glue.admit_cpp(buf, cid, file_size=size, require_status=b.require_status)
         try:
             view = parse_view(buf, size, "gguf")
@@ -100,14 +103,14 @@ def test_unreadable_file(native, tmp_path):
 
 def test_compiled_checkers_are_current(native, contract_set):
     """A compiled checker names the contract bytes it came from; charter refuses a stale one."""
-    from charter.codegen.cpp.build import _inputs_of
+    from charter.codegen.cpp.build import inputs_of
 
     ids = native.contracts()
     if not ids:
         pytest.skip("no C++ checker compiled in")
     for cid in ids:
         assert cid in contract_set.artifacts
-        glue.require_current(cid, _inputs_of(contract_set, contract_set.artifacts[cid]))
+        glue.require_current(cid, inputs_of(contract_set, contract_set.artifacts[cid]))
     with pytest.raises(glue.NativeUnavailable):
         glue.require_current(ids[0], {"specs/x.yaml": "0" * 64})
 
@@ -131,3 +134,22 @@ def test_internal_is_not_a_verdict():
          "stage": "stores"}
     with pytest.raises(glue.NativeUnavailable):
         glue.report_of(d, artifact="a", contract="c", spec="s", fmt="gguf", status="structural")
+
+
+def test_payload_runs_in_python_after_cpp(tmp_path, native):
+    cid, b = load_battery_for(TINY_ST, tmp_path)
+    need_checker(native, cid)
+    report = glue.admit_cpp(b.artifact_path, cid, verify_payload=True, checker=b.checker)
+    assert report.admitted and [s.result for s in report.stages].count("passed") == 10
+    data = bytearray(b.artifact_path.read_bytes())
+    data[-1] ^= 0xFF  # a payload byte: the header still admits, the payload digest (if pinned) or nothing
+    bad = tmp_path / "bad.safetensors"
+    bad.write_bytes(bytes(data))
+    assert glue.admit_cpp(bad, cid).admitted
+
+
+def test_disagreement(smollm2):
+    cid, b = smollm2
+    assert glue.disagreement(cid, b.raw_header, b.view.file_size, None, (None, None, None)) is None
+    said = glue.disagreement(cid, b.raw_header, b.view.file_size, None, ("tensors", "TENSOR_MISSING", "tensors.x"))
+    assert said and "python tensors TENSOR_MISSING tensors.x / c++ admitted" in said

@@ -261,14 +261,15 @@ def render_checker_text(plan: ArtifactPlan, inputs: dict[str, str]) -> str:
     return _normalize(_environment().get_template(TEMPLATE).render(view=view))
 
 
-def _inputs_of(cs, plan: ArtifactPlan) -> dict[str, str]:
+def inputs_of(cs, plan: ArtifactPlan) -> dict[str, str]:
+    """Spec display path -> sha256 of its bytes, for the artifact and its model (the manifest's inputs)."""
     model = cs.contracts[plan.model]
     return {plan.spec_path: plan.spec_sha256,
             model.doc.file: hashlib.sha256(model.doc.source.encode("utf-8")).hexdigest()}
 
 
 def render_cpp_checker(cs, plan: ArtifactPlan) -> tuple[str, str, dict[str, str]]:
-    inputs = _inputs_of(cs, plan)
+    inputs = inputs_of(cs, plan)
     return cpp_checker_path(plan.id), render_checker_text(plan, inputs), inputs
 
 
