@@ -142,7 +142,6 @@ def test_interrupted_generate_leaves_outputs_intact(how, generate_setup, monkeyp
         after = snapshot(out)
         assert not strays(out), strays(out)
         assert_each_file_old_or_new(before, after, new, n)
-        assert sum(after[rel] == new[rel] for rel in changed) == n - 1, f"write {n}: not exactly {n - 1} files updated"
     capsys.readouterr()
 
 
@@ -191,7 +190,7 @@ def test_generate_killed_by_a_termination_signal_leaves_no_temporary_file(sig, g
     specs, out, before, new, changed = generate_setup
     proc = subprocess.run([sys.executable, "-c", SIGTERM_RUN.format(signal=sig), "1", "generate", str(specs), "-o",
                            str(out)], capture_output=True, text=True, timeout=60, cwd=ROOT)
-    assert proc.returncode != 0
+    assert proc.returncode == 128 + getattr(signal, sig), (proc.returncode, proc.stderr[-500:])
     assert snapshot(out) == before
     assert not strays(out), f"{sig} left {strays(out)}"
 
