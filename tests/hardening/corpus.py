@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
+from dataclasses import field as dc_field
 from pathlib import Path
 
 # GGUF value types and ggml type ids (independent of charter's tables on purpose).
@@ -55,7 +56,7 @@ class Case:
     name: str
     klass: str  # the class of hostile input
     format: str  # "gguf" | "safetensors"
-    data: bytes = field(repr=False)
+    data: bytes = dc_field(repr=False)
     code: str  # expected diagnostic code
     field: str | None = None  # expected field path (None: not asserted)
     contract: str = ""  # key into CONTRACTS; defaults to the format's base contract

@@ -150,7 +150,7 @@ def test_reader_memory_is_bounded_by_the_file(case, tmp_path):
 def test_subprocess_under_memory_limit(name, contracts, tmp_path, tmp_path_factory):
     case = BY_NAME[name]
     path = corpus.write_case(case, tmp_path)
-    proc, seconds = admit_subprocess(path, contracts[case.contract_key], tmp_path_factory.getbasetemp() / "xdg-cache")
+    proc, _ = admit_subprocess(path, contracts[case.contract_key], tmp_path_factory.getbasetemp() / "xdg-cache")
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr,
                                   f"limit {MEMORY_LIMIT >> 20} MiB")
