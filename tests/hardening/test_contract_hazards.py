@@ -191,3 +191,14 @@ def test_invisible_line_break_cannot_hide_a_key(tmp_path, capsys):
     paths["gguf"].write_text(hidden, "utf-8")
     exit_code, out, err, _ = check(capsys, paths["gguf"])
     assert exit_code == 2 and "YAML_SYNTAX" in out, (exit_code, out, err)
+
+
+def test_model_that_fails_to_load_is_named(tmp_path, capsys):
+    """A model beside the artifact that does not even load (a YAML 1.1 `yes`): the artifact's
+    dangling reference must say which file failed and why, not only 'no contract has that id'."""
+    paths = corpus.write_contracts(tmp_path)
+    model = paths["gguf"].parent.parent / "models" / "hostile.yaml"
+    model.write_text(MODEL + "constants: {a: yes}\n", "utf-8")
+    exit_code, out, err, _ = check(capsys, paths["gguf"])
+    assert exit_code == 2, (out, err)
+    assert "YAML_AMBIGUOUS_SCALAR" in out and "hostile.yaml" in out, out
