@@ -28,7 +28,7 @@ vice versa (n/a).
 
 Usage (from the repository root, in the project's venv):
 
-  python bench/hostile.py                    # every case (about 400; a few minutes on 2 cores)
+  python bench/hostile.py                    # every case (about 400; ~10 minutes on 2 busy cores)
   python bench/hostile.py -k truncated       # cases whose name contains a substring
   python bench/hostile.py --quick            # one truncation per 10, everything else
   python bench/hostile.py -j 4 --timeout 20 --memory-mib 1024 --json results.json
