@@ -70,6 +70,16 @@ def require_current(contract_id: str, inputs: dict[str, str]) -> None:
                                 "these: regenerate (charter generate) and rebuild (pip install -e .)")
 
 
+def unsupported(plan) -> str | None:
+    """Why the C++ engine cannot admit against this plan (None if it can): embedded stores and a
+    companion config are read from outside the header span a C++ checker is given."""
+    if getattr(plan, "stores", ()):
+        return f"{plan.id} has embedded stores, which the C++ engine does not read (use --engine python)"
+    if getattr(plan, "config_file", None) is not None:
+        return f"{plan.id} checks a companion {plan.config_file}, which the C++ engine does not read"
+    return None
+
+
 # --- running -------------------------------------------------------------------------------------
 
 

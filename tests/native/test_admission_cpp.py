@@ -153,3 +153,10 @@ def test_disagreement(smollm2):
     assert glue.disagreement(cid, b.raw_header, b.view.file_size, None, (None, None, None)) is None
     said = glue.disagreement(cid, b.raw_header, b.view.file_size, None, ("tensors", "TENSOR_MISSING", "tensors.x"))
     assert said and "python tensors TENSOR_MISSING tensors.x / c++ admitted" in said
+
+
+def test_unsupported_contracts(contract_set):
+    """Stores live outside the header span: the C++ engine says so instead of a verdict."""
+    reasons = {i: glue.unsupported(p) for i, p in contract_set.artifacts.items()}
+    assert reasons["smollm2-135m-instruct-q4_1"] is None and reasons["tiny-llama-safetensors"] is None
+    assert "stores" in reasons["qwen4exp-text"]
