@@ -23,6 +23,7 @@ SPEC_SUFFIXES = (".yaml", ".yml")
 class ContractSet:
     contracts: dict[str, LoadedContract] = field(default_factory=dict)
     primary: set[str] = field(default_factory=set)  # ids loaded from the given paths (not the search path)
+    side_failures: list[Diagnostic] = field(default_factory=list)  # search-path files that failed to load
     models: dict[str, ModelPlan] = field(default_factory=dict)
     artifacts: dict[str, ArtifactPlan] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
@@ -87,6 +88,7 @@ def load_set(paths: list[str | Path], extra_search: list[str | Path] = ()) -> Co
                 _add(side, f)
         for cid, lc in side.contracts.items():
             cs.contracts.setdefault(cid, lc)
+        cs.side_failures = side.diagnostics
     _check_references(cs, primary)
     _resolve(cs, primary)
     return cs
@@ -135,9 +137,15 @@ def _check_references(cs: ContractSet, primary: set[str]) -> None:
             found = cs.contracts.get(target)
             if found is None or found.kind != kind:
                 what = "no contract" if found is None else f"a {found.kind} contract"
+                note = ""
+                if found is None and cs.side_failures:
+                    note = f" ({len({d.location.file for d in cs.side_failures if d.location})} contract file(s) " \
+                           "on the search path failed to load, below)"
                 cs.diagnostics.append(Diagnostic(
                     Code.REF_DANGLING, ".".join(map(str, path)),
-                    f"refers to {kind} {target!r}, but {what} has that id", location=lc.doc.where(path)))
+                    f"refers to {kind} {target!r}, but {what} has that id{note}", location=lc.doc.where(path)))
+                if found is None:
+                    cs.diagnostics.extend(d for d in cs.side_failures if d not in cs.diagnostics)
 
 
 def _resolve(cs: ContractSet, primary: set[str]) -> None:
