@@ -7,7 +7,10 @@ STAMP  := $(VENV)/.charter-installed
 
 .PHONY: demo test install clean
 
-$(STAMP): pyproject.toml CMakeLists.txt
+NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
+                     generated/cpp/*.hpp generated/bindings/*.cpp)
+
+$(STAMP): pyproject.toml CMakeLists.txt $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test,checkpoints]'

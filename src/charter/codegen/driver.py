@@ -25,7 +25,7 @@ from charter.spec.plan import ArtifactPlan
 
 MANIFEST = "manifest.json"
 TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels", "charter.codegen.bindings",
-                     "charter.codegen.metal")
+                     "charter.codegen.metal", "charter.codegen.cpp")
 
 
 @dataclass(frozen=True)
@@ -100,9 +100,17 @@ def _normalize(text: str) -> str:
 def render_all(cs: ContractSet) -> list[Output]:
     """Every output of a valid contract set, sorted by path."""
     outputs = [render_python_checker(cs, cs.artifacts[i]) for i in sorted(cs.artifacts)]
+    outputs.extend(_cpp_checker_outputs(cs))
     outputs.extend(_label_outputs(cs))
     outputs.extend(_kernel_outputs(cs))
     return sorted(outputs, key=lambda o: o.path)
+
+
+def _cpp_checker_outputs(cs: ContractSet) -> list[Output]:
+    """The C++ checker of every artifact contract (generated/cpp/<id>.hpp; docs/native.md)."""
+    from charter.codegen.cpp import render_cpp_checkers
+
+    return [Output(path, _normalize(text), inputs) for path, text, inputs in render_cpp_checkers(cs)]
 
 
 def _kernel_outputs(cs: ContractSet) -> list[Output]:

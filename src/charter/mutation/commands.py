@@ -22,6 +22,9 @@ def register(sub) -> None:
     p.add_argument("--trace", action="store_true",
                    help="list, per contract leaf, the generated checks that enforce it and the mutants that killed "
                         "it; fail on a leaf with neither")
+    p.add_argument("--engine", choices=("python", "both"), default="python",
+                   help="both: also run the generated C++ checker (charter._native) on every artifact mutant; "
+                        "any difference in (stage, code, field) fails the mutant")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run_mutate, format="text")
 
@@ -67,6 +70,18 @@ def run_mutate(args) -> int:
             return EXIT_USAGE
         start = time.monotonic()
         battery = load_battery(cs, ids[0], artifact)
+        if args.engine == "both":
+            from charter import native
+            from charter.codegen.cpp.build import inputs_of
+
+            try:
+                native.require_current(plan.id, inputs_of(cs, plan))
+                if native.unsupported(plan):
+                    raise native.NativeUnavailable(native.unsupported(plan))
+            except native.NativeUnavailable as exc:
+                print(f"charter: {exc}", file=sys.stderr)
+                return EXIT_USAGE
+            battery.engines = "both"
         mutants = all_mutants(battery, args.only)
         if not args.quiet:
             print(f"battery {plan.id}: {len(mutants)} mutants of {artifact} on {args.jobs} worker(s)", file=sys.stderr)

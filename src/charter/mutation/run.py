@@ -45,6 +45,7 @@ class Battery:
     checker: types.ModuleType
     view: ArtifactView
     raw_header: bytes
+    engines: str = "python"  # "both": artifact mutants also run the C++ checker (differential verdicts)
 
     @property
     def require_status(self) -> str:
@@ -97,6 +98,18 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
     made = m.make()
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
+    outcome = _python_artifact(b, m, buf, size, patches)
+    if b.engines == "both" and not patches:
+        from charter import native
+
+        said = native.disagreement(b.plan.id, buf, size, b.require_status,
+                                   (outcome.stage, outcome.code, outcome.field))
+        if said:
+            return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
+    return outcome
+
+
+def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> Outcome:
     try:
         view = parse_view(buf, size, b.plan.format)
     except CharterError as exc:
