@@ -18,17 +18,20 @@ $(STAMP): pyproject.toml CMakeLists.txt $(NATIVE)
 
 install: $(STAMP)
 
-# The main job: charter over the shipped contracts and the real pinned checkpoint.
+# The main job: charter over the shipped contracts, the real pinned checkpoint and the batteries.
 SMOLLM2 := specs/artifacts/smollm2-135m-instruct-q4_1.yaml
 demo: $(STAMP)
 	$(BIN)/charter check specs/
 	$(BIN)/charter generate --check
+	$(BIN)/charter fixtures verify specs/provenance
 	$(BIN)/charter admit --contract $(SMOLLM2) --verify-payload
+	$(BIN)/charter admit --contract $(SMOLLM2) --engine cpp
 	rm -rf .demo && $(BIN)/charter freeze "$$($(BIN)/charter locate $(SMOLLM2))" --id smollm2-frozen -o .demo
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml
-	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --html .demo/smollm2-battery.html
-	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 --artifact "$$($(BIN)/charter locate $(SMOLLM2))" -q
-	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q
+	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --engine both --html .demo/smollm2-battery.html
+	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 -q --artifact "$$($(BIN)/charter locate $(SMOLLM2))"
+	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
+	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q
 
 # The test suite (CI runs this through .ci/run).
 test: $(STAMP)
