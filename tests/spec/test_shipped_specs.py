@@ -11,7 +11,6 @@ from charter.cli import main
 from charter.spec import schema
 from charter.spec.contractset import discover, load_set
 from charter.spec.load import load_contract, load_contract_text
-from charter.spec.models import CONTRACT_KINDS
 from charter.spec.yamldump import dump
 from tests.conftest import ROOT, SPECS
 

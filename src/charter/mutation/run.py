@@ -22,7 +22,6 @@ from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.codegen.python.build import Check, checks
 from charter.diagnostics import CharterError
-from charter.formats.gguf import read_gguf
 from charter.mutation import contract_ops, gguf_ops, safetensors_ops, store_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
