@@ -221,13 +221,13 @@ def mutants(artifact_data: dict, model_data: dict) -> Iterator[Mutant]:
         for path, node in _containers(data):
             if isinstance(node, dict):
                 for key in node:
-                    if _renamable(side, path):
+                    if _renamable(path):
                         yield _mutant(side, path + (key,), "rename key", key + "_",
                                       lambda p=path + (key,), b=build, d=data: b(_rename_key(d, p, p[-1] + "_")))
                     if _droppable(side, path):
                         yield _mutant(side, path + (key,), "drop entry", None,
                                       lambda p=path + (key,), b=build, d=data: b(_drop(d, p)))
-            elif isinstance(node, list) and node and _list_ops(side, path):
+            elif isinstance(node, list) and node and _list_ops(path):
                 for i in range(len(node)):
                     yield _mutant(side, path + (i,), "drop item", None,
                                   lambda p=path + (i,), b=build, d=data: b(_drop(d, p)))
@@ -256,7 +256,7 @@ _DROPPABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "tokenize
 _LISTS = ("tensors", "tokenizer.stop", "tokenizer.stop_ids", "invariants", "metadata.forbidden", "exclusions")
 
 
-def _renamable(side: str, path: Path) -> bool:
+def _renamable(path: Path) -> bool:
     return dotted(path) in _RENAMABLE
 
 
@@ -264,5 +264,5 @@ def _droppable(side: str, path: Path) -> bool:
     return side == "artifact" and dotted(path) in _DROPPABLE
 
 
-def _list_ops(side: str, path: Path) -> bool:
+def _list_ops(path: Path) -> bool:
     return dotted(path) in _LISTS

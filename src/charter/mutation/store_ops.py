@@ -17,10 +17,8 @@ from charter.spec.plan import ArtifactPlan, StorePlan
 from charter.stores import expertmajor as em
 from charter.stores import ple
 
-Read = object  # (offset, length) -> bytes
-
-
 def mutants(h, raw: bytes, plan: ArtifactPlan, read) -> Iterator[Mutant]:
+    """`read(offset, length) -> bytes` reads the conforming artifact (the battery's overlay reader)."""
     extents = {t.name: t for t in h.tensors}
     for store in plan.stores:
         t = extents.get(store.tensor)
@@ -69,8 +67,8 @@ def _expert_major(raw: bytes, size: int, s: StorePlan, base: int, read) -> Itera
                  Expect("stores", "STORE_MANIFEST", f"{target}.manifest.magic"),
                  _patched(raw, size, manifest_edit("magic", b"EXMK")))
     for field in identity + ["components"]:
-        code = "STORE_MANIFEST"
-        yield Mutant("artifact", f"{target}.manifest.{field}", "+1", Expect("stores", code, f"{target}.manifest.{field}"),
+        yield Mutant("artifact", f"{target}.manifest.{field}", "+1",
+                     Expect("stores", "STORE_MANIFEST", f"{target}.manifest.{field}"),
                      _patched(raw, size, manifest_edit(field, manifest[field] + 1)))
     for field in ("record_bytes", "table_offset", "records_offset", "record_count"):
         yield Mutant("artifact", f"{target}.manifest.{field}", "+1",
