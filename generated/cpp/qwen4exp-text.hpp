@@ -202,22 +202,61 @@ inline constexpr rt::CodecRow kCodecs48[] = {
     {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/qwen4exp-text.yaml:135:9"sv},
     {"I8"sv, rt::Int(1ull), rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:136:7"sv},
 };
-inline constexpr rt::GlobToken kGlob49[] = {{rt::GlobToken::Op::Char, 0x76u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob50[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::Glob kGlobs51[] = {
-    rt::Glob{"v.*"sv, rt::span(kGlob49)},
-    rt::Glob{"mm.*"sv, rt::span(kGlob50)},
+inline constexpr rt::StoreField kStoreFields49[] = {
+    {"version"sv, rt::Int(2ull), "specs/artifacts/qwen4exp-text.yaml:146:14"sv},
+    {"family"sv, rt::Int(4ull), "specs/artifacts/qwen4exp-text.yaml:147:13"sv},
+    {"layers"sv, rt::Int(48ull), "specs/artifacts/qwen4exp-text.yaml:148:13"sv},
+    {"experts"sv, rt::Int(512ull), "specs/artifacts/qwen4exp-text.yaml:149:14"sv},
+    {"experts_used"sv, rt::Int(10ull), "specs/artifacts/qwen4exp-text.yaml:150:19"sv},
+    {"codec_id"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:152:11"sv},
+    {"group_size"sv, rt::Int(64ull), "specs/artifacts/qwen4exp-text.yaml:154:14"sv},
+    {"group_bytes"sv, rt::Int(36ull), "specs/artifacts/qwen4exp-text.yaml:155:20"sv},
+    {"record_alignment"sv, rt::Int(4096ull), "specs/artifacts/qwen4exp-text.yaml:161:23"sv},
 };
-inline constexpr rt::GlobToken kGlob52[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x70u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob53[] = {{rt::GlobToken::Op::Char, 0x62u, false, {}}, {rt::GlobToken::Op::Char, 0x6cu, false, {}}, {rt::GlobToken::Op::Char, 0x6bu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x65u, false, {}}, {rt::GlobToken::Op::Char, 0x78u, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::Glob kGlobs54[] = {
-    rt::Glob{"mtp.*"sv, rt::span(kGlob52)},
-    rt::Glob{"blk.*.nextn.*"sv, rt::span(kGlob53)},
+inline constexpr rt::StoreComponent kComponents50[] = {
+    {"gate"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:158:9"sv},
+    {"up"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:159:9"sv},
+    {"down"sv, rt::Int(640ull), rt::Int(2560ull), "specs/artifacts/qwen4exp-text.yaml:160:9"sv},
 };
-inline constexpr rt::ExclusionRow kExclusions55[] = {
-    {"vision"sv, rt::span(kGlobs51), "qwen4exp.source.vision_count"sv, rt::Int(333ull), "specs/artifacts/qwen4exp-text.yaml:185:5"sv},
-    {"mtp"sv, rt::span(kGlobs54), "qwen4exp.source.mtp_count"sv, rt::Int(31ull), "specs/artifacts/qwen4exp-text.yaml:190:5"sv},
+inline constexpr rt::StoreField kStoreFields51[] = {
+    {"version"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:165:14"sv},
+    {"family"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:166:13"sv},
+    {"heads"sv, rt::Int(16ull), "specs/artifacts/qwen4exp-text.yaml:167:12"sv},
+    {"width"sv, rt::Int(160ull), "specs/artifacts/qwen4exp-text.yaml:173:12"sv},
+    {"row_alignment"sv, rt::Int(128ull), "specs/artifacts/qwen4exp-text.yaml:172:20"sv},
+    {"logical_rows"sv, rt::Int(320001446ull), "specs/artifacts/qwen4exp-text.yaml:171:19"sv},
+    {"rows_per_page"sv, rt::Int(1456ull), "specs/artifacts/qwen4exp-text.yaml:174:20"sv},
+    {"page_header_bytes"sv, rt::Int(64ull), "specs/artifacts/qwen4exp-text.yaml:175:24"sv},
+    {"codec_id"sv, rt::Int(2ull), "specs/artifacts/qwen4exp-text.yaml:178:11"sv},
+    {"group_size"sv, rt::Int(32ull), "specs/artifacts/qwen4exp-text.yaml:181:14"sv},
+    {"group_bytes"sv, rt::Int(36ull), "specs/artifacts/qwen4exp-text.yaml:182:20"sv},
+    {"codec_version"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:180:16"sv},
+    {"page_alignment"sv, rt::Int(4096ull), "specs/artifacts/qwen4exp-text.yaml:176:21"sv},
 };
+inline constexpr rt::HeadRow kHeadRows52[] = {{rt::Int(20000003ull), "specs/artifacts/qwen4exp-text.yaml:169:17"sv}, {rt::Int(20007919ull), "specs/artifacts/qwen4exp-text.yaml:169:27"sv}, {rt::Int(20015839ull), "specs/artifacts/qwen4exp-text.yaml:169:37"sv}, {rt::Int(20023763ull), "specs/artifacts/qwen4exp-text.yaml:169:47"sv}, {rt::Int(20031701ull), "specs/artifacts/qwen4exp-text.yaml:169:57"sv}, {rt::Int(20039599ull), "specs/artifacts/qwen4exp-text.yaml:169:67"sv}, {rt::Int(20047519ull), "specs/artifacts/qwen4exp-text.yaml:169:77"sv}, {rt::Int(20055433ull), "specs/artifacts/qwen4exp-text.yaml:169:87"sv}, {rt::Int(20063369ull), "specs/artifacts/qwen4exp-text.yaml:170:17"sv}, {rt::Int(20071273ull), "specs/artifacts/qwen4exp-text.yaml:170:27"sv}, {rt::Int(20079233ull), "specs/artifacts/qwen4exp-text.yaml:170:37"sv}, {rt::Int(20087131ull), "specs/artifacts/qwen4exp-text.yaml:170:47"sv}, {rt::Int(20095039ull), "specs/artifacts/qwen4exp-text.yaml:170:57"sv}, {rt::Int(20102947ull), "specs/artifacts/qwen4exp-text.yaml:170:67"sv}, {rt::Int(20110997ull), "specs/artifacts/qwen4exp-text.yaml:170:77"sv}, {rt::Int(19169681ull), "specs/artifacts/qwen4exp-text.yaml:170:87"sv}};
+inline constexpr rt::GlobToken kGlob53[] = {{rt::GlobToken::Op::Char, 0x76u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::GlobToken kGlob54[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::Glob kGlobs55[] = {
+    rt::Glob{"v.*"sv, rt::span(kGlob53)},
+    rt::Glob{"mm.*"sv, rt::span(kGlob54)},
+};
+inline constexpr rt::GlobToken kGlob56[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x70u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::GlobToken kGlob57[] = {{rt::GlobToken::Op::Char, 0x62u, false, {}}, {rt::GlobToken::Op::Char, 0x6cu, false, {}}, {rt::GlobToken::Op::Char, 0x6bu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x65u, false, {}}, {rt::GlobToken::Op::Char, 0x78u, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::Glob kGlobs58[] = {
+    rt::Glob{"mtp.*"sv, rt::span(kGlob56)},
+    rt::Glob{"blk.*.nextn.*"sv, rt::span(kGlob57)},
+};
+inline constexpr rt::ExclusionRow kExclusions59[] = {
+    {"vision"sv, rt::span(kGlobs55), "qwen4exp.source.vision_count"sv, rt::Int(333ull), "specs/artifacts/qwen4exp-text.yaml:185:5"sv},
+    {"mtp"sv, rt::span(kGlobs58), "qwen4exp.source.mtp_count"sv, rt::Int(31ull), "specs/artifacts/qwen4exp-text.yaml:190:5"sv},
+};
+// The embedded stores, in the contract's order: the facts the stores stage checks, and what a
+// caller needs to compute the regions it reads for them (Note [Store regions], charter/stores.hpp).
+inline constexpr rt::StoreFacts kStores[] = {
+    {"expert_major"sv, "expert-major-v2"sv, "expert_major.store"sv, rt::span(kStoreFields49), rt::span(kComponents50), rt::Span<rt::HeadRow>{}, "specs/artifacts/qwen4exp-text.yaml:144:5"sv},
+    {"ple"sv, "ple-rows-v1"sv, "ple.store"sv, rt::span(kStoreFields51), rt::Span<rt::StoreComponent>{}, rt::span(kHeadRows52), "specs/artifacts/qwen4exp-text.yaml:163:5"sv},
+};
+inline constexpr rt::Span<rt::StoreFacts> kStoreFacts = rt::span(kStores);
 
 // The container's own facts; the strict reader has already bounded the header.
 inline bool check_container([[maybe_unused]] rt::Context& ctx) {
@@ -321,15 +360,15 @@ inline bool check_layout([[maybe_unused]] rt::Context& ctx) {
 // Embedded store manifests and geometry.
 inline bool check_stores([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/qwen4exp-text.yaml:144:5
-  if (!ctx.store_unsupported("expert_major"sv, "specs/artifacts/qwen4exp-text.yaml:144:5"sv)) return false;
+  if (!ctx.expert_major_store(kStores[0])) return false;
   // specs/artifacts/qwen4exp-text.yaml:163:5
-  if (!ctx.store_unsupported("ple"sv, "specs/artifacts/qwen4exp-text.yaml:163:5"sv)) return false;
+  if (!ctx.ple_store(kStores[1])) return false;
   return true;
 }
 
 // Named exclusions stay out; the support status meets what the caller requires.
 inline bool check_policy([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.exclusions(rt::span(kExclusions55))) return false;
+  if (!ctx.exclusions(rt::span(kExclusions59))) return false;
   // specs/artifacts/qwen4exp-text.yaml:13:9
   if (!ctx.status("structural"sv, "specs/artifacts/qwen4exp-text.yaml:13:9"sv)) return false;
   return true;
@@ -354,7 +393,8 @@ inline constexpr rt::StageFn kStages[] = {
     {"payload"sv, &check_payload},
 };
 
-// Admit the header in [header, header + size) of a file of `file_size` bytes.
+// Admit the header in [header, header + size) of a file of `file_size` bytes; a contract with
+// embedded stores also reads `options.regions` (Note [Store regions], charter/stores.hpp).
 inline rt::Report admit(const unsigned char* header, std::uint64_t size, std::uint64_t file_size,
                         const rt::Options& options = {}) {
   return rt::run(kFormatId, rt::span(kStages), header, size, file_size, options);

@@ -81,6 +81,9 @@ inline constexpr rt::CodecRow kCodecs25[] = {
     {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/tiny-llama-safetensors.yaml:37:8"sv},
     {"BF16"sv, rt::Int(1ull), rt::Int(2ull), "specs/artifacts/tiny-llama-safetensors.yaml:38:9"sv},
 };
+// The embedded stores, in the contract's order: the facts the stores stage checks, and what a
+// caller needs to compute the regions it reads for them (Note [Store regions], charter/stores.hpp).
+inline constexpr rt::Span<rt::StoreFacts> kStoreFacts{};
 
 // The container's own facts; the strict reader has already bounded the header.
 inline bool check_container([[maybe_unused]] rt::Context& ctx) {
@@ -169,7 +172,8 @@ inline constexpr rt::StageFn kStages[] = {
     {"payload"sv, &check_payload},
 };
 
-// Admit the header in [header, header + size) of a file of `file_size` bytes.
+// Admit the header in [header, header + size) of a file of `file_size` bytes; a contract with
+// embedded stores also reads `options.regions` (Note [Store regions], charter/stores.hpp).
 inline rt::Report admit(const unsigned char* header, std::uint64_t size, std::uint64_t file_size,
                         const rt::Options& options = {}) {
   return rt::run(kFormatId, rt::span(kStages), header, size, file_size, options);

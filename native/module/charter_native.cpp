@@ -10,6 +10,7 @@
 #include <nanobind/stl/string_view.h>
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@ namespace {
 struct Checker {
   std::string_view id, model, spec, format, status;
   rt::Span<rt::InputDigest> inputs;
+  rt::Span<rt::StoreFacts> stores;
   rt::Report (*admit)(const unsigned char*, std::uint64_t, std::uint64_t, const rt::Options&);
 };
 
@@ -43,7 +45,7 @@ struct Registrar {
 #define CHARTER_REGISTER_CHECKER(ns)                                                                 \
   static const Registrar CHARTER_CAT_(charter_checker_, __COUNTER__){                                \
       Checker{ns::kContractId, ns::kModelId, ns::kSpec, ns::kFormat, ns::kStatus, rt::span(ns::kInputs), \
-              &ns::admit}};
+              ns::kStoreFacts, &ns::admit}};
 #include "charter_checkers.inc"
 #undef CHARTER_REGISTER_CHECKER
 
@@ -104,21 +106,76 @@ nb::dict detail(const rt::Report& r) {
   return d;
 }
 
+// The (absolute offset, bytes-like) regions a caller read for the stores stage (Note [Store
+// regions] in charter/stores.hpp), held for the duration of a check.
+class Regions {
+ public:
+  explicit Regions(nb::handle regions) {
+    if (regions.is_none()) return;
+    for (nb::handle item : regions) {
+      nb::tuple pair = nb::cast<nb::tuple>(item);
+      if (pair.size() != 2) throw nb::value_error("a region is an (offset, bytes) pair");
+      const std::uint64_t offset = nb::cast<std::uint64_t>(pair[0]);
+      const Buffer& data = buffers_.emplace_back(pair[1]);
+      spans_.push_back(rt::Region{offset, data.data(), data.size()});
+    }
+  }
+  rt::Span<rt::Region> span() const { return rt::Span<rt::Region>{spans_.data(), spans_.size()}; }
+
+ private:
+  std::deque<Buffer> buffers_;
+  std::vector<rt::Region> spans_;
+};
+
 rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
-               std::string_view require_status, std::uint64_t max_header_bytes) {
+               std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
   const Checker* c = find(contract_id);
   if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
   Buffer buf(header);
+  const Regions held(regions);
   rt::Options options;
   const std::string require(require_status);
   options.require_status = require;
   options.max_header_bytes = max_header_bytes;
+  options.regions = held.span();
   rt::Report report;
   {
     nb::gil_scoped_release release;
     report = c->admit(buf.data(), buf.size(), file_size, options);
   }
   return report;
+}
+
+nb::object int_of(const rt::Int& i) {
+  if (i.huge) {
+    if (i.digits.empty()) return nb::none();
+    nb::object v = nb::module_::import_("builtins").attr("int")(text(i.digits, "strict"));
+    return i.neg ? nb::object(-v) : v;
+  }
+  nb::object v = nb::int_(i.mag);
+  return i.neg ? nb::object(-v) : v;
+}
+
+// The store facts a checker was generated with: what a caller needs to compute the regions.
+nb::list store_facts(const Checker& c) {
+  nb::list out;
+  for (const rt::StoreFacts& s : c.stores) {
+    nb::dict d;
+    d["name"] = text(s.name, "surrogatepass");
+    d["kind"] = text(s.kind, "strict");
+    d["tensor"] = text(s.tensor, "surrogatepass");
+    nb::list fields, components, heads;
+    for (const rt::StoreField& f : s.fields) fields.append(nb::make_tuple(text(f.name, "strict"), int_of(f.value)));
+    for (const rt::StoreComponent& k : s.components) {
+      components.append(nb::make_tuple(text(k.name, "surrogatepass"), int_of(k.ne0), int_of(k.ne1)));
+    }
+    for (const rt::HeadRow& h : s.head_rows) heads.append(int_of(h.value));
+    d["fields"] = fields;
+    d["components"] = components;
+    d["head_rows"] = heads;
+    out.append(d);
+  }
+  return out;
 }
 
 }  // namespace
@@ -143,12 +200,14 @@ NB_MODULE(_native, m) {
     d["status"] = text(c->status, "strict");
     for (const rt::InputDigest& in : c->inputs) inputs[text(in.path, "surrogatepass")] = text(in.sha256, "strict");
     d["inputs"] = inputs;
+    d["stores"] = store_facts(*c);
     return d;
-  }, nb::arg("contract_id"), "The contract, model, spec, format, status and input digests of one checker.");
+  }, nb::arg("contract_id"),
+     "The contract, model, spec, format, status, input digests and embedded store facts of one checker.");
 
   m.def("admit", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
-                    std::string_view require_status, std::uint64_t max_header_bytes) {
-    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes);
+                    std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
+    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes, regions);
     if (r.admitted) return nb::make_tuple(true, nb::none(), nb::none(), nb::none(), nb::none(), nb::none());
     const rt::Diagnostic& g = r.diagnostic;
     return nb::make_tuple(false, text(rt::stage_of(g.code), "strict"), text(rt::code_name(g.code), "strict"),
@@ -156,14 +215,15 @@ NB_MODULE(_native, m) {
                           g.has_offset ? nb::object(nb::int_(g.offset)) : nb::object(nb::none()),
                           text(g.message, "replace"));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
-     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
-     "Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).");
+     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
+     "Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).\n"
+     "regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.");
 
   m.def("admit_detail", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
-                           std::string_view require_status, std::uint64_t max_header_bytes) {
-    return detail(run(contract_id, header, file_size, require_status, max_header_bytes));
+                           std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
+    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
-     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
+     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
      "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).");
 
   m.def("read", [](std::string_view format, nb::handle header, std::uint64_t file_size, std::uint64_t max_header_bytes) {
@@ -187,6 +247,47 @@ NB_MODULE(_native, m) {
   }, nb::arg("format"), nb::arg("header"), nb::arg("file_size"), nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
      "The strict reader alone (the container stage without a contract): its diagnostic, or a summary.");
 
+  m.def("tensor_extents", [](std::string_view format, nb::handle header, std::uint64_t file_size, nb::handle names,
+                             std::uint64_t max_header_bytes) -> nb::object {
+    if (format != "gguf" && format != "safetensors") throw nb::value_error("format is gguf or safetensors");
+    std::vector<std::string> wanted;
+    for (nb::handle n : names) wanted.push_back(nb::cast<std::string>(n));
+    Buffer buf(header);
+    rt::Report r;
+    rt::View v;
+    {
+      nb::gil_scoped_release release;
+      if (format == "gguf") rt::gguf::parse(buf.data(), buf.size(), file_size, v, r, max_header_bytes);
+      else rt::safetensors::parse(buf.data(), buf.size(), file_size, v, r);
+    }
+    if (!r.admitted) return nb::none();
+    nb::dict out;
+    for (const std::string& name : wanted) {
+      for (const rt::TensorEntry& t : v.tensors) {
+        if (t.name == name) {  // the first tensor of a name, as Context.tensor_named finds it
+          out[text(name, "surrogatepass")] = nb::make_tuple(t.start, t.end);
+          break;
+        }
+      }
+    }
+    return out;
+  }, nb::arg("format"), nb::arg("header"), nb::arg("file_size"), nb::arg("names"),
+     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
+     "{name: (start, end)} of the first tensor of each name the strict reader finds, or None if it rejects.");
+
+  m.def("store_layouts", [] {
+    nb::dict out;
+    for (const rt::store::Layout* l : {&rt::store::kEmManifest, &rt::store::kEmComponent, &rt::store::kEmRecord,
+                                       &rt::store::kPleManifest, &rt::store::kPlePage}) {
+      nb::list fields;
+      for (const rt::store::Field& f : l->fields) {
+        fields.append(nb::make_tuple(text(f.name, "strict"), f.offset, f.width, f.bytes));
+      }
+      out[text(l->name, "strict")] = nb::make_tuple(l->size, fields);
+    }
+    return out;
+  }, "The store record layouts of the C++ runtime: name -> (size, [(field, offset, width, is_bytes)]).");
+
   m.def("ggml_types", [] {
     nb::list out;
     for (const auto& t : rt::gguf::kGgmlTypes) out.append(nb::make_tuple(t.id, text(t.name, "strict"), t.block_size, t.block_bytes));
@@ -201,6 +302,8 @@ NB_MODULE(_native, m) {
 
   m.attr("JSON_MAX_DEPTH") = rt::json::kMaxDepth;
   m.attr("GGUF_MAX_HEADER_BYTES") = rt::gguf::kMaxHeaderBytes;
+  m.attr("STORE_MAX_TABLE_BYTES") = rt::store::kMaxTableBytes;
+  m.attr("STORE_CHUNK") = rt::store::kChunk;
 
 #ifdef CHARTER_WITH_KERNELS
   charter_register_kernels(m);

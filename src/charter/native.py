@@ -10,6 +10,15 @@ and when the checker reports `needs_more` (the span ended before the file did), 
 the offset the checker asked for and runs again. The verdict never depends on the span's length:
 the only diagnostic that could is the one that asks for more.
 
+Embedded stores (docs/stores.md) keep their manifests in the data section. For a contract with
+stores, the checker is also given (absolute offset, bytes) regions (Note [Store regions] in
+native/include/charter/stores.hpp): this module computes them from the header's tensor extents and
+the store facts the checker was compiled with (`store_reads`), exactly the reads the Python stage
+makes, and reads them with the reader the Python engine uses (the file with pread, or a caller's
+`read_at(offset, length)`, such as the mutation battery's overlay of a mutant's patches). They are
+read only when the checker reaches the stores stage: a first run without regions either rejects
+before that stage (its verdict cannot depend on them) or stops there, and then runs again with them.
+
 Payload verification reads tensor bytes; the C++ engine does not (it is CPU-only and header-only).
 With verify_payload=True the payload stage runs with the Python runtime after the C++ stages
 admitted the header, over the view the Python reader builds; the report says which engine ran it.
@@ -71,34 +80,140 @@ def require_current(contract_id: str, inputs: dict[str, str]) -> None:
 
 
 def unsupported(plan) -> str | None:
-    """Why the C++ engine cannot admit against this plan (None if it can): embedded stores and a
-    companion config are read from outside the header span a C++ checker is given."""
-    if getattr(plan, "stores", ()):
-        return f"{plan.id} has embedded stores, which the C++ engine does not read (use --engine python)"
+    """Why the C++ engine cannot admit against this plan (None if it can): a companion config is
+    another file, read from outside the spans a C++ checker is given. (Embedded stores are read
+    from the regions the caller passes: Note [Store regions].)"""
     if getattr(plan, "config_file", None) is not None:
         return f"{plan.id} checks a companion {plan.config_file}, which the C++ engine does not read"
     return None
+
+
+# --- store regions (Note [Store regions] in native/include/charter/stores.hpp) ----------------------
+
+ReadAt = Callable[[int, int], bytes]  # (absolute offset, length) -> bytes; fewer at the end of the file
+
+
+def store_facts(contract_id: str) -> list[dict]:
+    """The embedded stores the C++ checker of `contract_id` was generated with: name, kind, tensor,
+    fields [(field, value)], components [(name, ne0, ne1)], head_rows [value]."""
+    return list(checker_info(contract_id)["stores"])
+
+
+def _fits(start: int, length: int, extent: int) -> bool:
+    """charter.admission.stores._bounded, as a predicate: the stage reads the table only if it fits."""
+    from charter.admission.stores import MAX_TABLE_BYTES
+
+    return length <= MAX_TABLE_BYTES and start + length <= extent
+
+
+def store_reads(stores: list[dict], extents: dict[str, tuple[int, int]]) -> list[tuple[int, int]]:
+    """(absolute offset, length) of every read the stores stage of charter.admission.stores can make
+    over a header with these tensor extents ({name: (start, end)} of the first tensor of each name),
+    in its order. A read the stage cannot reach (the extent is too short, or its size or a table's
+    bounds already reject) is left out; the checker bounds every access by the regions anyway."""
+    from charter.admission.stores import CHUNK
+    from charter.stores import expertmajor as em
+    from charter.stores import ple
+
+    out: list[tuple[int, int]] = []
+    for s in stores:
+        if s["tensor"] not in extents:
+            continue
+        start, end = extents[s["tensor"]]
+        extent = end - start
+        want = dict(s["fields"])
+        try:
+            if s["kind"] == "expert-major-v2":
+                if extent < em.MANIFEST.size:
+                    continue
+                out.append((start, em.MANIFEST.size))
+                comps = [tuple(c) for c in s["components"]]
+                g = em.geometry(want["layers"], want["experts"], comps, want["group_size"], want["group_bytes"],
+                                want["record_alignment"])
+                comp_len = em.COMPONENT.size * len(comps)
+                if extent != g["size"] or not _fits(em.COMPONENT_TABLE, comp_len, extent):
+                    continue
+                out.append((start + em.COMPONENT_TABLE, comp_len))
+                table_len = em.RECORD.size * g["record_count"]
+                if _fits(g["table_offset"], table_len, extent):
+                    out.append((start + g["table_offset"], table_len))
+            else:
+                if extent < ple.MANIFEST.size:
+                    continue
+                out.append((start, ple.MANIFEST.size))
+                g = ple.geometry(want["logical_rows"], want["row_alignment"], want["width"], want["group_size"],
+                                 want["group_bytes"], want["rows_per_page"], want["page_header_bytes"],
+                                 want["page_alignment"])
+                region = g["payload_offset"] - ple.PAGE_TABLE
+                if extent != g["size"] or not _fits(ple.PAGE_TABLE, region, extent):
+                    continue
+                pos, stop = start + ple.PAGE_TABLE, start + ple.PAGE_TABLE + region
+                while pos < stop:  # the stage's chunks, each read (and bounded) alone
+                    n = min(CHUNK, stop - pos)
+                    out.append((pos, n))
+                    pos += n
+                for page in sorted({0, g["page_count"] - 1}):
+                    if page >= 0:
+                        out.append((start + g["payload_offset"] + page * g["page_stride"], ple.PAGE.size))
+        except (KeyError, TypeError, ZeroDivisionError):
+            continue  # a contract the stage cannot evaluate: the checker says so (INTERNAL)
+    return out
+
+
+def store_regions(stores: list[dict], extents: dict[str, tuple[int, int]], read_at: ReadAt) -> list[tuple[int, bytes]]:
+    """The regions of `store_reads`, read with `read_at` (short where the file ends)."""
+    return [(offset, read_at(offset, length)) for offset, length in store_reads(stores, extents)]
+
+
+def _file_reader(fd: int) -> ReadAt:
+    """Context.read's default: pread of the file (short at its end)."""
+    return lambda offset, length: os.pread(fd, length, offset)
 
 
 # --- running -------------------------------------------------------------------------------------
 
 
 def verdict(contract_id: str, header, file_size: int, *, require_status: str | None = None,
-            max_header_bytes: int = MAX_GGUF_HEADER_BYTES) -> dict:
-    """The C++ checker over a header span (bytes-like): the dict of charter._native.admit_detail."""
-    return _module().admit_detail(contract_id, header, int(file_size), require_status or "", max_header_bytes)
+            max_header_bytes: int = MAX_GGUF_HEADER_BYTES, regions=None) -> dict:
+    """The C++ checker over a header span (bytes-like) and, for embedded stores, the regions read
+    for them ([(absolute offset, bytes-like)]): the dict of charter._native.admit_detail."""
+    return _module().admit_detail(contract_id, header, int(file_size), require_status or "", max_header_bytes,
+                                  regions)
+
+
+def verdict_reading(contract_id: str, header, file_size: int, read_at: ReadAt | None, *,
+                    require_status: str | None = None, max_header_bytes: int = MAX_GGUF_HEADER_BYTES) -> dict:
+    """`verdict`, with the store regions read through `read_at` when the checker reaches the stores
+    stage (see the module docstring). Without `read_at`, the stores stage finds no bytes: the file
+    reads as ending before each store manifest (STORE_GEOMETRY, field "file")."""
+    d = verdict(contract_id, header, file_size, require_status=require_status, max_header_bytes=max_header_bytes)
+    if d["admitted"] or d["stage"] != "stores" or read_at is None:
+        return d
+    info = checker_info(contract_id)
+    stores = list(info["stores"])
+    extents = _module().tensor_extents(info["format"], header, int(file_size), [s["tensor"] for s in stores],
+                                       max_header_bytes)
+    regions = store_regions(stores, extents or {}, read_at)
+    return verdict(contract_id, header, file_size, require_status=require_status, max_header_bytes=max_header_bytes,
+                   regions=regions)
 
 
 def admit_header(contract_id: str, read: Callable[[int], bytes], file_size: int, *, first: int = 1 << 20,
-                 require_status: str | None = None, max_header_bytes: int = MAX_GGUF_HEADER_BYTES) -> dict:
-    """Grow-and-retry over a reader of prefixes: `read(n)` returns the first n bytes of the file."""
+                 require_status: str | None = None, max_header_bytes: int = MAX_GGUF_HEADER_BYTES,
+                 read_at: ReadAt | None = None) -> dict:
+    """Grow-and-retry over a reader of prefixes: `read(n)` returns the first n bytes of the file;
+    `read_at(offset, length)` reads store regions (contracts with embedded stores)."""
     n = min(first, file_size)
     while True:
         d = verdict(contract_id, read(n), file_size, require_status=require_status,
                     max_header_bytes=max_header_bytes)
         if not d["needs_more"] or n >= file_size:
-            return d
+            break
         n = min(max(d["need"], 2 * n), file_size)
+    if d["admitted"] or d["stage"] != "stores" or read_at is None:
+        return d
+    return verdict_reading(contract_id, read(n), file_size, read_at, require_status=require_status,
+                           max_header_bytes=max_header_bytes)
 
 
 def file_verdict(path: str | os.PathLike, contract_id: str, fmt: str, *, require_status: str | None = None,
@@ -106,30 +221,43 @@ def file_verdict(path: str | os.PathLike, contract_id: str, fmt: str, *, require
     """The C++ checker over the file at `path` (see the module docstring). GGUF: the file mapped
     read-only, limited to the first min(size, max_header_bytes) bytes. safetensors: the 8-byte
     length and, when it fits the file and the 100 MB cap, the header it announces, read as
-    read_safetensors does."""
+    read_safetensors does. Store regions are read with pread, as Context.read reads them."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         return _unreadable(path, exc)
     try:
-        size = os.fstat(fd).st_size
-        if fmt != "gguf":
-            head = os.pread(fd, 8, 0)
-            if len(head) == 8:
-                n = int.from_bytes(head, "little")
-                if n <= SAFETENSORS_MAX_HEADER and 8 + n <= size:
-                    head = os.pread(fd, 8 + n, 0)
-            return verdict(contract_id, head, size, require_status=require_status)
-        if size == 0:
-            return verdict(contract_id, b"", 0, require_status=require_status, max_header_bytes=max_header_bytes)
-        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError) as exc:
-        return _unreadable(path, exc)
+        return _fd_verdict(fd, contract_id, fmt, require_status, max_header_bytes)
+    except _Unreadable as exc:
+        return _unreadable(path, exc.__cause__)
     finally:
         os.close(fd)
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _fd_verdict(fd: int, contract_id: str, fmt: str, require_status: str | None, max_header_bytes: int) -> dict:
+    read_at = _file_reader(fd)
+    try:
+        size = os.fstat(fd).st_size
+        head = os.pread(fd, 8, 0) if fmt != "gguf" else b""
+        if len(head) == 8:
+            n = int.from_bytes(head, "little")
+            if n <= SAFETENSORS_MAX_HEADER and 8 + n <= size:
+                head = os.pread(fd, 8 + n, 0)
+        mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if fmt == "gguf" and size else None
+    except (OSError, ValueError) as exc:
+        raise _Unreadable() from exc
+    if fmt != "gguf":
+        return verdict_reading(contract_id, head, size, read_at, require_status=require_status)
+    if mm is None:
+        return verdict(contract_id, b"", 0, require_status=require_status, max_header_bytes=max_header_bytes)
     try:
         with memoryview(mm) as whole, whole[: min(size, max_header_bytes)] as span:
-            return verdict(contract_id, span, size, require_status=require_status, max_header_bytes=max_header_bytes)
+            return verdict_reading(contract_id, span, size, read_at, require_status=require_status,
+                                   max_header_bytes=max_header_bytes)
     finally:
         mm.close()
 
@@ -163,11 +291,12 @@ def report_of(d: dict, *, artifact: str, contract: str, spec: str, fmt: str, sta
 
 def admit_cpp(path_or_bytes, contract_id: str, *, file_size: int | None = None, spec: str | None = None,
               fmt: str | None = None, status: str | None = None, require_status: str | None = None,
-              verify_payload: bool = False, checker=None) -> AdmissionReport:
+              verify_payload: bool = False, checker=None, read_at: ReadAt | None = None) -> AdmissionReport:
     """Admit a file (path) or a header span (bytes-like, with `file_size`) with the C++ checker of
-    `contract_id`: an AdmissionReport like charter.admission.runtime.admit's. With verify_payload
-    (a path and the Python `checker` module needed), the payload stage runs in Python after the
-    C++ stages admitted the header (see the module docstring)."""
+    `contract_id`: an AdmissionReport like charter.admission.runtime.admit's. A header span of a
+    contract with embedded stores needs `read_at(offset, length)`, which reads the file's bytes
+    (the store regions). With verify_payload (a path and the Python `checker` module needed), the
+    payload stage runs in Python after the C++ stages admitted the header (see the module docstring)."""
     info = checker_info(contract_id)
     fmt = fmt or info["format"]
     spec = spec or info["spec"]
@@ -179,8 +308,10 @@ def admit_cpp(path_or_bytes, contract_id: str, *, file_size: int | None = None, 
     else:
         if file_size is None:
             raise TypeError("admit_cpp over bytes needs file_size")
+        if info["stores"] and read_at is None:
+            raise TypeError(f"{contract_id} has embedded stores: admit_cpp over bytes needs read_at(offset, length)")
         artifact = "<bytes>"
-        d = verdict(contract_id, path_or_bytes, file_size, require_status=require_status)
+        d = verdict_reading(contract_id, path_or_bytes, file_size, read_at, require_status=require_status)
     if not (d["admitted"] and verify_payload):
         return report_of(d, artifact=artifact, contract=contract_id, spec=spec, fmt=fmt, status=status)
     if checker is None or not is_path:
@@ -212,16 +343,21 @@ def _python_payload(path: str, checker, require_status, **report) -> AdmissionRe
 
 
 def disagreement(contract_id: str, header, file_size: int, require_status: str | None,
-                 python: tuple[str | None, str | None, str | None]) -> str | None:
-    """None if the C++ checker gives the same first diagnostic (stage, code, field) as the Python
-    one, `python` (None, None, None for an admission); else what each engine said. For
-    `charter mutate --engine both` (differential verdicts on every artifact mutant)."""
-    d = verdict(contract_id, header, file_size, require_status=require_status)
-    cpp = (None, None, None) if d["admitted"] else (d["code_stage"], d["code"], d["field"])
+                 python: tuple, read_at: ReadAt | None = None) -> str | None:
+    """None if the C++ checker gives the same first diagnostic as the Python one, `python`: (stage,
+    code, field), or (stage, code, field, offset) to compare the byte offset too; all None for an
+    admission. Else what each engine said. Store regions are read through `read_at` (the reader the
+    Python engine used). For `charter mutate --engine both` (differential verdicts on every
+    artifact mutant)."""
+    d = verdict_reading(contract_id, header, file_size, read_at, require_status=require_status)
+    cpp = (None, None, None, None) if d["admitted"] else (d["code_stage"], d["code"], d["field"], d["offset"])
+    cpp = cpp[: len(python)]
     if cpp == tuple(python):
         return None
 
     def show(v):
-        return "admitted" if v[0] is None else " ".join(str(x) for x in v)
+        if v[0] is None:
+            return "admitted"
+        return " ".join(str(x) for x in v[:3]) + (f" @{v[3]}" if len(v) > 3 else "")
 
     return f"engines disagree: python {show(python)} / c++ {show(cpp)}"

@@ -11,6 +11,7 @@
 #include "charter/gguf.hpp"
 #include "charter/report.hpp"
 #include "charter/safetensors.hpp"
+#include "charter/stores.hpp"
 #include "charter/tables.hpp"
 #include "charter/view.hpp"
 
@@ -19,6 +20,9 @@ namespace charter::rt {
 struct Options {
   std::string_view require_status{};  // "" : no requirement (admit --require-status)
   std::uint64_t max_header_bytes = gguf::kMaxHeaderBytes;
+  // Bytes outside the header the stores stage reads (Note [Store regions], charter/stores.hpp):
+  // (absolute offset, bytes) regions the caller read; a contract without stores needs none.
+  Span<Region> regions{};
 };
 
 using StageCheck = bool (*)(Context&);
@@ -44,7 +48,7 @@ inline Report run(Format format, Span<StageFn> stages, const unsigned char* head
     r.stage = stage::kContainer;
     return r;
   }
-  Context ctx(v, r, options.require_status);
+  Context ctx(v, r, options.require_status, options.regions);
   for (const StageFn& s : stages) {
     if (s.name == stage::kPayload) continue;
     if (!s.check(ctx)) {

@@ -10,12 +10,14 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "charter/checked.hpp"
 #include "charter/fail.hpp"
 #include "charter/report.hpp"
 #include "charter/sha256.hpp"
+#include "charter/stores.hpp"
 #include "charter/tables.hpp"
 #include "charter/utf8.hpp"
 #include "charter/view.hpp"
@@ -91,7 +93,10 @@ inline std::string replace_all(std::string s, std::string_view token, std::strin
 
 class Context {
  public:
-  Context(const View& v, Report& r, std::string_view require_status) : v_(v), r_(r), require_(require_status) {}
+  // `regions`: the bytes outside the header the caller read for the stores stage (Note [Store
+  // regions] in charter/stores.hpp); a contract without stores needs none.
+  Context(const View& v, Report& r, std::string_view require_status, Span<Region> regions = {})
+      : v_(v), r_(r), require_(require_status), regions_(regions) {}
 
   const View& view() const { return v_; }
 
@@ -297,11 +302,225 @@ class Context {
     return internal("the C++ engine does not read companion files (" + std::string(file) + ")", {});
   }
 
-  // --- stores --------------------------------------------------------------------------------
-  // Store manifests live in tensor data, outside the header span a C++ checker is given: a
-  // contract with embedded stores is refused by this engine (INTERNAL; reported as unsupported).
-  bool store_unsupported(std::string_view name, std::string_view at) {
-    return internal("the C++ engine does not read embedded stores (" + std::string(name) + ")", at);
+  // --- stores (charter.admission.stores; Note [Store regions] in charter/stores.hpp) ------------
+  // Each store's manifest region is read through the caller's regions only, bounded by the extent
+  // of the tensor that holds the store, and compared with the contract's literals in the Python
+  // stage's order: identity fields (STORE_MANIFEST), derived geometry and tables (STORE_GEOMETRY),
+  // then digests (STORE_DIGEST). Tables are checked by loops, whatever their length.
+  bool expert_major_store(const StoreFacts& s) {
+    using namespace store;
+    const std::string pre = "stores." + std::string(s.name);
+    const TensorEntry* t = nullptr;
+    if (!store_extent(s, pre, kEmManifest.size, &t)) return false;
+    const std::uint64_t base = t->start, extent = t->end - t->start;
+    const unsigned char* head = nullptr;
+    if (!read(num(base), num(kEmManifest.size), &head)) return false;
+    if (std::string_view(reinterpret_cast<const char*>(head), 4) != kEmMagic) {
+      return mismatch(Code::STORE_MANIFEST, pre + ".manifest.magic", show_bytes(kEmMagic),
+                      show_bytes(std::string_view(reinterpret_cast<const char*>(head), 4)), s.at, base);
+    }
+    for (const StoreField& f : s.fields) {
+      if (!store_field(head, kEmManifest, base, Code::STORE_MANIFEST, pre + ".manifest.", f.name, num(f.value), f.at)) {
+        return false;
+      }
+    }
+    const Field& count_field = *kEmManifest.find("components");
+    if (load(head, count_field) != s.components.size) {
+      return mismatch(Code::STORE_MANIFEST, pre + ".manifest.components", u64s(s.components.size),
+                      u64s(load(head, count_field)), s.at, base + count_field.offset);
+    }
+    // charter.stores.expertmajor.geometry, over the contract's literals
+    Num layers, experts, group, group_bytes, alignment;
+    if (!want(s, "layers", &layers) || !want(s, "experts", &experts) || !want(s, "group_size", &group) ||
+        !want(s, "group_bytes", &group_bytes) || !want(s, "record_alignment", &alignment)) {
+      return false;
+    }
+    std::vector<EmComponent> comps;
+    comps.reserve(s.components.size);
+    Num cursor = num(0);
+    bool ok = true;
+    for (const StoreComponent& c : s.components) {
+      const Num size = num(c.ne0) / group * group_bytes * num(c.ne1);
+      ok = ok && size.ok && cursor.ok;
+      comps.push_back(EmComponent{c.name, num(c.ne0).v, num(c.ne1).v, cursor.v, size.v, c.at});
+      ok = ok && num(c.ne0).ok && num(c.ne1).ok;
+      cursor = cursor + size;
+    }
+    const Num record_bytes = align_up(cursor, alignment);
+    const Num record_count = layers * experts;
+    const Num table_offset = num(kEmComponentTable) + num(kEmComponent.size) * num(s.components.size);
+    const Num records_offset = align_up(table_offset + num(kEmRecord.size) * record_count, alignment);
+    const Num size = records_offset + record_count * record_bytes;
+    if (!(ok && record_bytes.ok && record_count.ok && table_offset.ok && records_offset.ok && size.ok)) {
+      return internal("the geometry of store " + show_str(s.name) + " is out of range", s.at);
+    }
+    const std::pair<std::string_view, u128> derived[] = {
+        {"record_bytes", record_bytes.v}, {"table_offset", table_offset.v},
+        {"records_offset", records_offset.v}, {"record_count", record_count.v}};
+    for (const auto& [field, value] : derived) {
+      if (!store_field(head, kEmManifest, base, Code::STORE_GEOMETRY, pre + ".manifest.", field, num(value), s.at)) {
+        return false;
+      }
+    }
+    if (extent != size.v) {
+      return mismatch(Code::STORE_GEOMETRY, pre + ".size", u128s(size.v), u64s(extent), s.at, t->offset);
+    }
+    const Num comp_len = num(kEmComponent.size) * num(s.components.size);
+    if (!store_bounded(pre, *t, num(kEmComponentTable), comp_len, "components", s.at)) return false;
+    const unsigned char* comp_raw = nullptr;
+    if (!read(num(base) + num(kEmComponentTable), comp_len, &comp_raw)) return false;
+    for (std::size_t i = 0; i < comps.size(); ++i) {
+      const EmComponent& want_c = comps[i];
+      const unsigned char* entry = comp_raw + i * kEmComponent.size;
+      const std::uint64_t at = base + kEmComponentTable + i * kEmComponent.size;
+      const std::string field = pre + ".components[" + u64s(i) + "].";
+      const std::string name = ascii_name(entry, 16);
+      if (name != want_c.name) {
+        return mismatch(Code::STORE_GEOMETRY, field + "name", show_str(want_c.name), show_str(name), want_c.at, at);
+      }
+      const std::pair<std::string_view, u128> rows[] = {
+          {"ne0", want_c.ne0}, {"ne1", want_c.ne1}, {"offset", want_c.offset}, {"bytes", want_c.bytes}};
+      for (const auto& [f, value] : rows) {
+        const Field& lay = *kEmComponent.find(f);
+        if (load(entry, lay) != value) {
+          return mismatch(Code::STORE_GEOMETRY, field + std::string(f), u128s(value), u64s(load(entry, lay)),
+                          want_c.at, at + lay.offset);
+        }
+      }
+    }
+    const Num table_len = num(kEmRecord.size) * record_count;
+    if (!store_bounded(pre, *t, table_offset, table_len, "records", s.at)) return false;
+    const unsigned char* table = nullptr;
+    if (!read(num(base) + table_offset, table_len, &table)) return false;
+    const std::uint64_t count = static_cast<std::uint64_t>(record_count.v);  // bounded: <= kMaxTableBytes / 64
+    const u128 per_layer = experts.v, first = records_offset.v, stride = record_bytes.v;
+    const Field &f_layer = *kEmRecord.find("layer"), &f_expert = *kEmRecord.find("expert"),
+                &f_offset = *kEmRecord.find("offset");
+    for (std::uint64_t i = 0; i < count; ++i) {
+      const unsigned char* rec = table + i * kEmRecord.size;
+      const u128 layer = load(rec, f_layer), expert = load(rec, f_expert), offset = load(rec, f_offset);
+      const u128 want_layer = i / per_layer, want_expert = i % per_layer, want_offset = first + i * stride;
+      if (layer == want_layer && expert == want_expert && offset == want_offset) continue;
+      const Field& f = layer != want_layer ? f_layer : expert != want_expert ? f_expert : f_offset;
+      const u128 value = layer != want_layer ? layer : expert != want_expert ? expert : offset;
+      const u128 expected = layer != want_layer ? want_layer : expert != want_expert ? want_expert : want_offset;
+      return mismatch(Code::STORE_GEOMETRY, pre + ".records[" + u64s(i) + "]." + std::string(f.name),
+                      u128s(expected), u128s(value), s.at,
+                      base + static_cast<std::uint64_t>(table_offset.v) + i * kEmRecord.size + f.offset);
+    }
+    const Field& sha = *kEmManifest.find("sha256");
+    unsigned char zeroed[128];
+    std::memcpy(zeroed, head, sizeof zeroed);
+    std::memset(zeroed + sha.offset, 0, sha.width);
+    Sha256 h;
+    h.update(zeroed, sizeof zeroed);
+    if (comp_len.v) h.update(comp_raw, static_cast<std::size_t>(comp_len.v));
+    if (table_len.v) h.update(table, static_cast<std::size_t>(table_len.v));
+    return store_digest(h, head + sha.offset, pre, s.at, base + sha.offset);
+  }
+
+  bool ple_store(const StoreFacts& s) {
+    using namespace store;
+    const std::string pre = "stores." + std::string(s.name);
+    const TensorEntry* t = nullptr;
+    if (!store_extent(s, pre, kPleManifest.size, &t)) return false;
+    const std::uint64_t base = t->start, extent = t->end - t->start;
+    const unsigned char* head = nullptr;
+    if (!read(num(base), num(kPleManifest.size), &head)) return false;
+    if (std::string_view(reinterpret_cast<const char*>(head), 4) != kPleMagic) {
+      return mismatch(Code::STORE_MANIFEST, pre + ".manifest.magic", show_bytes(kPleMagic),
+                      show_bytes(std::string_view(reinterpret_cast<const char*>(head), 4)), s.at, base);
+    }
+    for (const StoreField& f : s.fields) {
+      if (f.name == "group_bytes") continue;  // a codec fact the manifest does not repeat
+      if (!store_field(head, kPleManifest, base, Code::STORE_MANIFEST, pre + ".manifest.", f.name, num(f.value), f.at)) {
+        return false;
+      }
+    }
+    const std::size_t heads = s.head_rows.size > kPleHeadsMax ? s.head_rows.size : kPleHeadsMax;
+    for (std::size_t i = 0; i < heads; ++i) {
+      const std::string field = "head_rows[" + u64s(i) + "]";
+      const bool stated = i < s.head_rows.size;
+      if (!store_field(head, kPleManifest, base, Code::STORE_MANIFEST, pre + ".manifest.", field,
+                       stated ? num(s.head_rows[i].value) : num(0), stated ? s.head_rows[i].at : s.at)) {
+        return false;
+      }
+    }
+    // charter.stores.ple.geometry, over the contract's literals
+    Num logical, row_alignment, width, group, group_bytes, rows_per_page, page_header_bytes, page_alignment;
+    if (!want(s, "logical_rows", &logical) || !want(s, "row_alignment", &row_alignment) || !want(s, "width", &width) ||
+        !want(s, "group_size", &group) || !want(s, "group_bytes", &group_bytes) ||
+        !want(s, "rows_per_page", &rows_per_page) || !want(s, "page_header_bytes", &page_header_bytes) ||
+        !want(s, "page_alignment", &page_alignment)) {
+      return false;
+    }
+    const Num padded = align_up(logical, row_alignment);
+    const Num row_bytes = width / group * group_bytes;
+    const Num pages = ceil_div(padded, rows_per_page);
+    const Num stride = align_up(page_header_bytes + rows_per_page * row_bytes, page_alignment);
+    const Num payload = align_up(num(kPlePageTable) + num(kPleDigest) * pages, page_alignment);
+    const Num size = payload + pages * stride;
+    if (!(padded.ok && row_bytes.ok && pages.ok && stride.ok && payload.ok && size.ok)) {
+      return internal("the geometry of store " + show_str(s.name) + " is out of range", s.at);
+    }
+    const std::pair<std::string_view, u128> derived[] = {
+        {"padded_rows", padded.v}, {"encoded_row_bytes", row_bytes.v}, {"page_count", pages.v},
+        {"page_stride", stride.v}, {"page_table_offset", kPlePageTable}, {"payload_offset", payload.v}};
+    for (const auto& [field, value] : derived) {
+      if (!store_field(head, kPleManifest, base, Code::STORE_GEOMETRY, pre + ".manifest.", field, num(value), s.at)) {
+        return false;
+      }
+    }
+    if (extent != size.v) {
+      return mismatch(Code::STORE_GEOMETRY, pre + ".size", u128s(size.v), u64s(extent), s.at, t->offset);
+    }
+    const u128 region = payload.v - kPlePageTable;  // payload >= 512 + 32 * pages
+    if (!store_bounded(pre, *t, num(kPlePageTable), num(region), "page_table", s.at)) return false;
+    const Field& sha = *kPleManifest.find("sha256");
+    unsigned char zeroed[512];
+    std::memcpy(zeroed, head, sizeof zeroed);
+    std::memset(zeroed + sha.offset, 0, sha.width);
+    Sha256 h;
+    h.update(zeroed, sizeof zeroed);
+    const u128 end = base + kPlePageTable + region;  // within the extent (bounded above)
+    for (u128 pos = base + kPlePageTable; pos < end;) {
+      const u128 n = end - pos < kChunk ? end - pos : kChunk;
+      const unsigned char* chunk = nullptr;
+      if (!read(num(pos), num(n), &chunk)) return false;
+      h.update(chunk, static_cast<std::size_t>(n));
+      pos += n;
+    }
+    if (!store_digest(h, head + sha.offset, pre, s.at, base + sha.offset)) return false;
+    if (pages.v == 0) return internal("store " + show_str(s.name) + " has no pages", s.at);
+    Num page_width, page_codec_version, page_group, page_family;
+    const u128 last = pages.v - 1;
+    const u128 list[2] = {0, last};
+    for (std::size_t k = 0; k < (last == 0 ? 1u : 2u); ++k) {
+      const u128 page = list[k];
+      const Num at_page = num(base) + payload + num(page) * stride;
+      const unsigned char* ph = nullptr;
+      if (!at_page.ok) return internal("page offset out of range", s.at);
+      if (!read(at_page, num(kPlePage.size), &ph)) return false;
+      if (!want(s, "width", &page_width) || !want(s, "rows_per_page", &rows_per_page) ||
+          !want(s, "codec_version", &page_codec_version) || !want(s, "group_size", &page_group) ||
+          !want(s, "family", &page_family)) {
+        return false;
+      }
+      const u128 first = page * rows_per_page.v;
+      const u128 valid = padded.v - first < rows_per_page.v ? padded.v - first : rows_per_page.v;
+      const std::pair<std::string_view, Num> expected[] = {
+          {"page_index", num(page)}, {"first_row", num(first)}, {"valid_rows", num(valid)},
+          {"width", page_width}, {"encoded_row_bytes", row_bytes}, {"rows_per_page", rows_per_page},
+          {"codec_version", page_codec_version}, {"group_size", page_group}, {"family", page_family}};
+      const std::uint64_t where = static_cast<std::uint64_t>(at_page.v);
+      for (const auto& [field, value] : expected) {
+        if (!store_field(ph, kPlePage, where, Code::STORE_GEOMETRY, pre + ".pages[" + u128s(page) + "].", field,
+                         value, s.at)) {
+          return false;
+        }
+      }
+    }
+    return true;
   }
 
   // --- tokenizer -----------------------------------------------------------------------------
@@ -688,6 +907,135 @@ class Context {
     return false;
   }
 
+  // --- stores: reading the caller's regions, and the checks' shared steps ----------------------
+  // Context.read: the `length` bytes at `offset`, or the short read's rejection.
+  bool read(store::Num offset, store::Num length, const unsigned char** out) {
+    static const unsigned char kNothing[1] = {0};
+    if (!offset.ok || !length.ok) return internal("a store read out of range", {});
+    const store::u128 n = regions_.available(offset.v, length.v, out);
+    if (n < length.v) {
+      const std::string ended = store::u128s(offset.v + n), wanted = store::u128s(offset.v + length.v);
+      const std::uint64_t at = offset.v > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(offset.v);
+      return reject(r_, Code::STORE_GEOMETRY, "file", "file ended at " + ended + ", before " + wanted, at, wanted,
+                    ended);
+    }
+    if (length.v == 0 || *out == nullptr) *out = kNothing;
+    return true;
+  }
+
+  // stores._extent: the tensor that holds the store, at least `need` bytes long.
+  bool store_extent(const StoreFacts& s, const std::string& pre, std::uint64_t need, const TensorEntry** out) {
+    const TensorEntry* t = tensor_named(s.tensor);
+    const std::uint64_t have = t ? t->end - t->start : 0;
+    if (!t || have < need) {
+      return reject(r_, Code::STORE_GEOMETRY, pre + ".size",
+                    std::string(s.tensor) + " holds " + u64s(have) + " bytes, fewer than the " + u64s(need) +
+                        "-byte manifest",
+                    t ? std::optional<std::uint64_t>(t->start) : std::nullopt, ">= " + u64s(need), u64s(have), s.at);
+    }
+    *out = t;
+    return true;
+  }
+
+  // stores._bounded: a table [start, start + length) of the store fits its extent and the cap.
+  bool store_bounded(const std::string& pre, const TensorEntry& t, store::Num start, store::Num length,
+                     std::string_view what, std::string_view at) {
+    const std::uint64_t extent = t.end - t.start;
+    const store::Num end = start + length;
+    if (!end.ok) return internal("a store table out of range", at);
+    if (length.v > store::kMaxTableBytes || end.v > extent) {
+      return reject(r_, Code::STORE_GEOMETRY, pre + "." + std::string(what),
+                    "the " + std::string(what) + " [" + store::u128s(start.v) + ", " + store::u128s(end.v) +
+                        ") does not fit in " + u64s(extent) + " bytes (or exceeds " + u64s(store::kMaxTableBytes) + ")",
+                    t.start, "<= " + u64s(extent), store::u128s(end.v), at);
+    }
+    return true;
+  }
+
+  // stores._fields, one field: the record's `name` (read at `base` + its offset) equals `value`.
+  bool store_field(const unsigned char* record, const store::Layout& layout, std::uint64_t base, Code code,
+                   const std::string& prefix, std::string_view name, store::Num value, std::string_view at) {
+    const store::Field* f = layout.find(name);
+    if (!f) return internal("the " + std::string(layout.name) + " has no field " + show_str(name), at);
+    const std::string expected = value.ok ? store::u128s(value.v) : std::string("<out of range>");
+    if (f->bytes) {  // bytes never equal an int
+      return mismatch(code, prefix + std::string(name), expected,
+                      show_bytes(std::string_view(reinterpret_cast<const char*>(record + f->offset), f->width)), at,
+                      base + f->offset);
+    }
+    const std::uint64_t actual = store::load(record, *f);
+    if (!value.ok || value.v != actual) {
+      return mismatch(code, prefix + std::string(name), expected, u64s(actual), at, base + f->offset);
+    }
+    return true;
+  }
+
+  // `want[field]` of the Python stage (a dict of the contract's fields: the last one of a name).
+  bool want(const StoreFacts& s, std::string_view field, store::Num* out) {
+    const StoreField* found = nullptr;
+    for (const StoreField& f : s.fields) {
+      if (f.name == field) found = &f;
+    }
+    if (!found) return internal("store " + show_str(s.name) + " states no " + show_str(field), s.at);
+    *out = store::num(found->value);
+    return true;
+  }
+
+  bool store_digest(Sha256& h, const unsigned char* stated, const std::string& pre, std::string_view at,
+                    std::uint64_t offset) {
+    const auto digest = h.digest();
+    if (std::memcmp(digest.data(), stated, digest.size()) != 0) {
+      return mismatch(Code::STORE_DIGEST, pre + ".manifest.sha256", show_str(hex(digest.data(), digest.size())),
+                      show_str(hex(stated, digest.size())), at, offset);
+    }
+    return true;
+  }
+
+  static std::string hex(const unsigned char* p, std::size_t n) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string s(2 * n, '0');
+    for (std::size_t i = 0; i < n; ++i) {
+      s[2 * i] = kHex[p[i] >> 4];
+      s[2 * i + 1] = kHex[p[i] & 15];
+    }
+    return s;
+  }
+
+  // Python's repr() of bytes, enough for messages.
+  static std::string show_bytes(std::string_view b) {
+    std::string out = "b'";
+    for (const char ch : b) {
+      const unsigned char c = static_cast<unsigned char>(ch);
+      if (c == '\\' || c == '\'') {
+        out += '\\';
+        out += ch;
+      } else if (c < 0x20 || c >= 0x7F) {
+        static constexpr char kHex[] = "0123456789abcdef";
+        out += "\\x";
+        out += kHex[c >> 4];
+        out += kHex[c & 15];
+      } else {
+        out += ch;
+      }
+    }
+    return out + "'";
+  }
+
+  // expertmajor.name_of: trailing NULs stripped, decoded as ASCII with U+FFFD for any other byte.
+  static std::string ascii_name(const unsigned char* p, std::size_t n) {
+    while (n && p[n - 1] == 0) --n;
+    std::string out;
+    out.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (p[i] < 0x80) {
+        out += static_cast<char>(p[i]);
+      } else {
+        out += "\xEF\xBF\xBD";
+      }
+    }
+    return out;
+  }
+
   // Python's value of a scalar entry, as the kinds the comparisons need.
   static std::int64_t load_signed(const MetaEntry& e) {
     switch (e.type) {
@@ -791,6 +1139,7 @@ class Context {
   const View& v_;
   Report& r_;
   std::string_view require_;
+  store::Regions regions_;
   Span<Glob> excluded_{};
 };
 

@@ -40,6 +40,7 @@ enum class Code : std::uint8_t {
   CODEC_BLOCK, CODEC_SIZE,
   LAYOUT_ALIGNMENT, LAYOUT_DATA_OFFSET, LAYOUT_BOUNDS, LAYOUT_ORDER, LAYOUT_OVERLAP, LAYOUT_GAP,
   LAYOUT_TRAILING,
+  STORE_MANIFEST, STORE_GEOMETRY, STORE_DIGEST,
   POLICY_EXCLUSION, POLICY_STATUS,
   INTERNAL,  // a contract the runtime cannot evaluate (the Python runtime would raise); never expected
 };
@@ -68,7 +69,8 @@ inline std::string_view code_name(Code c) {
     CHARTER_CODE_(CODEC_BLOCK) CHARTER_CODE_(CODEC_SIZE)
     CHARTER_CODE_(LAYOUT_ALIGNMENT) CHARTER_CODE_(LAYOUT_DATA_OFFSET) CHARTER_CODE_(LAYOUT_BOUNDS)
     CHARTER_CODE_(LAYOUT_ORDER) CHARTER_CODE_(LAYOUT_OVERLAP) CHARTER_CODE_(LAYOUT_GAP)
-    CHARTER_CODE_(LAYOUT_TRAILING) CHARTER_CODE_(POLICY_EXCLUSION) CHARTER_CODE_(POLICY_STATUS)
+    CHARTER_CODE_(LAYOUT_TRAILING) CHARTER_CODE_(STORE_MANIFEST) CHARTER_CODE_(STORE_GEOMETRY)
+    CHARTER_CODE_(STORE_DIGEST) CHARTER_CODE_(POLICY_EXCLUSION) CHARTER_CODE_(POLICY_STATUS)
     CHARTER_CODE_(INTERNAL)
 #undef CHARTER_CODE_
   }
@@ -86,6 +88,7 @@ inline std::string_view stage_of(Code c) {
   if (starts("TENSOR_")) return stage::kTensors;
   if (starts("CODEC_")) return stage::kCodec;
   if (starts("LAYOUT_")) return stage::kLayout;
+  if (starts("STORE_")) return stage::kStores;
   if (starts("POLICY_")) return stage::kPolicy;
   return std::string_view("internal");
 }

@@ -135,4 +135,31 @@ struct ExclusionRow {
   std::string_view at;
 };
 
+// An embedded store (charter.spec.plan.StorePlan): its manifest facts in check order and its
+// tables' expected rows; the generator renders one per store, in the contract's order.
+struct StoreField {
+  std::string_view name;  // a manifest field (charter/stores.hpp layouts)
+  Int value;
+  std::string_view at;
+};
+
+struct StoreComponent {  // expert-major-v2: one component of every record
+  std::string_view name;
+  Int ne0, ne1;
+  std::string_view at;
+};
+
+struct HeadRow {  // ple-rows-v1: the prime segment of one hash head
+  Int value;
+  std::string_view at;
+};
+
+struct StoreFacts {
+  std::string_view name, kind, tensor;  // kind: "expert-major-v2" or "ple-rows-v1"
+  Span<StoreField> fields;
+  Span<StoreComponent> components;
+  Span<HeadRow> head_rows;
+  std::string_view at;
+};
+
 }  // namespace charter::rt

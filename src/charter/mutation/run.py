@@ -97,26 +97,31 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
     made = m.make()
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
-    outcome = _python_artifact(b, m, buf, size, patches)
-    if b.engines == "both" and not patches:
+    outcome, view, offset = _python_artifact(b, m, buf, size, patches)
+    if b.engines == "both":
         from charter import native
 
+        # Store mutants patch the data section: the C++ checker reads its store regions through the
+        # same overlay reader the Python engine read them with (Note [Store regions]).
+        read_at = overlay_reader(b, view, patches) if view is not None else None
         said = native.disagreement(b.plan.id, buf, size, b.require_status,
-                                   (outcome.stage, outcome.code, outcome.field))
+                                   (outcome.stage, outcome.code, outcome.field, offset), read_at=read_at)
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
     return outcome
 
 
-def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> Outcome:
+def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Outcome, ArtifactView | None, int | None]:
+    """The Python engine's outcome, the view it read (None if the reader rejected) and the byte
+    offset of its diagnostic."""
     try:
         view = parse_view(buf, size, b.plan.format)
     except CharterError as exc:
         d = exc.diagnostics[0]
-        return judge(m, False, d.stage.value, d.code.value, d.field, d.message)
+        return judge(m, False, d.stage.value, d.code.value, d.field, d.message), None, d.offset
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches))
-    return _from_report(m, report)
+    return _from_report(m, report), view, None if report.diagnostic is None else report.diagnostic.offset
 
 
 def overlay_reader(b: Battery, view: ArtifactView, patches: dict[int, bytes]):

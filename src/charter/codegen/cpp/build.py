@@ -53,6 +53,7 @@ class CheckerView:
     namespace: str
     inputs: tuple[tuple[str, str], ...]  # (spec path literal, sha256 literal)
     tables: tuple[str, ...]
+    stores: tuple[str, ...]  # rt::StoreFacts rows of kStores, in the contract's order
     stages: tuple[Stage, ...]
 
 
@@ -62,6 +63,7 @@ class _Tables:
 
     decls: list[str] = field(default_factory=list)
     counter: int = 0
+    stores: list[str] = field(default_factory=list)  # rows of kStores, declared after the tables
 
     def add(self, stem: str, ctype: str, items: list[str], one_per_line: bool = True) -> str:
         """Declare `inline constexpr <ctype> kStemN[] = {...}` and return rt::span(...) of it, or an
@@ -190,8 +192,21 @@ def _statement(c: Check, t: _Tables) -> tuple[str, str | None]:
             rows.append(f"{{{cpp_sv(name)}, {globs}, {counted}, {_loc(at)}}}")
         return _call(m, t.add("Exclusions", "rt::ExclusionRow", rows)), None
     if m in ("expert_major_store", "ple_store"):
-        name, _tensor, _fields, _rows, at = a
-        return _call("store_unsupported", cpp_sv(name), _loc(at)), at
+        name, tensor, facts, rows, at = a
+        fields = t.add("StoreFields", "rt::StoreField",
+                       [f"{{{cpp_sv(f)}, {cpp_int(v)}, {_loc(loc)}}}" for f, v, loc in facts])
+        if m == "expert_major_store":
+            kind = "expert-major-v2"
+            comps = t.add("Components", "rt::StoreComponent",
+                          [f"{{{cpp_sv(n)}, {cpp_int(ne0)}, {cpp_int(ne1)}, {_loc(loc)}}}" for n, ne0, ne1, loc in rows])
+            heads = "rt::Span<rt::HeadRow>{}"
+        else:
+            kind = "ple-rows-v1"
+            comps = "rt::Span<rt::StoreComponent>{}"
+            heads = t.add("HeadRows", "rt::HeadRow", [f"{{{cpp_int(v)}, {_loc(loc)}}}" for v, loc in rows], False)
+        index = len(t.stores)
+        t.stores.append(f"{{{cpp_sv(name)}, {cpp_sv(kind)}, {cpp_sv(tensor)}, {fields}, {comps}, {heads}, {_loc(at)}}}")
+        return f"if (!ctx.{m}(kStores[{index}])) return false;", at
     if m == "status":
         status, at = a
         return _call(m, cpp_sv(status), _loc(at)), at
@@ -223,6 +238,7 @@ def build(plan: ArtifactPlan, header: str, inputs: dict[str, str]) -> CheckerVie
         namespace=identifier(plan.id),
         inputs=tuple((cpp_sv(p), cpp_sv(s)) for p, s in sorted(inputs.items())),
         tables=tuple(tables.decls),
+        stores=tuple(tables.stores),
         stages=stages,
     )
 
