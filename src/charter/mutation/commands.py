@@ -42,6 +42,11 @@ def run_mutate(args) -> int:
     if cs.diagnostics:
         print_diagnostics(cs.diagnostics, "text")
         return EXIT_USAGE
+    provenance = [i for i in cs.primary if cs.contracts[i].kind == "provenance"]
+    if len(provenance) == 1 and len(cs.primary) == 1:  # a fixture and its labels: the provenance battery
+        from charter.mutation.provenance_run import run_command
+
+        return run_command(args, cs, provenance[0])
     ids = [i for i in cs.primary if i in cs.artifacts]
     if len(ids) != 1:
         print(f"charter: {args.contract} is not one artifact contract", file=sys.stderr)

@@ -10,6 +10,10 @@ Without `artifact`, the contract's pinned source is used, or else a fixture is b
 contract (sparse, with store manifests, when the contract has embedded stores) into a temporary
 directory that is removed when the session ends.
 
+A battery file naming a provenance contract (`kind: provenance`) runs the provenance battery
+(charter.mutation.provenance_run) on the contract's own fixture; `artifact` and `overrides` do
+not apply.
+
 Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
 items too: they pass and report their reason (Note [Mutation verdicts]); nothing is skipped.
@@ -49,6 +53,12 @@ def _battery(spec_file: str):
     contract = str((here / doc["contract"]).resolve())
     cs = load_set([contract], search_paths([contract], None))
     cs.raise_if_failed()
+    provenance = [i for i in cs.primary if cs.contracts[i].kind == "provenance"]
+    if provenance:  # a fixture and its labels: charter.mutation.provenance_run
+        from charter.mutation.provenance_run import battery_of
+
+        (cid,) = provenance
+        return battery_of(cs, cid, doc.get("only"))
     (cid,) = [i for i in cs.primary if i in cs.artifacts]
     loaded, plan = cs.contracts[cid], cs.artifacts[cid]
     if doc.get("artifact"):
@@ -102,10 +112,12 @@ class MutantItem(pytest.Item):
         self.index = index
 
     def runtest(self) -> None:
+        from charter.mutation import provenance_run
         from charter.mutation.run import run_mutant
 
         battery, mutants = _battery(str(self.path))
-        outcome = run_mutant(battery, mutants[self.index])
+        run_one = provenance_run.run_mutant if isinstance(battery, provenance_run.ProvenanceBattery) else run_mutant
+        outcome = run_one(battery, mutants[self.index])
         self.user_properties.append(("verdict", outcome.verdict.value))
         if outcome.detail:
             self.user_properties.append(("detail", outcome.detail))
