@@ -251,7 +251,7 @@ def _upstream(label: FixtureArray) -> None:
     if _norm(p.package) not in owners:
         raise LabelError(Code.FIXTURE_PRODUCER, ("producer", "module" if p.module else "callable"),
                          f"module {ref.module} is not part of the package {p.package}")
-    _resolve(ref)
+    _resolve(ref, "module" if p.module else "callable")
     entry_for(label)
 
 
@@ -279,6 +279,7 @@ def _control(label: FixtureArray) -> None:
     if p.module is None or p.callable is None:
         raise LabelError(Code.FIXTURE_PRODUCER, ("producer",),
                          "a contract_control names the generator of its rule (module and callable)")
+    _resolve(producer_ref(label), "module")
     entry, _ = entry_for(label)
     if entry.seeded and p.seed is None:
         raise LabelError(Code.FIXTURE_SEED, ("producer",), f"{p.callable} is random: state the seed")
