@@ -193,13 +193,14 @@ class Regions {
     u128 best = 0;
     *at = nullptr;
     for (const Region& r : regions_) {
+      if (r.data == nullptr && r.size != 0) continue;  // no bytes behind it: holds nothing
       if (offset < r.offset || offset - r.offset > r.size) continue;
       const u128 into = offset - r.offset;
       const u128 have = r.size - into;
       const u128 n = have < length ? have : length;
       if (*at == nullptr || n > best) {
         best = n;
-        *at = r.data ? r.data + static_cast<std::uint64_t>(into) : nullptr;
+        *at = r.data ? r.data + static_cast<std::uint64_t>(into) : nullptr;  // null only when empty
       }
     }
     return best;
