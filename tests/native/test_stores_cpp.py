@@ -303,7 +303,7 @@ _LAYOUTS = [("expert_major.store", 0, em.MANIFEST), ("expert_major.store", em.CO
 def test_fuzz_manifest_field_edits(qwen, which, field, value):
     """One manifest or component field set to a boundary value."""
     tensor, at, layout = _LAYOUTS[which]
-    name, code, offset = layout.fields[field % len(layout.fields)]
+    _, code, offset = layout.fields[field % len(layout.fields)]
     width = struct.calcsize("<" + code)
     raw = (value % 256**width).to_bytes(width, "little")
     _edit_agrees(qwen, {qwen.extents[tensor][0] + at + offset: raw})
@@ -386,7 +386,7 @@ def asan_driver(tmp_path_factory):
     done = subprocess.run([GXX, "-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                            "-Wall", "-Wextra", "-Werror", "-fno-exceptions", "-fno-rtti", "-I",
                            str(ROOT / "native" / "include"), str(src), "-o", str(exe)],
-                          capture_output=True, text=True, timeout=600)
+                          check=False, capture_output=True, text=True, timeout=600)
     if done.returncode != 0 and "asan" in done.stderr.lower():
         pytest.skip(f"no AddressSanitizer runtime: {done.stderr[-300:]}")
     assert done.returncode == 0, done.stderr[-3000:]
@@ -411,7 +411,7 @@ def test_asan_never_reads_outside_the_regions(qwen, asan_driver):
         stream.append(struct.pack("<Q", len(case)))
         for offset, data in case:
             stream += [struct.pack("<QQ", offset, len(data)), bytes(data)]
-    done = subprocess.run([str(asan_driver)], input=b"".join(stream), capture_output=True, timeout=600)
+    done = subprocess.run([str(asan_driver)], check=False, input=b"".join(stream), capture_output=True, timeout=600)
     assert done.returncode == 0, done.stderr.decode(errors="replace")[-3000:]
     lines = done.stdout.decode().splitlines()
     assert len(lines) == len(cases)
