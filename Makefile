@@ -31,7 +31,7 @@ demo: $(STAMP)
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --engine both --html .demo/smollm2-battery.html
 	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 -q --artifact "$$($(BIN)/charter locate $(SMOLLM2))"
 	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
-	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q
+	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q --engine both
 
 # The test suite (CI runs this through .ci/run).
 test: $(STAMP)

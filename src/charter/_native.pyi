@@ -1,0 +1,139 @@
+"""
+charter's native part: generated C++ admission checkers (docs/native.md)
+"""
+
+from typing import Annotated
+
+from numpy.typing import NDArray
+
+
+def contracts() -> list:
+    """Contract ids of the C++ checkers compiled into this module."""
+
+def info(contract_id: str) -> dict:
+    """
+    The contract, model, spec, format, status, input digests and embedded store facts of one checker.
+    """
+
+def admit(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None) -> tuple:
+    """
+    Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).
+    regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.
+    """
+
+def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None) -> dict:
+    """
+    admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).
+    """
+
+def read(format: str, header: object, file_size: int, max_header_bytes: int = 67108864) -> dict:
+    """
+    The strict reader alone (the container stage without a contract): its diagnostic, or a summary.
+    """
+
+def tensor_extents(format: str, header: object, file_size: int, names: object, max_header_bytes: int = 67108864) -> object:
+    """
+    {name: (start, end)} of the first tensor of each name the strict reader finds, or None if it rejects.
+    """
+
+def store_layouts() -> dict:
+    """
+    The store record layouts of the C++ runtime: name -> (size, [(field, offset, width, is_bytes)]).
+    """
+
+def ggml_types() -> list:
+    """
+    The ggml type table of the C++ GGUF walker: (id, name, block size, block bytes).
+    """
+
+def safetensors_dtypes() -> dict:
+    """The dtype table of the C++ safetensors walker: name -> bits."""
+
+JSON_MAX_DEPTH: int = 800
+
+GGUF_MAX_HEADER_BYTES: int = 67108864
+
+STORE_MAX_TABLE_BYTES: int = 268435456
+
+STORE_CHUNK: int = 1048576
+
+def dequantize_q4_1(blocks: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    Q4_1 blocks -> float32: y[b, j] = (qs & 15) * d + m (j < 16), (qs >> 4) * d + m (j >= 16).
+
+    blocks: uint8[nblocks, 20], C-contiguous, CPU (never converted)
+    y: float32[nblocks, 32], written in place if given, else allocated; returned
+    Free dims: nblocks (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.dequant:dequantize_q4_1. Contract: kernel dequantize-q4-1. The GIL is released while the kernel runs.
+    """
+
+def dequantize_q8_0(blocks: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    Q8_0 blocks -> float32: y[b, j] = qs[b, j] * d[b].
+
+    blocks: uint8[nblocks, 34], C-contiguous, CPU (never converted)
+    y: float32[nblocks, 32], written in place if given, else allocated; returned
+    Free dims: nblocks (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.dequant:dequantize_q8_0. Contract: kernel dequantize-q8-0. The GIL is released while the kernel runs.
+    """
+
+def masked_argmax(logits: Annotated[NDArray, dict(writable=False)], *, ids: NDArray | None = None) -> object:
+    """
+    argmax over logits[:, :valid_ids] of physically padded logits; ties go to the lowest id.
+
+    logits: float32[tokens, logits_rows], C-contiguous, CPU (never converted)
+    ids: int32[tokens], written in place if given, else allocated; returned
+
+    logits_rows = 248320, tokenizer_ids = 248077 (qwen4exp)
+    Free dims: tokens (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.logits:masked_argmax. Contract: kernel masked-argmax. The GIL is released while the kernel runs.
+    """
+
+def rmsnorm(x: Annotated[NDArray, dict(writable=False)], w: Annotated[NDArray, dict(writable=False)], eps: float, *, y: NDArray | None = None) -> object:
+    """
+    y = x / sqrt(mean(x^2) + eps) * w over the last axis, float32, sum of squares left to right.
+
+    x: float32[rows, hidden], C-contiguous, CPU (never converted)
+    w: float32[hidden], C-contiguous, CPU (never converted)
+    eps: float32 scalar
+    y: float32[rows, hidden], written in place if given, else allocated; returned
+
+    hidden = 576 (smollm2-135m-instruct)
+    hidden = 2560 (qwen4exp)
+    Free dims: rows (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.rmsnorm:rmsnorm. Contract: kernel rmsnorm. The GIL is released while the kernel runs.
+    """
+
+def rmsnorm_zero_centred(x: Annotated[NDArray, dict(writable=False)], w: Annotated[NDArray, dict(writable=False)], eps: float, *, y: NDArray | None = None) -> object:
+    """
+    y = x / sqrt(mean(x^2) + eps) * (1 + w) over the last axis, float32, sum of squares left to right.
+
+    x: float32[rows, hidden], C-contiguous, CPU (never converted)
+    w: float32[hidden], C-contiguous, CPU (never converted)
+    eps: float32 scalar
+    y: float32[rows, hidden], written in place if given, else allocated; returned
+
+    hidden = 576 (smollm2-135m-instruct)
+    hidden = 2560 (qwen4exp)
+    Free dims: rows (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.rmsnorm:rmsnorm_zero_centred. Contract: kernel rmsnorm-zero-centred. The GIL is released while the kernel runs.
+    """
+
+def router_topk(logits: Annotated[NDArray, dict(writable=False)], *, indices: NDArray | None = None, weights: NDArray | None = None) -> object:
+    """
+    Top-k expert routing: float32 softmax, deterministic ties (probability descending, then expert index ascending), renormalized weights in rank order.
+
+    logits: float32[tokens, routed_experts], C-contiguous, CPU (never converted)
+    indices: int32[tokens, experts_per_token], written in place if given, else allocated; returned
+    weights: float32[tokens, experts_per_token], written in place if given, else allocated; returned
+
+    routed_experts = 512, experts_per_token = 10 (qwen4exp)
+    Free dims: tokens (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.router:router_topk. Contract: kernel router-topk. The GIL is released while the kernel runs.
+    """
