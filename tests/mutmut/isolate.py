@@ -1,0 +1,35 @@
+"""pytest plugin loaded with `-p tests.mutmut.isolate` by mutmut only ([tool.mutmut] pytest_add_cli_args).
+
+mutmut 3 copies the sources into `mutants/`, puts `mutants/src` and `mutants/` first on sys.path
+and runs pytest from inside `mutants/`. charter's editable install (scikit-build-core) adds a
+meta path finder at sys.meta_path[0] that maps every `charter.*` module to the original tree, so
+without this plugin the tests would import the unmutated sources and every mutant would survive
+(or be reported "no tests"). This plugin removes that finder before anything imports charter, and
+refuses to run when charter still resolves outside `mutants/`: a misconfigured gate fails loudly
+instead of reporting a meaningless score.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]  # mutants/ during a mutmut run
+
+
+def _drop_editable_finders() -> None:
+    for finder in list(sys.meta_path):
+        if type(finder).__name__ in ("ScikitBuildRedirectingFinder", "ScikitBuildInplaceFinder"):
+            sys.meta_path.remove(finder)
+    for name in [n for n in sys.modules if n == "charter" or n.startswith("charter.")]:
+        module_file = getattr(sys.modules[name], "__file__", None) or ""
+        if not Path(module_file).resolve().is_relative_to(ROOT):
+            del sys.modules[name]
+
+
+_drop_editable_finders()
+
+import charter  # noqa: E402  (after the finder is gone)
+
+if ROOT.name == "mutants" and not Path(charter.__file__).resolve().is_relative_to(ROOT):
+    raise ImportError(f"mutmut run imports charter from {charter.__file__}, not from the mutated copy in {ROOT}")

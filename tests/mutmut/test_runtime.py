@@ -1,0 +1,819 @@
+"""The admission runtime, check by check, on hand-made views: each rejection is compared whole
+(code, field, message, expected, actual, location, offset), each acceptance is shown to return.
+
+These tests exist to kill mutants of charter/admission/runtime.py (tools/mutmut_gate.py); they
+also run with the normal suite and take well under a second.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import struct
+from pathlib import Path
+
+import pytest
+
+from charter.admission import runtime
+from charter.admission.runtime import Context, Rejected, _align_up, _expand, _json_type, _same_bits, _show
+from charter.formats.gguf import GGUFValueType as VT
+from tests.mutmut.views import array, ctx, diag, meta, rejection, tensor, view
+
+AT = "specs/x.yaml:3:5"
+AT2 = "specs/x.yaml:9:1"
+
+
+# --- helpers ------------------------------------------------------------------------------------
+
+
+def test_show():
+    assert _show(True) == "true"
+    assert _show(False) == "false"
+    assert _show("ab") == "'ab'"
+    assert _show("x" * 80) == repr("x" * 80)
+    assert _show("x" * 81) == repr("x" * 77 + "...")
+    assert _show(1.5) == "1.5"
+    assert _show(0.1) == "0.1"
+    assert _show(7) == "7"
+    assert _show(None) == "None"
+    assert _show([1, 2]) == "[1, 2]"
+
+
+def test_same_bits():
+    f32 = struct.unpack("<f", struct.pack("<f", 0.1))[0]
+    assert _same_bits("float32", 0.1, f32)
+    assert not _same_bits("float64", 0.1, f32)
+    assert not _same_bits("float32", 0.0, -0.0)
+    assert _same_bits("float64", float("nan"), float("nan"))
+    assert _same_bits("float64", 2.5, 2.5)
+    assert not _same_bits("float64", 2.5, 2.5000000000000004)
+
+
+def test_json_type():
+    assert _json_type(True) == "bool"
+    assert _json_type(False) == "bool"
+    assert _json_type(3) == "int64"
+    assert _json_type(3.0) == "float64"
+    assert _json_type("s") == "string"
+    assert _json_type(None) == "null"
+    assert _json_type([]) == "list"
+    assert _json_type({}) == "dict"
+
+
+def test_align_up():
+    assert _align_up(0, 32) == 0
+    assert _align_up(1, 32) == 32
+    assert _align_up(32, 32) == 32
+    assert _align_up(33, 32) == 64
+    assert _align_up(5, 1) == 5
+
+
+def test_expand():
+    assert _expand("a", ()) == ["a"]
+    assert _expand("a", None) == ["a"]
+    assert _expand("b.{i}.w", (("i", 3),)) == ["b.0.w", "b.1.w", "b.2.w"]
+    assert _expand("b.{i}.w", (("i", (1, 5)),)) == ["b.1.w", "b.5.w"]
+    assert _expand("e.{i}.{j}", (("i", 2), ("j", 2))) == ["e.0.0", "e.0.1", "e.1.0", "e.1.1"]
+    assert _expand("x{i}", (("j", 2),)) == ["x{i}", "x{i}"]
+
+
+def test_unique_pairs_and_constants():
+    assert runtime._unique_pairs([("a", 1), ("b", 2)]) == {"a": 1, "b": 2}
+    with pytest.raises(ValueError, match=r"^duplicate key 'a'$"):
+        runtime._unique_pairs([("a", 1), ("a", 2)])
+    with pytest.raises(ValueError, match=r"^NaN is not JSON$"):
+        runtime._no_constant("NaN")
+
+
+def test_rejected_carries_its_diagnostic():
+    c = ctx(view())
+    with pytest.raises(Rejected) as info:
+        c.fail(runtime.Code.LAYOUT_GAP, "f", "m", None)
+    assert info.value.diagnostic.location is None
+    assert str(info.value) == "LAYOUT_GAP f: m"
+
+
+def test_fail_and_mismatch():
+    c = ctx(view())
+    assert rejection(c.fail, runtime.Code.LAYOUT_GAP, "f", "msg", AT, 1, 2, 9) == diag(
+        "LAYOUT_GAP", "f", "msg", "1", "2", AT, 9)
+    assert rejection(c.fail, runtime.Code.LAYOUT_GAP, "f", "msg", "", 0, False) == diag(
+        "LAYOUT_GAP", "f", "msg", "0", "False", None, None)
+    assert rejection(c.mismatch, runtime.Code.LAYOUT_GAP, "f", "a", 2, AT, 7, " (n)") == diag(
+        "LAYOUT_GAP", "f", "expected 'a', got 2 (n)", "'a'", "2", AT, 7)
+    assert rejection(c.mismatch, runtime.Code.LAYOUT_GAP, "f", True, None, None) == diag(
+        "LAYOUT_GAP", "f", "expected true, got None", "true", "None", None, None)
+
+
+# --- container ----------------------------------------------------------------------------------
+
+
+def test_container_format():
+    c = ctx(view())
+    assert c.container_format("gguf", AT) is None
+    assert rejection(c.container_format, "safetensors", AT) == diag(
+        "CONTAINER_FORMAT", "format", "expected 'safetensors', got 'gguf'", "'safetensors'", "'gguf'", AT, 0)
+
+
+def test_container_version():
+    c = ctx(view(version=3))
+    assert c.container_version(3, AT) is None
+    assert rejection(c.container_version, 2, AT) == diag(
+        "CONTAINER_VERSION", "container.version", "expected 2, got 3", "2", "3", AT, 4)
+
+
+def test_container_alignment():
+    c = ctx(view(alignment=32))
+    assert c.container_alignment(32, AT) is None
+    assert rejection(c.container_alignment, 64, AT) == diag(
+        "CONTAINER_ALIGNMENT", "container.alignment", "expected 64, got 32", "64", "32", AT, None)
+    c = ctx(view(meta("general.alignment", "uint32", 16, at=300), alignment=16))
+    assert rejection(c.container_alignment, 32, AT) == diag(
+        "CONTAINER_ALIGNMENT", "container.alignment", "expected 32, got 16", "32", "16", AT, 300)
+
+
+def test_container_header_aligned():
+    c = ctx(view(fmt="safetensors", header_len_aligned=False))
+    assert c.container_header_aligned(False, AT) is None
+    assert rejection(c.container_header_aligned, True, AT) == diag(
+        "CONTAINER_HEADER", "container.header_aligned", "expected true, got false (header length multiple of 8)",
+        "true", "false", AT, 0)
+
+
+# --- identity -----------------------------------------------------------------------------------
+
+
+def test_identity():
+    c = ctx(view(meta("general.architecture", "string", "llama", at=100),
+                 meta("general.name", "string", "smol", at=200),
+                 meta("general.size", "uint32", 5, at=300)))
+    assert c.identity("general.architecture", "llama", AT) is None
+    assert c.identity("general.name", "smol", AT) is None
+    assert rejection(c.identity, "general.architecture", "qwen2", AT) == diag(
+        "IDENTITY_ARCHITECTURE", "identity.general.architecture", "expected 'qwen2', got 'llama'", "'qwen2'",
+        "'llama'", AT, 120)
+    assert rejection(c.identity, "general.name", "big", AT) == diag(
+        "IDENTITY_MISMATCH", "identity.general.name", "expected 'big', got 'smol'", "'big'", "'smol'", AT, 220)
+    assert rejection(c.identity, "general.basename", "smol", AT) == diag(
+        "IDENTITY_MISSING", "identity.general.basename", "key 'general.basename' is missing", "smol", "missing", AT)
+    assert rejection(c.identity, "general.size", "5", AT) == diag(
+        "IDENTITY_MISMATCH", "identity.general.size", "expected 'string', got 'uint32' (type)", "'string'",
+        "'uint32'", AT, 300)
+
+
+# --- metadata -----------------------------------------------------------------------------------
+
+
+def test_meta_types():
+    c = ctx(view(meta("a.n", "uint32", 5, at=100),
+                 meta("a.list", "array", array(VT.STRING, ["x"]), element="string", at=200)))
+    assert c.meta_types([("a.n", "uint32", None, AT), ("a.list", "array", "string", AT)]) is None
+    assert rejection(c.meta_types, [("a.n", "uint32", None, AT), ("a.m", "uint32", None, AT2)]) == diag(
+        "METADATA_MISSING", "metadata.a.m", "key 'a.m' is missing", "uint32", "missing", AT2)
+    assert rejection(c.meta_types, [("a.n", "uint32", None, AT), ("a.list", "string", None, AT2)]) == diag(
+        "METADATA_TYPE", "metadata.a.list", "expected 'string', got 'array'", "'string'", "'array'", AT2, 210)
+    assert rejection(c.meta_types, [("a.n", "uint64", None, AT)]) == diag(
+        "METADATA_TYPE", "metadata.a.n", "expected 'uint64', got 'uint32'", "'uint64'", "'uint32'", AT, 110)
+    assert rejection(c.meta_types, [("a.list", "array", "int32", AT)]) == diag(
+        "METADATA_TYPE", "metadata.a.list.element", "expected 'int32', got 'string'", "'int32'", "'string'", AT,
+        220)
+
+
+def test_meta_key_set():
+    v = view(meta("a", "uint32", 1, at=100), meta("b", "uint32", 2, at=200),
+             meta("general.alignment", "uint32", 32, at=300))
+    c = ctx(v)
+    assert c.meta_key_set(["a", "b"], [("c", AT2)], "reject", AT) is None
+    assert c.meta_key_set(["a"], [], "allow", AT) is None
+    assert c.meta_key_set((k for k in ["a", "b"]), [], "reject", AT) is None
+    assert rejection(c.meta_key_set, ["a", "b"], [("c", AT2), ("b", AT2)], "allow", AT) == diag(
+        "METADATA_FORBIDDEN", "metadata.b", "forbidden key 'b' is present", "absent", "present", AT2, 200)
+    assert rejection(c.meta_key_set, ["a"], [], "reject", AT) == diag(
+        "METADATA_UNEXPECTED", "metadata.b", "key 'b' (uint32) is not in the contract (extra_keys: reject)",
+        "absent", "present", AT, 200)
+    # general.alignment is a container key in GGUF only
+    st = ctx(view(meta("a", "string", "x", at=100), meta("general.alignment", "string", "32", at=300),
+                  fmt="safetensors"))
+    assert rejection(st.meta_key_set, ["a"], [], "reject", AT) == diag(
+        "METADATA_UNEXPECTED", "metadata.general.alignment",
+        "key 'general.alignment' (string) is not in the contract (extra_keys: reject)", "absent", "present", AT, 300)
+
+
+def test_value():
+    f32 = struct.unpack("<f", struct.pack("<f", 1e-5))[0]
+    c = ctx(view(meta("n", "uint32", 30, at=100), meta("eps", "float32", f32, at=200),
+                 meta("d", "float64", 0.5, at=300), meta("flag", "bool", False, at=400),
+                 meta("s", "string", "gpt2", at=500)))
+    assert c.value("metadata", "n", "uint32", 30, AT) is None
+    assert c.value("metadata", "eps", "float32", 1e-5, AT) is None
+    assert c.value("metadata", "eps", "float32", f32, AT) is None
+    assert c.value("metadata", "d", "float64", 0.5, AT) is None
+    assert c.value("metadata", "d", "float64", 1 / 2, AT) is None
+    assert c.value("tokenizer", "flag", "bool", False, AT) is None
+    assert c.value("tokenizer", "s", "string", "gpt2", AT) is None
+    assert rejection(c.value, "metadata", "n", "uint32", 31, AT) == diag(
+        "METADATA_VALUE", "metadata.n", "expected 31, got 30", "31", "30", AT, 120)
+    assert rejection(c.value, "tokenizer", "n", "uint32", 31, AT) == diag(
+        "TOKENIZER_VALUE", "tokenizer.n", "expected 31, got 30", "31", "30", AT, 120)
+    assert rejection(c.value, "metadata", "n", "uint32", 30.0, AT) == diag(
+        "METADATA_VALUE", "metadata.n", "expected 30.0, got 30", "30.0", "30", AT, 120)
+    assert rejection(c.value, "tokenizer", "flag", "bool", 0, AT) == diag(
+        "TOKENIZER_VALUE", "tokenizer.flag", "expected 0, got false", "0", "false", AT, 420)
+    assert rejection(c.value, "metadata", "eps", "float64", 1e-5, AT)["code"] == "METADATA_VALUE"
+    assert rejection(c.value, "metadata", "d", "float64", 0.5000000000000001, AT) == diag(
+        "METADATA_VALUE", "metadata.d", "expected 0.5000000000000001, got 0.5", "0.5000000000000001", "0.5", AT, 320)
+    assert rejection(c.value, "metadata", "d", "float32", 0.5000001, AT)["code"] == "METADATA_VALUE"
+
+
+def test_string_digest():
+    text = "{% chat %}"
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    other = hashlib.sha256(b"x").hexdigest()
+    c = ctx(view(meta("t", "string", text, at=100), meta("u", "string", "é", at=200)))
+    assert c.string_digest("tokenizer", "t", sha, AT) is None
+    assert c.string_digest("metadata", "u", hashlib.sha256("é".encode()).hexdigest(), AT) is None
+    assert rejection(c.string_digest, "tokenizer", "t", other, AT) == diag(
+        "TOKENIZER_DIGEST", "tokenizer.t.sha256", f"expected '{other}', got '{sha}'", f"'{other}'", f"'{sha}'",
+        AT, 120)
+    assert rejection(c.string_digest, "metadata", "t", other, AT)["code"] == "METADATA_DIGEST"
+
+
+def test_array_length_values_and_digest():
+    words = array(VT.STRING, ["en", "fr"], at=1000)
+    ints = array(VT.INT32, [1, 2, 3], at=2000)
+    c = ctx(view(meta("langs", "array", words, "string", at=100), meta("types", "array", ints, "int32", at=200)))
+    assert c.array("metadata", "langs", 2, ("en", "fr"), words.sha256(), AT) is None
+    assert c.array("tokenizer", "types", 3, None, ints.sha256(), AT) is None
+    assert c.array("tokenizer", "types", 3, (1, 2, 3), None, AT) is None
+    assert rejection(c.array, "metadata", "langs", 3, None, None, AT) == diag(
+        "METADATA_ARRAY_LENGTH", "metadata.langs.length", "expected 3, got 2", "3", "2", AT, 1004)
+    assert rejection(c.array, "tokenizer", "types", 4, None, None, AT) == diag(
+        "TOKENIZER_ARRAY_LENGTH", "tokenizer.types.length", "expected 4, got 3", "4", "3", AT, 2004)
+    assert rejection(c.array, "metadata", "langs", 2, ("en", "de"), None, AT) == diag(
+        "METADATA_VALUE", "metadata.langs.values[1]", "expected 'de', got 'fr'", "'de'", "'fr'", AT, 1012)
+    assert rejection(c.array, "tokenizer", "types", 3, (1, 2, True), None, AT) == diag(
+        "TOKENIZER_VALUE", "tokenizer.types.values[2]", "expected true, got 3", "true", "3", AT, 2012)
+    assert rejection(c.array, "tokenizer", "types", 3, (1.0, 2, 3), None, AT) == diag(
+        "TOKENIZER_VALUE", "tokenizer.types.values[0]", "expected 1.0, got 1", "1.0", "1", AT, 2012)
+    bad = hashlib.sha256(b"").hexdigest()
+    assert rejection(c.array, "metadata", "langs", 2, None, bad, AT) == diag(
+        "METADATA_ARRAY_DIGEST", "metadata.langs.sha256", f"expected '{bad}', got '{words.sha256()}'", f"'{bad}'",
+        f"'{words.sha256()}'", AT, 1012)
+    assert rejection(c.array, "tokenizer", "types", 3, None, bad, AT)["code"] == "TOKENIZER_ARRAY_DIGEST"
+
+
+def test_array_of_floats_compares_bits():
+    f32 = array(VT.FLOAT32, [0.1, -0.0], at=1000)
+    f64 = array(VT.FLOAT64, [0.1], at=2000)
+    c = ctx(view(meta("f", "array", f32, "float32", at=100), meta("d", "array", f64, "float64", at=200)))
+    assert c.array("metadata", "f", 2, (0.1, -0.0), None, AT) is None
+    assert c.array("metadata", "d", 1, (0.1,), None, AT) is None
+    assert rejection(c.array, "metadata", "f", 2, (0.1, 0.0), None, AT) == diag(
+        "METADATA_VALUE", "metadata.f.values[1]", "expected 0.0, got -0.0", "0.0", "-0.0", AT, 1012)
+    assert rejection(c.array, "metadata", "d", 1, (0.1000000000000001,), None, AT)["field"] == "metadata.d.values[0]"
+
+
+# --- companion config ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def beside(tmp_path):
+    artifact = tmp_path / "model.safetensors"
+    artifact.write_bytes(b"")
+
+    def write(text: str, name: str = "config.json") -> Context:
+        (tmp_path / name).write_text(text, "utf-8")
+        return ctx(view(fmt="safetensors"), path=str(artifact))
+
+    return write
+
+
+def test_config_values(beside):
+    c = beside(json.dumps({"a": 1, "b": {"c": 0.5, "d": "x", "e": True}}))
+    rows = [("a", "int64", 1, AT), ("b.c", "float64", 0.5, AT), ("b.d", "string", "x", AT), ("b.e", "bool", True, AT)]
+    assert c.config("config.json", rows) is None
+    assert c.config("config.json", iter(rows)) is None
+    assert c.config("config.json", []) is None
+    assert rejection(c.config, "config.json", [("a", "int64", 2, AT2)]) == diag(
+        "METADATA_VALUE", "config.a", "expected 2, got 1 (config.json)", "2", "1", AT2)
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT), ("b.d", "int64", 1, AT2)]) == diag(
+        "METADATA_TYPE", "config.b.d", "expected 'int64', got 'string' (config.json)", "'int64'", "'string'", AT2)
+    assert rejection(c.config, "config.json", [("b.x", "int64", 1, AT2)]) == diag(
+        "METADATA_MISSING", "config.b.x", "config.json has no key 'b.x'", "int64", "missing", AT2)
+    assert rejection(c.config, "config.json", [("a.z", "int64", 1, AT2)]) == diag(
+        "METADATA_MISSING", "config.a.z", "config.json has no key 'a.z'", "int64", "missing", AT2)
+    assert rejection(c.config, "config.json", [("b.c", "float64", 0.5000000000000001, AT)])["code"] == \
+        "METADATA_VALUE"
+
+
+def test_config_float_compares_bits(beside):
+    c = beside('{"z": 0.0, "n": -0.0}')
+    assert c.config("config.json", [("z", "float64", 0.0, AT)]) is None
+    assert rejection(c.config, "config.json", [("n", "float64", 0.0, AT)]) == diag(
+        "METADATA_VALUE", "config.n", "expected 0.0, got -0.0 (config.json)", "0.0", "-0.0", AT)
+
+
+def test_config_file_errors(beside, monkeypatch):
+    c = beside('{"a": 1, "a": 2}')
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+        "METADATA_CONFIG", "config", "config.json is not valid JSON: duplicate key 'a'", location=AT)
+    c = beside('{"a": NaN}')
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+        "METADATA_CONFIG", "config", "config.json is not valid JSON: NaN is not JSON", location=AT)
+    c = beside('{"a": ')
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)])["message"].startswith(
+        "config.json is not valid JSON: Expecting value")
+    c = beside("")
+    c_path = Path(c.path).parent / "config.json"
+    c_path.write_bytes(b'{"a": "\xff"}')
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)])["message"].startswith(
+        "config.json is not valid JSON: 'utf-8' codec can't decode")
+    assert rejection(c.config, "other.json", [("a", "int64", 1, AT)]) == diag(
+        "METADATA_CONFIG", "config", "cannot read other.json beside the artifact: No such file or directory",
+        location=AT)
+    c_path.write_text('{"a": 1}')
+    monkeypatch.setattr(runtime, "MAX_COMPANION_BYTES", 8)
+    assert c.config("config.json", [("a", "int64", 1, AT)]) is None
+    c_path.write_text('{"a":  1}')
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+        "METADATA_CONFIG", "config", "config.json is 9 bytes (limit 8)", location=AT)
+
+
+# --- tokenizer ----------------------------------------------------------------------------------
+
+
+def test_special_and_stop_ids():
+    c = ctx(view(meta("tokenizer.ggml.eos_token_id", "uint32", 2, at=100)))
+    assert c.special_id("tokenizer.ggml.eos_token_id", "eos", 2, AT) is None
+    assert rejection(c.special_id, "tokenizer.ggml.eos_token_id", "eos", 0, AT) == diag(
+        "TOKENIZER_SPECIAL_ID", "tokenizer.special.eos", "expected 0, got 2 (tokenizer.ggml.eos_token_id)", "0", "2",
+        AT, 120)
+    assert c.stop_id("tokenizer.ggml.eos_token_id", (2,), AT) is None
+    assert c.stop_id("tokenizer.ggml.eos_token_id", (0, 2), AT) is None
+    assert rejection(c.stop_id, "tokenizer.ggml.eos_token_id", (0, 1), AT) == diag(
+        "TOKENIZER_STOP_ID", "tokenizer.stop.tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.eos_token_id = 2 is not one of the model's stop ids [0, 1]", "[0, 1]", "2", AT, 120)
+
+
+def test_token_domain():
+    c = ctx(view(meta("tokens", "array", array(VT.STRING, ["a", "b", "c"], at=900), "string", at=100)))
+    assert c.token_domain("tokens", 3, AT) is None
+    assert rejection(c.token_domain, "tokens", 4, AT) == diag(
+        "TOKENIZER_DOMAIN", "tokenizer.ids", "tokens holds 3 tokens, but the model's tokenizer domain is 4 ids", "4",
+        "3", AT, 100)
+
+
+def test_logits_rows():
+    c = ctx(view(tensors=[tensor("emb", (8, 100), "F32", 64, 64 + 3200, record=77)]))
+    assert c.logits_rows("emb", 1, 100, AT) is None
+    assert c.logits_rows("missing", 1, 5, AT) is None
+    assert c.logits_rows("emb", 2, 5, AT) is None
+    assert rejection(c.logits_rows, "emb", 1, 101, AT) == diag(
+        "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows",
+        "emb has 100 rows on axis 1, but the model's physical logits rows are 101", "101", "100", AT, 77)
+    assert rejection(c.logits_rows, "emb", 0, 100, AT)["actual"] == "8"
+
+
+# --- tensors ------------------------------------------------------------------------------------
+
+
+def _three():
+    return [tensor("a", (32, 4), "F32", 64, 576, record=10), tensor("blk.0.w", (32,), "F16", 576, 640, record=20),
+            tensor("blk.1.w", (32,), "F16", 640, 704, record=30)]
+
+
+TABLE = (("a", (), "emb", (32, 4), "F32", AT), ("blk.{i}.w", (("i", 2),), "norm", (32,), "F16", AT2))
+
+
+def test_tensor_named():
+    c = ctx(view(tensors=_three()))
+    assert c.tensor_named("blk.1.w").offset == 30
+    assert c.tensor_named("a").offset == 10
+    assert c.tensor_named("z") is None
+
+
+def test_tensors_accepts_the_exact_set():
+    c = ctx(view(tensors=_three()))
+    assert c.tensors(TABLE) is None
+    assert c.tensors(iter(TABLE), AT) is None
+
+
+def test_tensors_rejects():
+    c = ctx(view(tensors=_three()))
+    assert rejection(c.tensors, TABLE[:1], "specs/x.yaml:1:1") == diag(
+        "TENSOR_UNEXPECTED", "tensors.blk.0.w", "tensor 'blk.0.w' is not in the contract", "absent", "present",
+        "specs/x.yaml:1:1", 20)
+    assert rejection(c.tensors, TABLE + (("c", (), "x", (1,), "F32", "specs/x.yaml:4:4"),)) == diag(
+        "TENSOR_MISSING", "tensors.c", "tensor 'c' is missing", "present", "missing", "specs/x.yaml:4:4")
+    rows = (("a", (), "emb", (32, 4, 1), "F32", AT), TABLE[1])
+    assert rejection(c.tensors, rows) == diag(
+        "TENSOR_RANK", "tensors.a.rank", "expected 3, got 2 (emb)", "3", "2", AT, 10)
+    rows = (("a", (), "emb", (32, 5), "F32", AT), TABLE[1])
+    assert rejection(c.tensors, rows) == diag(
+        "TENSOR_SHAPE", "tensors.a.shape[1]", "expected 5, got 4 (emb: expected shape [32, 5], got [32, 4])", "5",
+        "4", AT, 10)
+    rows = (TABLE[0], ("blk.{i}.w", (("i", 2),), "norm", (32,), "F32", AT2))
+    assert rejection(c.tensors, rows) == diag(
+        "TENSOR_CODEC", "tensors.blk.0.w.codec", "expected 'F32', got 'F16'", "'F32'", "'F16'", AT2, 20)
+    dup = ctx(view(tensors=_three() + [tensor("a", (32, 4), "F32", 704, 1216, record=50)]))
+    assert rejection(dup.tensors, TABLE) == diag(
+        "TENSOR_DUPLICATE", "tensors.a", "tensor 'a' appears twice", "1", "2", None, 50)
+
+
+def test_excluded_tensors_are_left_to_policy():
+    c = ctx(view(tensors=_three()))
+    c.exclude(("blk.*",))
+    assert c.tensors(TABLE[:1]) is None
+    assert c._is_excluded("blk.7.w")
+    assert not c._is_excluded("a")
+    c.exclude(iter(["x", "blk.1.*"]))
+    assert c._excluded == ("x", "blk.1.*")
+    assert rejection(c.tensors, TABLE[:1])["field"] == "tensors.blk.0.w"
+    c.exclude(["BLK.*"])
+    assert not c._is_excluded("blk.0.w")
+
+
+# --- codec --------------------------------------------------------------------------------------
+
+
+def test_codecs():
+    ts = [tensor("q", (64, 2), "Q8_0", 64, 200, record=11), tensor("n", (64,), "F32", 200, 456, record=12),
+          tensor("o", (5,), "I8", 456, 461, record=13)]
+    c = ctx(view(tensors=ts))
+    table = (("Q8_0", 32, 34, AT), ("F32", 1, 4, AT2))
+    assert c.codecs(table) is None
+    assert c.codecs(iter(table)) is None
+    assert rejection(c.codecs, (("Q8_0", 32, 35, AT),)) == diag(
+        "CODEC_SIZE", "codecs.Q8_0.bytes",
+        "q: 128 elements in Q8_0 blocks of 32/35 bytes are 140 bytes, but the extent holds 136", "140", "136", AT, 11)
+    assert rejection(c.codecs, (("Q8_0", 32, 34, AT), ("F32", 3, 12, AT2))) == diag(
+        "CODEC_BLOCK", "codecs.F32.block", "n: a F32 block of 3 elements does not divide the row width 64", "3", "64",
+        AT2, 12)
+    assert rejection(c.codecs, (("F32", 0, 4, AT2),))["code"] == "CODEC_BLOCK"
+    assert rejection(c.codecs, (("F32", -1, 4, AT2),))["code"] == "CODEC_BLOCK"
+    assert c.codecs((("F32", 64, 256, AT2),)) is None
+
+
+def test_codecs_row_width_per_format():
+    # GGUF: ne[0] is the row; safetensors: the last dim (a scalar counts as one element)
+    g = ctx(view(tensors=[tensor("t", (4, 6), "Q", 64, 76)]))
+    assert g.codecs((("Q", 2, 1, AT),)) is None
+    assert rejection(g.codecs, (("Q", 3, 1, AT),))["message"].endswith("row width 4")
+    s = ctx(view(tensors=[tensor("t", (4, 6), "Q", 64, 72)], fmt="safetensors"))
+    assert s.codecs((("Q", 3, 1, AT),)) is None
+    assert rejection(s.codecs, (("Q", 4, 1, AT),))["message"].endswith("row width 6")
+    scalar = ctx(view(tensors=[tensor("s", (), "F32", 64, 68)], fmt="safetensors"))
+    assert scalar.codecs((("F32", 1, 4, AT),)) is None
+    assert rejection(scalar.codecs, (("F32", 2, 8, AT),))["message"] == \
+        "s: a F32 block of 2 elements does not divide the row width 1"
+
+
+# --- layout -------------------------------------------------------------------------------------
+
+LAT = {"alignment": "L:1:1", "sorted": "L:2:1", "packed": "L:3:1", "trailing": "L:4:1", "layout": "L:5:1"}
+
+
+def _packed(file_size=None, data_offset=64):
+    ts = [tensor("a", (8,), "F32", data_offset, data_offset + 20, record=1),
+          tensor("b", (8,), "F32", data_offset + 32, data_offset + 40, record=2)]
+    return view(tensors=ts, data_offset=data_offset, file_size=file_size)
+
+
+def test_layout_accepts_packed_aligned_extents():
+    assert ctx(_packed()).layout(32, True, True, "reject", LAT) is None
+    assert ctx(_packed(file_size=128)).layout(32, True, True, "alignment", LAT) is None
+    assert ctx(_packed(file_size=500)).layout(32, True, True, "allow", LAT) is None
+    assert ctx(view(data_offset=64)).layout(32, True, True, "reject", LAT) is None
+    # without an alignment, packed means back to back
+    ts = [tensor("a", (1,), "U8", 10, 13), tensor("b", (1,), "U8", 13, 20)]
+    assert ctx(view(tensors=ts, data_offset=10, alignment=None)).layout(None, True, True, "reject", {}) is None
+
+
+def test_layout_alignment():
+    assert rejection(ctx(_packed(data_offset=48)).layout, 32, True, True, "reject", LAT) == diag(
+        "LAYOUT_DATA_OFFSET", "layout.alignment", "data section starts at 48, not a multiple of 32", "32", "48",
+        "L:1:1")
+    ts = [tensor("a", (8,), "F32", 64, 84, record=1), tensor("b", (8,), "F32", 100, 108, record=2)]
+    assert rejection(ctx(view(tensors=ts)).layout, 32, False, False, "allow", LAT) == diag(
+        "LAYOUT_ALIGNMENT", "tensors.b.offset", "b starts at data offset 36, not a multiple of 32", "32", "36",
+        "L:1:1", 2)
+    assert ctx(view(tensors=ts)).layout(4, False, False, "allow", LAT) is None
+
+
+def test_layout_bounds():
+    ts = [tensor("a", (8,), "F32", 32, 52, record=1)]
+    assert rejection(ctx(view(tensors=ts, file_size=100)).layout, None, False, False, "allow", LAT) == diag(
+        "LAYOUT_BOUNDS", "tensors.a.offset", "a spans [32, 52), outside the data section [64, 100)", "[64, 100)",
+        "[32, 52)", None, 1)
+    ts = [tensor("a", (8,), "F32", 64, 120, record=1)]
+    assert rejection(ctx(view(tensors=ts, file_size=100)).layout, None, False, False, "allow", LAT)["code"] == \
+        "LAYOUT_BOUNDS"
+    assert ctx(view(tensors=ts, file_size=120)).layout(None, False, False, "allow", LAT) is None
+
+
+def test_layout_order_and_overlap():
+    ts = [tensor("b", (8,), "F32", 96, 104, record=2), tensor("a", (8,), "F32", 64, 84, record=1)]
+    v = view(tensors=ts)
+    assert rejection(ctx(v).layout, 32, True, False, "allow", LAT) == diag(
+        "LAYOUT_ORDER", "tensors.a.offset", "a starts at 64, before b at 96 (layout.sorted)", ">= 96", "64", "L:2:1",
+        1)
+    assert ctx(v).layout(32, False, True, "reject", LAT) is None
+    ts = [tensor("a", (8,), "F32", 64, 100, record=1), tensor("b", (8,), "F32", 96, 104, record=2)]
+    assert rejection(ctx(view(tensors=ts)).layout, 32, True, False, "allow", LAT) == diag(
+        "LAYOUT_OVERLAP", "tensors.b.offset", "b [96, 104) overlaps a [64, 100)", ">= 100", "96", "L:5:1", 2)
+    same_start = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 64, 70, record=2)]
+    assert rejection(ctx(view(tensors=same_start)).layout, 32, False, False, "allow", LAT)["field"] == \
+        "tensors.a.offset"
+    touching = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 96, 128, record=2)]
+    assert ctx(view(tensors=touching)).layout(32, True, True, "reject", LAT) is None
+
+
+def test_layout_gap():
+    ts = [tensor("a", (8,), "F32", 64, 84, record=1), tensor("b", (8,), "F32", 128, 136, record=2)]
+    assert rejection(ctx(view(tensors=ts)).layout, 32, True, True, "allow", LAT) == diag(
+        "LAYOUT_GAP", "tensors.b.offset",
+        "b starts at 128; packed layout puts it at 96 (unowned bytes beyond alignment padding)", "96", "128",
+        "L:3:1", 2)
+    assert ctx(view(tensors=ts)).layout(32, True, False, "allow", LAT) is None
+    first = [tensor("a", (8,), "F32", 96, 104, record=1)]
+    assert rejection(ctx(view(tensors=first)).layout, 32, True, True, "allow", LAT) == diag(
+        "LAYOUT_GAP", "tensors.a.offset",
+        "a starts at 96; packed layout puts it at 64 (unowned bytes beyond alignment padding)", "64", "96",
+        "L:3:1", 1)
+    # an unaligned data section: the first tensor may start right at it
+    odd = [tensor("a", (8,), "F32", 70, 90, record=1)]
+    assert ctx(view(tensors=odd, data_offset=70)).layout(None, False, True, "reject", LAT) is None
+    late = [tensor("a", (8,), "F32", 71, 90, record=1)]
+    assert rejection(ctx(view(tensors=late, data_offset=70)).layout, None, False, True, "allow", LAT)["expected"] == \
+        "70"
+
+
+def test_layout_trailing():
+    assert rejection(ctx(_packed(file_size=105)).layout, 32, True, True, "reject", LAT) == diag(
+        "LAYOUT_TRAILING", "layout.trailing", "1 bytes after the last extent", "104", "105", "L:4:1", 104)
+    assert rejection(ctx(_packed(file_size=129)).layout, 32, True, True, "alignment", LAT) == diag(
+        "LAYOUT_TRAILING", "layout.trailing", "25 bytes after the last extent, more than alignment padding", "128",
+        "129", "L:4:1", 104)
+    assert rejection(ctx(view(file_size=65)).layout, 32, True, True, "reject", LAT) == diag(
+        "LAYOUT_TRAILING", "layout.trailing", "1 bytes after the last extent", "64", "65", "L:4:1", 64)
+    assert rejection(ctx(view(file_size=97, alignment=None)).layout, None, True, True, "alignment", {}) == diag(
+        "LAYOUT_TRAILING", "layout.trailing", "33 bytes after the last extent, more than alignment padding", "64",
+        "97", None, 64)
+    assert ctx(_packed(file_size=128)).layout(32, True, True, "allow", LAT) is None
+
+
+# --- stores -------------------------------------------------------------------------------------
+
+
+def test_store_checks_delegate(monkeypatch):
+    calls = []
+    monkeypatch.setattr(runtime.stores, "expert_major", lambda *a: calls.append(("em",) + a))
+    monkeypatch.setattr(runtime.stores, "ple_rows", lambda *a: calls.append(("ple",) + a))
+    c = ctx(view())
+    assert c.expert_major_store("experts", "t", ("f",), ("c",), AT) is None
+    assert c.ple_store("ple", "u", ("g",), 7, AT2) is None
+    assert calls == [("em", c, "experts", "t", ("f",), ("c",), AT), ("ple", c, "ple", "u", ("g",), 7, AT2)]
+
+
+def test_read(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(bytes(range(10)))
+    c = ctx(view(), path=str(path))
+    assert c.read(2, 3) == b"\x02\x03\x04"
+    assert c.read(0, 0) == b""
+    assert rejection(c.read, 8, 5) == diag(
+        "STORE_GEOMETRY", "file", "file ended at 10, before 13", "13", "10", None, 8)
+    seen = []
+
+    def reader(offset, length):
+        seen.append((offset, length))
+        return b"ab"[:length]
+
+    r = ctx(view(), path=str(tmp_path / "absent"), reader=reader)
+    assert r.read(5, 2) == b"ab"
+    assert rejection(r.read, 4, 3) == diag("STORE_GEOMETRY", "file", "file ended at 6, before 7", "7", "6", None, 4)
+    assert seen == [(5, 2), (4, 3)]
+
+
+# --- policy -------------------------------------------------------------------------------------
+
+
+def test_exclusions():
+    v = view(meta("n_excluded", "uint32", 4, at=100),
+             tensors=[tensor("keep", (1,), "F32", 64, 68, record=5), tensor("mtp.0", (1,), "F32", 96, 100, record=6)])
+    c = ctx(v)
+    assert c.exclusions((("vision", ("vis.*",), "n_excluded", 4, AT),)) is None
+    assert c.exclusions((("vision", ("vis.*", "img.*"), None, 99, AT),)) is None
+    assert c.exclusions(iter([("vision", ("vis.*",), None, None, AT)])) is None
+    assert rejection(c.exclusions, (("vision", ("vis.*",), "n_excluded", 5, AT),)) == diag(
+        "POLICY_EXCLUSION", "exclusions.vision.source_count", "expected 5, got 4 (n_excluded)", "5", "4", AT, 120)
+    assert rejection(c.exclusions, (("vision", ("vis.*",), None, 0, AT), ("mtp", ("x", "mtp.*"), None, 0, AT2))) == \
+        diag("POLICY_EXCLUSION", "exclusions.mtp", "tensor 'mtp.0' belongs to the excluded class 'mtp'", "absent",
+             "mtp.0", AT2, 6)
+    assert c.exclusions((("mtp", ("MTP.*",), None, 0, AT),)) is None
+
+
+@pytest.mark.parametrize("required, status, ok", [
+    (None, "structural", True), ("", "structural", True),
+    ("structural", "structural", True), ("structural", "supported", True),
+    ("pinned-not-supported", "structural", False), ("pinned-not-supported", "pinned-not-supported", True),
+    ("supported", "pinned-not-supported", False), ("supported", "structural", False), ("supported", "supported", True),
+])
+def test_status(required, status, ok):
+    c = ctx(view(), require_status=required)
+    if ok:
+        assert c.status(status, AT) is None
+    else:
+        assert rejection(c.status, status, AT) == diag(
+            "POLICY_STATUS", "status", f"the contract's status is {status!r}; --require-status {required} refuses it",
+            required, status, AT)
+
+
+# --- payload ------------------------------------------------------------------------------------
+
+PAT = {"file_sha256": "P:1:1", "padding": "P:2:2"}
+
+
+@pytest.fixture
+def artifact(tmp_path):
+    """header [0, 50), padding [50, 64), a [64, 80), padding [80, 96), b [96, 100), trailing [100, 104)."""
+
+    def make(pad_byte_at: int | None = None, size: int = 104):
+        data = bytearray(b"H" * 50 + bytes(14) + b"A" * 16 + bytes(16) + b"BBBB" + bytes(4))[:size]
+        if pad_byte_at is not None:
+            data[pad_byte_at] = 7
+        path = tmp_path / "p.bin"
+        path.write_bytes(bytes(data))
+        ts = [tensor("b", (4,), "U8", 96, 100, record=2), tensor("a", (16,), "U8", 64, 80, record=1)]
+        v = view(tensors=ts, header_end=50, data_offset=64, file_size=104)
+        return ctx(v, path=str(path)), hashlib.sha256(bytes(data)).hexdigest()
+
+    return make
+
+
+def test_payload_digests(artifact):
+    c, whole = artifact()
+    a = hashlib.sha256(b"A" * 16).hexdigest()
+    b = hashlib.sha256(b"BBBB").hexdigest()
+    assert c.payload(whole, (("a", a, AT), ("b", b, AT2)), "zero", PAT) is None
+    assert c.payload(None, iter([("b", b, AT2)]), "any", PAT) is None
+    bad = hashlib.sha256(b"").hexdigest()
+    assert rejection(c.payload, bad, (), "zero", PAT) == diag(
+        "PAYLOAD_FILE_DIGEST", "payload.file_sha256", f"expected '{bad}', got '{whole}'", f"'{bad}'", f"'{whole}'",
+        "P:1:1")
+    assert rejection(c.payload, whole, (("a", a, AT), ("b", bad, AT2)), "zero", PAT) == diag(
+        "PAYLOAD_DIGEST", "payload.tensors.b", f"expected '{bad}', got '{b}'", f"'{bad}'", f"'{b}'", AT2, 96)
+    assert rejection(c.payload, None, (("a", bad, AT),), "any", PAT)["field"] == "payload.tensors.a"
+
+
+@pytest.mark.parametrize("at", [55, 63, 80, 95, 101, 103])
+def test_payload_padding_must_be_zero(artifact, at):
+    c, whole = artifact(pad_byte_at=at)
+    assert rejection(c.payload, None, (), "zero", PAT) == diag(
+        "PAYLOAD_PADDING", "layout.padding", f"padding byte at {at} is not zero", "0", "nonzero", "P:2:2", at)
+    assert c.payload(whole, (), "any", PAT) is None
+    assert rejection(c.payload, None, (), "zero", {})["location"] is None
+
+
+def test_payload_header_and_tensor_bytes_are_not_padding(artifact):
+    c, whole = artifact(pad_byte_at=10)
+    assert c.payload(whole, (), "zero", PAT) is None
+    c, whole = artifact(pad_byte_at=70)
+    assert c.payload(whole, (), "zero", PAT) is None
+
+
+def test_payload_truncated_file(artifact):
+    c, _ = artifact(size=90)
+    assert rejection(c.payload, None, (), "any", PAT) == diag(
+        "PAYLOAD_DIGEST", "file", "file ended at 90, before 96", "96", "90", None, 90)
+
+
+def test_payload_streams_in_chunks(artifact, monkeypatch):
+    monkeypatch.setattr(runtime, "PAYLOAD_CHUNK", 3)
+    c, whole = artifact()
+    a = hashlib.sha256(b"A" * 16).hexdigest()
+    assert c.payload(whole, (("a", a, AT),), "zero", PAT) is None
+    c, _ = artifact(pad_byte_at=86)
+    assert rejection(c.payload, None, (), "zero", PAT)["offset"] == 86
+
+
+# --- survivors of earlier gate runs: float64 paths, row width, equal starts ----------------------
+
+
+def test_float64_compares_bits_not_equality():
+    c = ctx(view(meta("z", "float64", -0.0, at=100), meta("n", "float64", float("nan"), at=200),
+                 meta("a", "array", array(VT.FLOAT64, [float("nan")], at=900), "float64", at=300)))
+    assert rejection(c.value, "metadata", "z", "float64", 0.0, AT)["code"] == "METADATA_VALUE"
+    assert c.value("metadata", "n", "float64", float("nan"), AT) is None
+    assert c.array("metadata", "a", 1, (float("nan"),), None, AT) is None
+
+
+def test_codecs_safetensors_row_is_the_last_dim():
+    s = ctx(view(tensors=[tensor("t", (4, 6, 8), "Q", 64, 88)], fmt="safetensors"))
+    assert s.codecs((("Q", 8, 1, AT),)) is None
+    assert rejection(s.codecs, (("Q", 6, 1, AT),))["message"].endswith("row width 8")
+
+
+def test_layout_equal_starts_are_in_order():
+    ts = [tensor("a", (0,), "F32", 64, 64, record=1), tensor("b", (8,), "F32", 64, 96, record=2)]
+    assert ctx(view(tensors=ts)).layout(32, True, False, "allow", LAT) is None
+
+
+# --- admit / admit_view -------------------------------------------------------------------------
+
+
+class Checker:
+    """A stand-in generated checker: stages that record the context they get, one may reject."""
+
+    CONTRACT_ID, SPEC, FORMAT, STATUS = "c-id", "specs/c.yaml", "gguf", "structural"
+
+    def __init__(self, reject_at: str | None = None):
+        self.seen = []
+
+        def stage(name):
+            def check(c):
+                self.seen.append((name, c.path, c.require_status, c._reader, c.view.format))
+                if name == reject_at:
+                    c.fail(runtime.Code.LAYOUT_GAP, "f", "m", AT, 1, 2, 3)
+            return check
+
+        self.STAGES = tuple((s, stage(s)) for s in _stage_names())
+
+
+def _stage_names():
+    from charter.diagnostics import ADMISSION_STAGES
+
+    return [s.value for s in ADMISSION_STAGES]
+
+
+def _stages(report):
+    return [(s.stage, s.result) for s in report.stages]
+
+
+def test_admit_view_runs_the_stages_in_order(tmp_path):
+    names = _stage_names()
+    chk = Checker()
+    reader = object()
+    v = view()
+    report = runtime.admit_view(v, "art.gguf", chk, require_status="structural", reader=reader)
+    assert report.admitted and report.diagnostic is None
+    assert _stages(report) == [(n, "skipped" if n == "payload" else "passed") for n in names]
+    assert chk.seen == [(n, "art.gguf", "structural", reader, "gguf") for n in names if n != "payload"]
+    assert (report.artifact, report.contract, report.spec, report.format, report.status) == (
+        "art.gguf", "c-id", "specs/c.yaml", "gguf", "structural")
+    chk = Checker()
+    report = runtime.admit_view(v, "art.gguf", chk, verify_payload=True)
+    assert _stages(report) == [(n, "passed") for n in names]
+    assert chk.seen[-1] == ("payload", "art.gguf", None, None, "gguf")
+
+
+def test_admit_view_stops_at_the_first_rejection():
+    names = _stage_names()
+    chk = Checker(reject_at="tensors")
+    report = runtime.admit_view(view(), "art.gguf", chk)
+    i = names.index("tensors")
+    assert not report.admitted
+    assert _stages(report) == [(n, "passed") for n in names[:i]] + [("tensors", "failed")] + [
+        (n, "not-run") for n in names[i + 1:]]
+    assert [s[0] for s in chk.seen] == names[:i + 1]
+    d = report.diagnostic
+    assert (d.stage, d.code, d.field, d.message, d.expected, d.actual, d.location, d.offset) == (
+        "layout", "LAYOUT_GAP", "f", "m", "1", "2", AT, 3)
+    report = runtime.admit_view(view(), "art.gguf", Checker(reject_at="payload"))
+    assert report.admitted
+    report = runtime.admit_view(view(), "art.gguf", Checker(reject_at="payload"), verify_payload=True)
+    assert _stages(report)[-1] == ("payload", "failed")
+
+
+def _small_gguf(path):
+    from charter.formats.gguf import GGUFHeader, serialize_gguf_header
+
+    h = GGUFHeader(3, 0, 0, 32, {}, [], 24, 24, 32, 32)
+    path.write_bytes(serialize_gguf_header(h))
+    return path
+
+
+def test_admit_reads_the_file_and_passes_the_options(tmp_path):
+    path = _small_gguf(tmp_path / "a.gguf")
+    chk = Checker()
+    report = runtime.admit(path, chk, verify_payload=True, require_status="supported")
+    assert report.admitted and report.artifact == str(path)
+    assert chk.seen[0] == ("container", str(path), "supported", None, "gguf")
+    assert _stages(report)[-1] == ("payload", "passed")
+    assert chk.seen[0][4] == "gguf"
+    assert _stages(runtime.admit(str(path), Checker()))[-1] == ("payload", "skipped")
+
+
+def test_admit_reports_a_reader_rejection_at_the_container_stage(tmp_path):
+    path = tmp_path / "bad.gguf"
+    path.write_bytes(b"GGUF\x09\x00\x00\x00" + bytes(16))
+    chk = Checker()
+    report = runtime.admit(str(path), chk)
+    names = _stage_names()
+    assert chk.seen == []
+    assert not report.admitted
+    assert _stages(report) == [("container", "failed")] + [(n, "not-run") for n in names[1:]]
+    assert (report.artifact, report.contract, report.spec, report.format, report.status) == (
+        str(path), "c-id", "specs/c.yaml", "gguf", "structural")
+    d = report.diagnostic
+    assert (d.stage, d.code, d.field, d.offset) == ("container", "CONTAINER_VERSION", "header.version", 4)
