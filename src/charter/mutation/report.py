@@ -73,7 +73,8 @@ def failures(outcomes: list[Outcome]) -> list[str]:
     for o in outcomes:
         if o.verdict in FAILING:
             expect = o.mutant.expect if o.mutant.expect is not None else "admission"
-            got = f"{o.stage} {o.code} {o.field}" if o.stage else "admitted"
+            got = (f"{o.stage} {o.code} {o.field}" if o.stage else
+                   "a crash" if o.verdict is Verdict.ERROR else "admitted")
             out.append(f"{o.verdict.value.upper()} {o.mutant.id}: expected {expect}, got {got}. {o.detail}")
     return out
 
@@ -120,7 +121,9 @@ h1{font-size:20px}table{border-collapse:collapse;margin:12px 0}
 td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
 th{background:#f2f2f2;position:sticky;top:0}
 .killed{background:#d8f0d8}.equivalent{background:#eeeeee}.admitted{background:#dde8f8}
-.survived,.regression,.refused,.error{background:#f8c8c8;font-weight:bold}
+.survived{background:#f4a0a0;font-weight:bold}.regression{background:#f8d090;font-weight:bold}
+.refused{background:#e0b0f0;font-weight:bold}.error{background:#c06060;color:#fff;font-weight:bold}
+td.leaf,th.leaf{position:sticky;left:0;background:#fff;z-index:1}.legend span{padding:2px 8px;margin-right:6px}
 .summary{font-size:16px;margin:8px 0}.pass{color:#176317}.fail{color:#a01010}
 td.leaf{font-family:monospace;white-space:nowrap}
 """
@@ -138,14 +141,16 @@ def render_html(outcomes: list[Outcome], meta: dict) -> str:
         "<!doctype html><html><head><meta charset='utf-8'>",
         f"<title>charter mutation battery: {e(meta.get('contract', ''))}</title><style>{_CSS}</style></head><body>",
         f"<h1>Mutation battery: {e(meta.get('contract', ''))}</h1>",
-        f"<p>artifact: <code>{e(meta.get('artifact', ''))}</code></p>",
+        f"<p>spec: <code>{e(str(meta.get('spec', '')))}</code> &middot; artifact: "
+        f"<code>{e(str(meta.get('artifact', '')))}</code> &middot; {e(str(meta.get('seconds', '')))} s</p>",
+        "<p class='legend'>" + "".join(f"<span class='{v.value}'>{v.value}</span>" for v in Verdict) + "</p>",
         f"<p class='summary {'pass' if s['passed'] else 'fail'}'>{e(summary_line(s))}</p>",
         f"<pre>{e(table(outcomes))}</pre>",
     ]
     bad = failures(outcomes)
     if bad:
         parts.append("<h2>Failing mutants</h2><ul>" + "".join(f"<li>{e(b)}</li>" for b in bad) + "</ul>")
-    parts.append("<h2>Fields &times; operators</h2><table><tr><th>field</th>"
+    parts.append("<h2>Fields &times; operators</h2><table><tr><th class='leaf'>field</th>"
                  + "".join(f"<th>{e(op)}</th>" for op in ops) + "</tr>")
     for target in sorted(by_target):
         cells = []
