@@ -106,7 +106,7 @@ def test_dequant_refuses_wrong_blocks(fn, bad):
 # --- rmsnorm ------------------------------------------------------------------------------------
 
 _rows = st.tuples(st.integers(1, 3), st.integers(1, 64))
-_f32 = st.floats(-4, 4, width=32)
+_f32 = st.floats(-4, 4, width=32, allow_subnormal=False)  # subnormal float32 loses relative precision
 
 
 @settings(max_examples=50, deadline=None)
