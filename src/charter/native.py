@@ -29,7 +29,6 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable
-from pathlib import Path
 
 from charter.admission.report import AdmissionReport, DiagnosticModel
 from charter.diagnostics import ADMISSION_STAGES, Stage

@@ -19,6 +19,7 @@ import jinja2
 from charter import __version__, atomic
 from charter.codegen.escape import py_comment, py_literal
 from charter.codegen.naming import module_name
+from charter.codegen.render import environment, normalize
 from charter.codegen.python.build import build as build_python_checker
 from charter.spec.contractset import ContractSet
 from charter.spec.plan import ArtifactPlan
@@ -40,16 +41,7 @@ def sha256_text(text: str) -> str:
 
 
 def _environment(package: str) -> jinja2.Environment:
-    env = jinja2.Environment(
-        loader=jinja2.PackageLoader(package, "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
-    env.globals["lit"] = py_literal
-    return env
+    return environment(package, lit=py_literal)
 
 
 def template_hashes() -> dict[str, str]:
@@ -90,11 +82,9 @@ def render_checker_text(plan: ArtifactPlan, header: str) -> str:
     """The Python checker of one plan (the mutation battery renders mutated plans in memory)."""
     text = _environment("charter.codegen.python").get_template("checker.py.jinja").render(
         header=header, view=build_python_checker(plan))
-    return _normalize(text)
+    return normalize(text)
 
 
-def _normalize(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).rstrip("\n") + "\n"
 
 
 def render_all(cs: ContractSet) -> list[Output]:
@@ -110,7 +100,7 @@ def _cpp_checker_outputs(cs: ContractSet) -> list[Output]:
     """The C++ checker of every artifact contract (generated/cpp/<id>.hpp; docs/native.md)."""
     from charter.codegen.cpp import render_cpp_checkers
 
-    return [Output(path, _normalize(text), inputs) for path, text, inputs in render_cpp_checkers(cs)]
+    return [Output(path, normalize(text), inputs) for path, text, inputs in render_cpp_checkers(cs)]
 
 
 def _kernel_outputs(cs: ContractSet) -> list[Output]:
@@ -121,7 +111,7 @@ def _kernel_outputs(cs: ContractSet) -> list[Output]:
     out = []
     for render, inputs_of in ((render_bindings, bindings_inputs), (render_metal, metal_inputs)):
         inputs = inputs_of(cs)
-        out.extend(Output(path, _normalize(text), inputs[path]) for path, text in render(cs))
+        out.extend(Output(path, normalize(text), inputs[path]) for path, text in render(cs))
     return out
 
 
@@ -131,7 +121,7 @@ def _label_outputs(cs: ContractSet) -> list[Output]:
     out = []
     for lc in cs.of_kind("provenance"):
         for path, text in labels.render(lc, lc.doc.file):
-            out.append(Output(path, _normalize(text), {lc.doc.file: sha256_text(lc.doc.source)}))
+            out.append(Output(path, normalize(text), {lc.doc.file: sha256_text(lc.doc.source)}))
     return out
 
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import jinja2
 
+from charter.codegen.render import environment, normalize
+
 from charter.codegen.bindings.build import BindingError, build_kernel, build_register, kernel_contracts, spec_sha
 from charter.spec.contractset import ContractSet
 
@@ -28,18 +30,9 @@ REGISTER_FUNCTION = "charter_register_kernels"
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("charter.codegen.bindings", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return environment("charter.codegen.bindings")
 
 
-def _finish(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).rstrip("\n") + "\n"
 
 
 def render_bindings(cs: ContractSet) -> list[tuple[str, str]]:
@@ -51,10 +44,10 @@ def render_bindings(cs: ContractSet) -> list[tuple[str, str]]:
         return []
     env = _environment()
     views = [build_kernel(cs, lc) for lc in kernels]
-    out = [(f"bindings/{lc.id}.cpp", _finish(env.get_template("binding.cpp.jinja").render(view=view)))
+    out = [(f"bindings/{lc.id}.cpp", normalize(env.get_template("binding.cpp.jinja").render(view=view)))
            for lc, view in zip(kernels, views)]
     register = build_register(views, {lc.doc.file: spec_sha(lc) for lc in kernels})
-    out.append((REGISTER_PATH, _finish(env.get_template("register.cpp.jinja").render(view=register))))
+    out.append((REGISTER_PATH, normalize(env.get_template("register.cpp.jinja").render(view=register))))
     return sorted(out)
 
 

@@ -15,6 +15,8 @@ from importlib import resources
 
 import jinja2
 
+from charter.codegen.render import environment, normalize
+
 from charter import __version__
 from charter.codegen.cpp.escape import (
     cpp_bool,
@@ -248,18 +250,9 @@ def cpp_checker_path(contract_id: str) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("charter.codegen.cpp", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return environment("charter.codegen.cpp")
 
 
-def _normalize(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).rstrip("\n") + "\n"
 
 
 def generated_line(spec: str, spec_sha: str, extra: dict[str, str]) -> str:
@@ -274,7 +267,7 @@ def render_checker_text(plan: ArtifactPlan, inputs: dict[str, str]) -> str:
     extra = {k: v for k, v in inputs.items() if k != plan.spec_path}
     header = generated_line(plan.spec_path, plan.spec_sha256, extra)
     view = build(plan, header, inputs)
-    return _normalize(_environment().get_template(TEMPLATE).render(view=view))
+    return normalize(_environment().get_template(TEMPLATE).render(view=view))
 
 
 def inputs_of(cs, plan: ArtifactPlan) -> dict[str, str]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import jinja2
 
+from charter.codegen.render import environment, normalize
+
 from charter.codegen.labels.build import build
 from charter.spec.load import LoadedContract
 
@@ -19,18 +21,9 @@ __all__ = ["render"]
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("charter.codegen.labels", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return environment("charter.codegen.labels")
 
 
-def _finish(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).rstrip("\n") + "\n"
 
 
 def render(loaded: LoadedContract, spec_display_path: str) -> list[tuple[str, str]]:
@@ -38,6 +31,6 @@ def render(loaded: LoadedContract, spec_display_path: str) -> list[tuple[str, st
     view = build(loaded, spec_display_path)
     env = _environment()
     return [
-        (f"cpp/labels/{loaded.contract.id}.hpp", _finish(env.get_template("labels.hpp.jinja").render(view=view))),
-        (f"python/labels/{view.identifier}.py", _finish(env.get_template("labels.py.jinja").render(view=view))),
+        (f"cpp/labels/{loaded.contract.id}.hpp", normalize(env.get_template("labels.hpp.jinja").render(view=view))),
+        (f"python/labels/{view.identifier}.py", normalize(env.get_template("labels.py.jinja").render(view=view))),
     ]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import jinja2
 
+from charter.codegen.render import environment, normalize
+
 from charter.codegen.metal.build import MetalError, build_model, metal_kernels, metal_models
 from charter.spec.contractset import ContractSet
 
@@ -23,24 +25,15 @@ def header_path(model_id: str) -> str:
 
 
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
-        loader=jinja2.PackageLoader("charter.codegen.metal", "templates"),
-        undefined=jinja2.StrictUndefined,
-        keep_trailing_newline=True,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        autoescape=False,
-    )
+    return environment("charter.codegen.metal")
 
 
-def _finish(text: str) -> str:
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).rstrip("\n") + "\n"
 
 
 def render_metal(cs: ContractSet) -> list[tuple[str, str]]:
     """(path relative to the output directory, text) of each model's Metal header."""
     template = _environment().get_template("model.h.jinja")
-    return [(header_path(m), _finish(template.render(view=build_model(cs, m)))) for m in metal_models(cs)]
+    return [(header_path(m), normalize(template.render(view=build_model(cs, m)))) for m in metal_models(cs)]
 
 
 def metal_inputs(cs: ContractSet) -> dict[str, dict[str, str]]:
