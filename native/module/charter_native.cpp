@@ -9,43 +9,40 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/string_view.h>
 
+#include <dlfcn.h>
+
 #include <cstdint>
 #include <deque>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "charter/admission.hpp"
+#include "charter/registry.hpp"
 
 namespace nb = nanobind;
 namespace rt = charter::rt;
 
 namespace {
 
-struct Checker {
-  std::string_view id, model, spec, format, status;
-  rt::Span<rt::InputDigest> inputs;
-  rt::Span<rt::StoreFacts> stores;
-  rt::Report (*admit)(const unsigned char*, std::uint64_t, std::uint64_t, const rt::Options&);
-};
-
-std::vector<Checker>& registry() {
-  static std::vector<Checker> checkers;
+// Every checker this module can run, by key (Note [Checker libraries] in charter/registry.hpp). A
+// deque: loading a library appends while other threads may hold references to earlier entries.
+std::deque<rt::CheckerEntry>& registry() {
+  static std::deque<rt::CheckerEntry> checkers;
   return checkers;
 }
 
 struct Registrar {
-  explicit Registrar(const Checker& c) { registry().push_back(c); }
+  explicit Registrar(const rt::CheckerEntry& c) { registry().push_back(c); }
 };
 
 }  // namespace
 
 #define CHARTER_CAT2_(a, b) a##b
 #define CHARTER_CAT_(a, b) CHARTER_CAT2_(a, b)
-#define CHARTER_REGISTER_CHECKER(ns)                                                                 \
-  static const Registrar CHARTER_CAT_(charter_checker_, __COUNTER__){                                \
-      Checker{ns::kContractId, ns::kModelId, ns::kSpec, ns::kFormat, ns::kStatus, rt::span(ns::kInputs), \
-              ns::kStoreFacts, &ns::admit}};
+#define CHARTER_REGISTER_CHECKER(ns) \
+  static const Registrar CHARTER_CAT_(charter_checker_, __COUNTER__){CHARTER_CHECKER_ENTRY(ns, ns::kContractId)};
 #include "charter_checkers.inc"
 #undef CHARTER_REGISTER_CHECKER
 
@@ -55,9 +52,9 @@ struct Registrar {
 
 namespace {
 
-const Checker* find(std::string_view id) {
-  for (const Checker& c : registry()) {
-    if (c.id == id) return &c;
+const rt::CheckerEntry* find(std::string_view key) {
+  for (const rt::CheckerEntry& c : registry()) {
+    if (c.key == key) return &c;
   }
   return nullptr;
 }
@@ -129,8 +126,9 @@ class Regions {
 
 rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
-  const Checker* c = find(contract_id);
+  const rt::CheckerEntry* c = find(contract_id);
   if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
+  const rt::AdmitFn admit = c->admit;
   Buffer buf(header);
   const Regions held(regions);
   rt::Options options;
@@ -141,7 +139,7 @@ rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t fi
   rt::Report report;
   {
     nb::gil_scoped_release release;
-    report = c->admit(buf.data(), buf.size(), file_size, options);
+    report = admit(buf.data(), buf.size(), file_size, options);
   }
   return report;
 }
@@ -157,7 +155,7 @@ nb::object int_of(const rt::Int& i) {
 }
 
 // The store facts a checker was generated with: what a caller needs to compute the regions.
-nb::list store_facts(const Checker& c) {
+nb::list store_facts(const rt::CheckerEntry& c) {
   nb::list out;
   for (const rt::StoreFacts& s : c.stores) {
     nb::dict d;
@@ -178,6 +176,37 @@ nb::list store_facts(const Checker& c) {
   return out;
 }
 
+// Load a checker library (Note [Checker libraries], charter/registry.hpp): its entries join the
+// registry under their keys. Keys are digests of the checkers' sources, so a key already present
+// names the same checker and keeps its first entry. The library stays loaded for the life of the
+// process: its entries point into it.
+nb::list load_library(const std::string& path) {
+  void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle) throw std::runtime_error("cannot load checker library " + path + ": " + dlerror());
+  const auto library = reinterpret_cast<rt::LibraryFn>(dlsym(handle, rt::kLibrarySymbol));
+  if (!library) {
+    dlclose(handle);
+    throw std::runtime_error(path + " is not a checker library: it has no symbol " + rt::kLibrarySymbol);
+  }
+  rt::LibraryStamp stamp{};
+  std::size_t count = 0;
+  const rt::CheckerEntry* entries = library(&stamp, &count);
+  const rt::LibraryStamp own = rt::library_stamp();
+  if (!rt::same_stamp(stamp, own)) {
+    const std::string theirs = stamp.compiler ? stamp.compiler : "?";
+    dlclose(handle);
+    throw std::runtime_error("checker library " + path + " (version " + std::to_string(stamp.version) + ", " + theirs +
+                             ") does not match charter._native (version " + std::to_string(own.version) + ", " +
+                             own.compiler + "): rebuild it with the compiler that built the module");
+  }
+  nb::list keys;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (!find(entries[i].key)) registry().push_back(entries[i]);
+    keys.append(text(entries[i].key, "surrogatepass"));
+  }
+  return keys;
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -185,12 +214,13 @@ NB_MODULE(_native, m) {
 
   m.def("contracts", [] {
     nb::list out;
-    for (const Checker& c : registry()) out.append(text(c.id, "strict"));
+    for (const rt::CheckerEntry& c : registry()) out.append(text(c.key, "surrogatepass"));
     return out;
-  }, "Contract ids of the C++ checkers compiled into this module.");
+  }, "Keys of the C++ checkers this module runs: the contract id of each one compiled in, then the keys of\n"
+     "the checker libraries loaded with load_library.");
 
   m.def("info", [](std::string_view contract_id) {
-    const Checker* c = find(contract_id);
+    const rt::CheckerEntry* c = find(contract_id);
     if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
     nb::dict d, inputs;
     d["contract"] = text(c->id, "strict");
@@ -204,6 +234,12 @@ NB_MODULE(_native, m) {
     return d;
   }, nb::arg("contract_id"),
      "The contract, model, spec, format, status, input digests and embedded store facts of one checker.");
+
+  m.def("load_library", &load_library, nb::arg("path"),
+        "Load a checker library built by charter.codegen.cpp.library; returns its keys (RuntimeError if it cannot be\n"
+        "loaded or was built by another compiler or ABI).");
+
+  m.attr("COMPILER") = rt::library_stamp().compiler;
 
   m.def("admit", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                     std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {

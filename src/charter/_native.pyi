@@ -8,12 +8,23 @@ from numpy.typing import NDArray
 
 
 def contracts() -> list:
-    """Contract ids of the C++ checkers compiled into this module."""
+    """
+    Keys of the C++ checkers this module runs: the contract id of each one compiled in, then the keys of
+    the checker libraries loaded with load_library.
+    """
 
 def info(contract_id: str) -> dict:
     """
     The contract, model, spec, format, status, input digests and embedded store facts of one checker.
     """
+
+def load_library(path: str) -> list:
+    """
+    Load a checker library built by charter.codegen.cpp.library; returns its keys (RuntimeError if it cannot be
+    loaded or was built by another compiler or ABI).
+    """
+
+COMPILER: str = '12.2.0'
 
 def admit(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None) -> tuple:
     """

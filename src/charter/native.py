@@ -70,6 +70,16 @@ def checker_info(contract_id: str) -> dict:
     return native.info(contract_id)
 
 
+def load_library(path: str | os.PathLike) -> list[str]:
+    """Load a checker library (charter.codegen.cpp.library; Note [Checker libraries] in
+    native/include/charter/registry.hpp) into charter._native: its keys, which `verdict` and the
+    functions below accept in place of a contract id."""
+    try:
+        return list(_module().load_library(os.fspath(path)))
+    except RuntimeError as exc:
+        raise NativeUnavailable(str(exc)) from exc
+
+
 def require_current(contract_id: str, inputs: dict[str, str]) -> None:
     """Refuse a compiled checker generated from other contract bytes than `inputs` (spec -> sha256)."""
     compiled = checker_info(contract_id)["inputs"]

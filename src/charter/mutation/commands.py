@@ -23,8 +23,10 @@ def register(sub) -> None:
                    help="list, per contract leaf, the generated checks that enforce it and the mutants that killed "
                         "it; fail on a leaf with neither")
     p.add_argument("--engine", choices=("python", "both"), default="python",
-                   help="both: also run the generated C++ checker (charter._native) on every artifact mutant; "
-                        "any difference in (stage, code, field) fails the mutant")
+                   help="both: also run the generated C++ checker on every mutant (artifact mutants: the one in "
+                        "charter._native; contract mutants: the one generated from the mutated contract, compiled "
+                        "with the others into a cached checker library); any difference in (stage, code, field, "
+                        "offset) fails the mutant")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
     p.set_defaults(func=run_mutate, format="text")
 
@@ -88,6 +90,8 @@ def run_mutate(args) -> int:
                 return EXIT_USAGE
             battery.engines = "both"
         mutants = all_mutants(battery, args.only)
+        if args.engine == "both" and not _prepare_cpp(battery, mutants, args):
+            return EXIT_USAGE
         if not args.quiet:
             print(f"battery {plan.id}: {len(mutants)} mutants of {artifact} on {args.jobs} worker(s)", file=sys.stderr)
         outcomes = run(battery, mutants, jobs=max(1, args.jobs),
@@ -109,3 +113,22 @@ def run_mutate(args) -> int:
     print(report.table(outcomes))
     print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(mutants) / max(elapsed, 1e-9):.0f} mutants/s)")
     return EXIT_OK if ok else EXIT_REJECTED
+
+
+def _prepare_cpp(battery, mutants, args) -> bool:
+    """Compile the C++ checkers of the contract mutants (charter.mutation.run.prepare_cpp), saying
+    so on stderr: a cold build takes seconds, a cached one none."""
+    from charter import native
+    from charter.codegen.cpp.library import LibraryError
+    from charter.codegen.loader import cache_dir
+    from charter.mutation.run import prepare_cpp
+
+    start = time.monotonic()
+    try:
+        count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs))
+    except (LibraryError, native.NativeUnavailable) as exc:
+        print(f"charter: cannot build the C++ checkers of the contract mutants: {exc}", file=sys.stderr)
+        return False
+    if not args.quiet:
+        print(f"C++ checkers of {count} mutated contracts ready in {time.monotonic() - start:.1f}s", file=sys.stderr)
+    return True

@@ -3,6 +3,12 @@
 Artifact mutants are admitted by the checker generated from the unchanged contract; contract
 mutants regenerate the checker in memory from the mutated contract and admit the unchanged
 artifact (parsed once). Verdicts follow Note [Mutation verdicts] in charter.mutation.mutant.
+
+With both engines, every mutant also runs the generated C++ checker, and any difference in the
+first diagnostic (stage, code, field, byte offset) is an error: differential verdicts. Artifact
+mutants run the C++ checker compiled into charter._native; contract mutants run the C++ checker
+generated from the mutated contract, compiled beforehand with all the others into one checker
+library (`prepare_cpp`, charter.codegen.cpp.library).
 """
 
 from __future__ import annotations
@@ -44,7 +50,8 @@ class Battery:
     checker: types.ModuleType
     view: ArtifactView
     raw_header: bytes
-    engines: str = "python"  # "both": artifact mutants also run the C++ checker (differential verdicts)
+    engines: str = "python"  # "both": every mutant also runs the C++ checker (differential verdicts)
+    cpp_keys: frozenset[str] = frozenset()  # keys of the contract mutants' C++ checkers (prepare_cpp)
 
     @property
     def require_status(self) -> str:
@@ -80,6 +87,29 @@ def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
     if only in (None, "contract"):
         out.extend(contract_ops.mutants(b.loaded.doc.data, b.model.doc.data))
     return out
+
+
+def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2) -> int:
+    """Compile and load the C++ checker of every contract mutant whose checker the Python battery
+    runs (its contract resolves, and a generated check changed): how many. For `engines == "both"`;
+    raises charter.codegen.cpp.library.LibraryError or charter.native.NativeUnavailable."""
+    from charter import native
+    from charter.codegen.cpp import library
+
+    sources: dict[str, str] = {}
+    for m in mutants:
+        if m.side != "contract" or m.make is None:
+            continue
+        try:
+            plan = _resolve(b, *m.make())
+        except CharterError:
+            continue
+        if predict(b.checks, checks(plan), b.view, b.require_status).changed:
+            key, text = library.checker_source(plan)
+            sources[key] = text
+    if sources:
+        b.cpp_keys = frozenset(native.load_library(library.build(sources, cache, jobs)))
+    return len(sources)
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:
@@ -175,6 +205,10 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     checker = checker_module(plan)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
                         verify_payload=expect is not None and expect.stage == "payload")
+    said = _cpp_contract_disagreement(b, plan, report) if b.engines == "both" else None
+    if said:
+        d = report.diagnostic
+        return Outcome(m, Verdict.ERROR, d and d.stage, d and d.code, d and d.field, said, enforced)
     if expect is None:
         what = ", ".join(sorted({c.method for c in prediction.changed}))
         reason = m.equivalent or f"changed checks ({what}) still hold for this artifact: a relaxation"
@@ -185,6 +219,22 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
                        enforced)
     outcome = _from_report(Mutant(m.side, m.target, m.operator, expect, m.make, m.equivalent), report)
     return dataclasses.replace(outcome, enforced_by=enforced)
+
+
+def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | None:
+    """What the C++ checker generated from the mutated contract says, if it differs from the Python
+    report. The C++ engine never runs the payload stage (charter.native): where Python rejects at
+    payload, the C++ checker must admit the header."""
+    from charter import native
+    from charter.codegen.cpp.library import checker_key
+
+    key = checker_key(plan)
+    if key not in b.cpp_keys:
+        return "no C++ checker was built for this mutated contract (prepare_cpp)"
+    d = report.diagnostic
+    python = (None, None, None, None) if d is None or d.stage == "payload" else (d.stage, d.code, d.field, d.offset)
+    return native.disagreement(key, b.raw_header, b.view.file_size, b.require_status, python,
+                               read_at=overlay_reader(b, b.view, {}))
 
 
 def _describe(c: Check) -> str:
@@ -228,6 +278,16 @@ def _picklable(o: Outcome) -> Outcome:
     return dataclasses.replace(o, mutant=Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent))
 
 
+def _default_signals() -> None:
+    """A worker dies quietly when the pool terminates it: the parent's handler (charter.cli turns
+    SIGTERM into an exception, for its own cleanup) would print a traceback from a worker that is
+    already exiting."""
+    import signal
+
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+
+
 def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
         progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
@@ -241,7 +301,7 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
                 progress(i + 1, len(mutants), results[i])
     else:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(jobs) as pool:
+        with ctx.Pool(jobs, initializer=_default_signals) as pool:
             for done, (i, outcome) in enumerate(pool.imap_unordered(_work, range(len(mutants)), chunksize=8), 1):
                 results[i] = outcome
                 if progress:

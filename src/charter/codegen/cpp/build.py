@@ -221,7 +221,7 @@ def _statement(c: Check, t: _Tables) -> tuple[str, str | None]:
     raise ValueError(f"the C++ generator has no rendering for check {m!r}: add it to charter.codegen.cpp.build")
 
 
-def build(plan: ArtifactPlan, header: str, inputs: dict[str, str]) -> CheckerView:
+def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: str | None = None) -> CheckerView:
     tables = _Tables()
     by_stage: dict[str, list[str]] = {s.value: [] for s in ADMISSION_STAGES}
     for c in checks(plan):
@@ -237,7 +237,7 @@ def build(plan: ArtifactPlan, header: str, inputs: dict[str, str]) -> CheckerVie
         format=cpp_sv(plan.format),
         format_enum="rt::Format::Gguf" if plan.format == "gguf" else "rt::Format::Safetensors",
         status=cpp_sv(plan.status),
-        namespace=identifier(plan.id),
+        namespace=namespace or identifier(plan.id),
         inputs=tuple((cpp_sv(p), cpp_sv(s)) for p, s in sorted(inputs.items())),
         tables=tuple(tables.decls),
         stores=tuple(tables.stores),
@@ -262,11 +262,13 @@ def generated_line(spec: str, spec_sha: str, extra: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def render_checker_text(plan: ArtifactPlan, inputs: dict[str, str]) -> str:
-    """The C++ checker of one plan; `inputs` maps each spec display path to the sha256 of its bytes."""
+def render_checker_text(plan: ArtifactPlan, inputs: dict[str, str], namespace: str | None = None) -> str:
+    """The C++ checker of one plan; `inputs` maps each spec display path to the sha256 of its bytes.
+    `namespace` (default: from the contract id) lets many checkers of one contract share a
+    translation unit (charter.codegen.cpp.library)."""
     extra = {k: v for k, v in inputs.items() if k != plan.spec_path}
     header = generated_line(plan.spec_path, plan.spec_sha256, extra)
-    view = build(plan, header, inputs)
+    view = build(plan, header, inputs, namespace)
     return normalize(_environment().get_template(TEMPLATE).render(view=view))
 
 

@@ -1,0 +1,195 @@
+"""Compile many generated C++ checkers into one shared library at run time.
+
+charter._native holds the checkers of the committed contracts. The checkers of mutated contracts
+do not exist until a battery makes them: `charter mutate --engine both` renders each one exactly
+as `charter generate` would (in a namespace of its own, so many share a translation unit),
+compiles them all at once with the compiler that built the module, and loads the library into
+charter._native (Note [Checker libraries] in native/include/charter/registry.hpp). Each checker is
+found by its key, a digest of its default rendering, so the same contract always finds the same
+checker and a checker can never answer for a contract it was not rendered from.
+
+Builds are cached by the digest of everything that goes into them (sources, runtime headers,
+compiler) and serialized with a file lock; the library appears in the cache only whole (rename).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from charter.codegen.cpp.build import render_checker_text
+from charter.codegen.cpp.escape import cpp_sv
+from charter.spec.plan import ArtifactPlan
+
+FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")
+STAMP_VERSION = 1  # rt::kLibraryVersion: a change of the library's shape changes every cache key
+
+
+class LibraryError(RuntimeError):
+    """No compiler, no runtime headers, or a compilation failed (the message holds its output)."""
+
+
+def include_dir() -> Path:
+    """The runtime headers: installed with the package (charter/include), or the checkout's."""
+    here = Path(__file__).resolve()
+    for candidate in (here.parents[2] / "include", here.parents[4] / "native" / "include"):
+        if (candidate / "charter" / "registry.hpp").is_file():
+            return candidate
+    raise LibraryError("the C++ runtime headers (charter/registry.hpp) are neither installed with charter nor in a "
+                       "checkout next to it")
+
+
+def compiler() -> str:
+    cxx = shutil.which(os.environ.get("CXX", "c++"))
+    if cxx is None:
+        raise LibraryError(f"no C++17 compiler: {os.environ.get('CXX', 'c++')} is not on PATH (set CXX)")
+    return cxx
+
+
+def checker_key(plan: ArtifactPlan) -> str:
+    """The key a checker library registers the C++ checker of `plan` under."""
+    return "sha256:" + hashlib.sha256(_default_text(plan).encode("utf-8")).hexdigest()
+
+
+def _default_text(plan: ArtifactPlan) -> str:
+    return render_checker_text(plan, {plan.spec_path: plan.spec_sha256})
+
+
+def checker_source(plan: ArtifactPlan) -> tuple[str, str]:
+    """(key, the C++ checker of `plan` in namespace charter::checkers::k_<digest>)."""
+    key = checker_key(plan)
+    return key, render_checker_text(plan, {plan.spec_path: plan.spec_sha256}, namespace=_namespace(key))
+
+
+def _namespace(key: str) -> str:
+    return "k_" + key.removeprefix("sha256:")[:32]
+
+
+def build(sources: dict[str, str], cache: Path, jobs: int = 2) -> Path:
+    """The path of a shared library holding the checkers `sources` ({key: checker_source text}),
+    compiled unless an identical build is cached."""
+    cxx = compiler()
+    include = include_dir()
+    version = _compiler_version(cxx)
+    digest = _digest(sources, include, cxx, version)
+    target = cache / f"checkers-{digest[:24]}.so"
+    cache.mkdir(parents=True, exist_ok=True)
+    with open(cache / f".checkers-{digest[:24]}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if target.is_file():
+            return target
+        with tempfile.TemporaryDirectory(prefix="checkers-", dir=cache) as tmp:
+            work = Path(tmp)
+            units = _write_units(work, sources, max(1, jobs))
+            objects = _compile(cxx, include, work, units, max(1, jobs))
+            built = work / "library.so"
+            _run([cxx, "-shared", "-o", str(built), *map(str, objects)], work)
+            os.replace(built, target)
+    return target
+
+
+def _compiler_version(cxx: str) -> str:
+    try:
+        done = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LibraryError(f"cannot run {cxx} --version: {exc}") from exc
+    return done.stdout
+
+
+def _digest(sources: dict[str, str], include: Path, cxx: str, version: str) -> str:
+    h = hashlib.sha256(f"{STAMP_VERSION}|{cxx}|{version}|{' '.join(FLAGS)}\0".encode())
+    for p in sorted((include / "charter").glob("*.hpp")):
+        h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
+    for key in sorted(sources):
+        h.update(key.encode() + b"\0" + sources[key].encode("utf-8") + b"\0")
+    return h.hexdigest()
+
+
+def _write_units(work: Path, sources: dict[str, str], parts: int) -> list[Path]:
+    """One header per checker, `parts` translation units that each register a share of them, and
+    the unit that exports the library's one symbol."""
+    keys = sorted(sources)
+    names = {key: f"checker{i}.hpp" for i, key in enumerate(keys)}
+    for key in keys:
+        (work / names[key]).write_text(sources[key], "utf-8")
+    shares = [keys[i::parts] for i in range(parts)]
+    units = []
+    for n, share in enumerate(shares):
+        lines = ['#include "charter/registry.hpp"', *(f'#include "{names[k]}"' for k in share), "",
+                 "namespace charter_library {",
+                 "using std::string_view_literals::operator\"\"sv;",
+                 f"extern const std::size_t kCount{n} = {len(share)};",
+                 f"extern const ::charter::rt::CheckerEntry kPart{n}[] = {{"]
+        lines += [f"    CHARTER_CHECKER_ENTRY(::charter::checkers::{_namespace(k)}, {cpp_sv(k)})," for k in share]
+        lines += ["    {}," if not share else "", "};", "}  // namespace charter_library", ""]
+        units.append(work / f"part{n}.cpp")
+        units[-1].write_text("\n".join(lines), "utf-8")
+    units.append(work / "library.cpp")
+    units[-1].write_text(_library_unit(len(shares)), "utf-8")
+    return units
+
+
+def _library_unit(parts: int) -> str:
+    decls = "\n".join(f"extern const std::size_t kCount{n};\nextern const ::charter::rt::CheckerEntry kPart{n}[];"
+                      for n in range(parts))
+    appends = "\n".join(f"    all.insert(all.end(), kPart{n}, kPart{n} + kCount{n});" for n in range(parts))
+    return f"""// A checker library (Note [Checker libraries], charter/registry.hpp), written by
+// charter.codegen.cpp.library.
+#include <vector>
+
+#include "charter/registry.hpp"
+
+namespace charter_library {{
+{decls}
+}}  // namespace charter_library
+
+extern "C" __attribute__((visibility("default"))) const ::charter::rt::CheckerEntry* charter_checker_library(
+    ::charter::rt::LibraryStamp* stamp, std::size_t* count) {{
+  using namespace charter_library;
+  static const std::vector<::charter::rt::CheckerEntry> all = [] {{
+    std::vector<::charter::rt::CheckerEntry> all;
+{appends}
+    return all;
+  }}();
+  *stamp = ::charter::rt::library_stamp();
+  *count = all.size();
+  return all.data();
+}}
+"""
+
+
+def _compile(cxx: str, include: Path, work: Path, units: list[Path], jobs: int) -> list[Path]:
+    """Compile the units, `jobs` at a time; the first failure stops the build (and the others)."""
+    objects, running = [], []
+    try:
+        for unit in units:
+            objects.append(unit.with_suffix(".o"))
+            cmd = [cxx, *FLAGS, f"-I{include}", "-c", str(unit), "-o", str(objects[-1])]
+            running.append((cmd, subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                                  text=True)))
+            if len(running) >= jobs:
+                _wait(*running.pop(0))
+        while running:
+            _wait(*running.pop(0))
+    finally:
+        for _, proc in running:
+            proc.kill()
+            proc.wait()
+    return objects
+
+
+def _wait(cmd: list[str], proc: subprocess.Popen) -> None:
+    out, _ = proc.communicate()
+    if proc.returncode != 0:
+        raise LibraryError(f"{' '.join(cmd)} failed ({proc.returncode}):\n{out[-6000:]}")
+
+
+def _run(cmd: list[str], cwd: Path) -> None:
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LibraryError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-6000:]}{done.stderr[-6000:]}")
