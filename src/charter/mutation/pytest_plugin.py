@@ -5,6 +5,7 @@ A battery file names a contract (relative to the file) and optionally an artifac
     contract: ../../specs/artifacts/smollm2-135m-instruct-q4_1.yaml
     only: artifact        # optional: artifact | contract
     overrides: charter.fixtures.stores:qwen4exp_overrides   # optional: facts a built fixture needs
+    engines: both         # optional: every mutant also runs the generated C++ checker
 
 Without `artifact`, the contract's pinned source is used, or else a fixture is built from the
 contract (sparse, with store manifests, when the contract has embedded stores) into a temporary
@@ -13,6 +14,12 @@ directory that is removed when the session ends.
 A battery file naming a provenance contract (`kind: provenance`) runs the provenance battery
 (charter.mutation.provenance_run) on the contract's own fixture; `artifact` and `overrides` do
 not apply.
+
+With `engines: both`, each mutant's verdict also requires the generated C++ checker to give the
+same first diagnostic (charter.mutation.run: differential verdicts); the checker library of the
+contract mutants is compiled at collection, once (cached and locked across xdist workers). A
+battery that asks for both engines fails to collect, never skips, when charter._native is not
+built or is stale.
 
 Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
@@ -70,7 +77,25 @@ def _battery(spec_file: str):
         atexit.register(shutil.rmtree, folder, True)
         artifact = _built(plan, folder / f"{plan.id}.{plan.format}", doc.get("overrides"))
     battery = load_battery(cs, cid, artifact)
-    return battery, all_mutants(battery, doc.get("only"))
+    mutants = all_mutants(battery, doc.get("only"))
+    if doc.get("engines", "python") == "both":
+        _both_engines(cs, battery, mutants)
+    elif doc.get("engines", "python") != "python":
+        raise ValueError(f"engines is python or both, not {doc['engines']!r}")
+    return battery, mutants
+
+
+def _both_engines(cs, battery, mutants) -> None:
+    from charter import native
+    from charter.codegen.cpp.build import inputs_of
+    from charter.codegen.loader import cache_dir
+    from charter.mutation.run import prepare_cpp
+
+    native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
+    if native.unsupported(battery.plan):
+        raise native.NativeUnavailable(native.unsupported(battery.plan))
+    battery.engines = "both"
+    prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=2)
 
 
 def _built(plan, path: Path, overrides: str | None) -> Path:
@@ -91,7 +116,7 @@ class BatteryFile(pytest.File):
     def collect(self):
         try:
             _, mutants = _battery(str(self.path))
-        except (CharterError, KeyError, ValueError) as exc:
+        except (CharterError, KeyError, ValueError, RuntimeError) as exc:  # RuntimeError: the C++ engine
             raise self.CollectError(f"cannot build battery {self.path}: {exc}") from exc
         seen: dict[str, int] = {}
         for index, mutant in enumerate(mutants):

@@ -1,0 +1,134 @@
+"""Checker libraries (charter.codegen.cpp.library; Note [Checker libraries] in
+native/include/charter/registry.hpp): the C++ checkers of mutated contracts, compiled at run time
+and loaded into charter._native, so that `--engine both` compares contract mutants too."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from charter import native as glue
+from charter.codegen.cpp import library
+from charter.mutation.mutant import Verdict
+from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
+
+from .conftest import ROOT, SMOLLM2, load_battery_for, need_checker
+
+GXX = shutil.which("g++")
+pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is needed to build checker libraries")
+
+
+@pytest.fixture(scope="module")
+def smollm2(native, tmp_path_factory):
+    cid, b = load_battery_for(SMOLLM2, tmp_path_factory.mktemp("battery"))
+    need_checker(native, cid)
+    return cid, b
+
+
+def test_a_library_checker_gives_the_compiled_in_verdict(native, smollm2, tmp_path):
+    cid, b = smollm2
+    key, text = library.checker_source(b.plan)
+    assert key == library.checker_key(b.plan) and key.startswith("sha256:")
+    assert glue.load_library(library.build({key: text}, tmp_path)) == [key]
+    assert glue.checker_info(key)["contract"] == cid
+    for header in (b.raw_header, b.raw_header[:200] + b"\xff" + b.raw_header[201:]):
+        assert glue.verdict(key, header, b.view.file_size) == glue.verdict(cid, header, b.view.file_size)
+
+
+def test_builds_are_cached_and_whole(smollm2, tmp_path, monkeypatch):
+    _, b = smollm2
+    sources = dict([library.checker_source(b.plan)])
+    first = library.build(sources, tmp_path)
+    monkeypatch.setattr(library, "_compile", lambda *a, **k: pytest.fail("a cached build compiled again"))
+    assert library.build(sources, tmp_path) == first
+    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [first.name]
+
+
+def test_a_compile_error_names_the_command_and_leaves_nothing(tmp_path):
+    with pytest.raises(library.LibraryError, match=r"(?s)failed \(1\).*error"):
+        library.build({"sha256:00": "this is not C++\n"}, tmp_path)
+    assert [p for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
+
+
+def test_no_compiler_is_a_clear_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    with pytest.raises(library.LibraryError, match=r"no C\+\+17 compiler: /nonexistent/c\+\+ is not on PATH \(set CXX\)"):
+        library.build({"sha256:00": ""}, tmp_path)
+
+
+def _shared_object(tmp_path: Path, name: str, source: str) -> Path:
+    (tmp_path / f"{name}.cpp").write_text(source)
+    out = tmp_path / f"{name}.so"
+    subprocess.run([GXX, "-std=c++17", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
+                    str(tmp_path / f"{name}.cpp"), "-o", str(out)], check=True, capture_output=True)
+    return out
+
+
+def test_load_refuses_what_is_not_a_checker_library(native, tmp_path):
+    with pytest.raises(glue.NativeUnavailable, match="cannot load checker library"):
+        glue.load_library(tmp_path / "missing.so")
+    plain = _shared_object(tmp_path, "plain", "extern \"C\" int nothing() { return 0; }\n")
+    with pytest.raises(glue.NativeUnavailable, match="is not a checker library: it has no symbol charter_checker_library"):
+        glue.load_library(plain)
+
+
+@pytest.mark.parametrize("change", ["s.version += 1", "s.report_size += 8", "s.compiler = \"another compiler\""])
+def test_load_refuses_another_abi_or_compiler(native, tmp_path, change):
+    foreign = _shared_object(tmp_path, "foreign", f"""
+#include "charter/registry.hpp"
+extern "C" const charter::rt::CheckerEntry* charter_checker_library(charter::rt::LibraryStamp* stamp, std::size_t* n) {{
+  charter::rt::LibraryStamp s = charter::rt::library_stamp();
+  {change};
+  *stamp = s;
+  *n = 0;
+  return nullptr;
+}}
+""")
+    with pytest.raises(glue.NativeUnavailable, match="does not match charter._native .* rebuild it"):
+        glue.load_library(foreign)
+
+
+def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, tmp_path, monkeypatch):
+    """The point of the library: a C++ rendering that ignores a contract fact is caught on the
+    contract mutants of that fact, where the Python checker rejects and the C++ one admits."""
+    import charter.codegen.cpp.build as cpp_build
+
+    rendered = cpp_build._statement
+
+    def drops_special_ids(check, tables):
+        statement, at = rendered(check, tables)
+        return ("(void)0;", at) if check.method == "special_id" else (statement, at)
+
+    monkeypatch.setattr(cpp_build, "_statement", drops_special_ids)
+    _, b = load_battery_for(SMOLLM2, tmp_path)
+    b.engines = "both"
+    mutants = [m for m in all_mutants(b, "contract") if m.target == "model:tokenizer.special.bos"]
+    assert prepare_cpp(b, mutants, tmp_path / "cache") > 0
+    outcomes = [run_mutant(b, m) for m in mutants]
+    caught = [o for o in outcomes if o.verdict is Verdict.ERROR]
+    assert caught, [(o.verdict, o.detail) for o in outcomes]
+    for o in caught:
+        assert "engines disagree: python tokenizer TOKENIZER_SPECIAL_ID tokenizer.special.bos" in o.detail
+        assert o.detail.endswith("/ c++ admitted")
+
+
+def test_a_contract_mutant_without_a_built_checker_is_an_error(native, smollm2):
+    _, b = smollm2
+    b2 = type(b)(**{**b.__dict__, "engines": "both", "cpp_keys": frozenset()})
+    m = next(m for m in all_mutants(b2, "contract") if m.target == "model:tokenizer.special.bos" and m.operator == "+1")
+    outcome = run_mutant(b2, m)
+    assert outcome.verdict is Verdict.ERROR
+    assert "no C++ checker was built for this mutated contract" in outcome.detail
+
+
+def test_mutate_engine_both_without_a_compiler_exits_2(native, smollm2, monkeypatch, capsys):
+    from charter.cli import main
+
+    monkeypatch.setenv("CXX", "/nonexistent/c++")
+    assert main(["mutate", "--contract", SMOLLM2, "--engine", "both", "--only", "contract", "-j", "1"]) == 2
+    err = capsys.readouterr().err
+    assert "charter: cannot build the C++ checkers of the contract mutants: no C++17 compiler" in err
+    assert "Traceback" not in err
