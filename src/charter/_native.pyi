@@ -9,8 +9,7 @@ from numpy.typing import NDArray
 
 def contracts() -> list:
     """
-    Keys of the C++ checkers this module runs: the contract id of each one compiled in, then the keys of
-    the checker libraries loaded with load_library.
+    Contract ids of the C++ checkers compiled into this module (not those of loaded checker libraries).
     """
 
 def info(contract_id: str) -> dict:

@@ -63,11 +63,13 @@ def contracts() -> list[str]:
 
 
 def checker_info(contract_id: str) -> dict:
+    """charter._native.info of a compiled-in checker (by contract id) or a loaded one (by key)."""
     native = _module()
-    if contract_id not in native.contracts():
+    try:
+        return native.info(contract_id)
+    except KeyError:
         raise NativeUnavailable(f"charter._native has no C++ checker for {contract_id!r} (is generated/cpp/"
-                                f"{contract_id}.hpp committed, and the module rebuilt?)")
-    return native.info(contract_id)
+                                f"{contract_id}.hpp committed, and the module rebuilt?)") from None
 
 
 def load_library(path: str | os.PathLike) -> list[str]:
