@@ -24,6 +24,9 @@ inline constexpr std::string_view kSpec = "specs/artifacts/smollm2-135m-instruct
 inline constexpr std::string_view kFormat = "gguf"sv;
 inline constexpr std::string_view kStatus = "pinned-not-supported"sv;
 inline constexpr rt::Format kFormatId = rt::Format::Gguf;
+// The companion file the contract's `config` binds beside the artifact ("" if none): the caller
+// reads it and passes its bytes in rt::Options::companion.
+inline constexpr std::string_view kCompanion = ""sv;
 
 // The contract files this checker was generated from, with the sha256 of their bytes: a caller
 // can refuse a checker whose contracts have changed since.

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -124,18 +125,49 @@ class Regions {
   std::vector<rt::Region> spans_;
 };
 
+// The companion file a contract's `config` binds, as the caller read it: bytes-like (its bytes),
+// a str (why it could not be read), or None (not given); held for the duration of a check.
+class CompanionArg {
+ public:
+  explicit CompanionArg(nb::handle obj) {
+    if (obj.is_none()) return;
+    if (nb::isinstance<nb::str>(obj)) {
+      error_ = nb::cast<std::string>(obj);
+      return;
+    }
+    buffer_.emplace(obj);
+  }
+  rt::Companion get() const {
+    rt::Companion c;
+    c.error = error_;
+    if (buffer_) {
+      c.read = true;
+      c.data = buffer_->data();
+      c.size = buffer_->size();
+    }
+    return c;
+  }
+
+ private:
+  std::string error_;
+  std::optional<Buffer> buffer_;
+};
+
 rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
-               std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
+               std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
+               nb::handle companion) {
   const rt::CheckerEntry* c = find(contract_id);
   if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
   const rt::AdmitFn admit = c->admit;
   Buffer buf(header);
   const Regions held(regions);
+  const CompanionArg beside(companion);
   rt::Options options;
   const std::string require(require_status);
   options.require_status = require;
   options.max_header_bytes = max_header_bytes;
   options.regions = held.span();
+  options.companion = beside.get();
   rt::Report report;
   {
     nb::gil_scoped_release release;
@@ -228,6 +260,7 @@ NB_MODULE(_native, m) {
     d["spec"] = text(c->spec, "surrogatepass");
     d["format"] = text(c->format, "strict");
     d["status"] = text(c->status, "strict");
+    d["companion"] = c->companion.empty() ? nb::object(nb::none()) : nb::object(text(c->companion, "surrogatepass"));
     for (const rt::InputDigest& in : c->inputs) inputs[text(in.path, "surrogatepass")] = text(in.sha256, "strict");
     d["inputs"] = inputs;
     d["stores"] = store_facts(*c);
@@ -242,8 +275,9 @@ NB_MODULE(_native, m) {
   m.attr("COMPILER") = rt::library_stamp().compiler;
 
   m.def("admit", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
-                    std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
-    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes, regions);
+                    std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
+                    nb::handle companion) {
+    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion);
     if (r.admitted) return nb::make_tuple(true, nb::none(), nb::none(), nb::none(), nb::none(), nb::none());
     const rt::Diagnostic& g = r.diagnostic;
     return nb::make_tuple(false, text(rt::stage_of(g.code), "strict"), text(rt::code_name(g.code), "strict"),
@@ -252,14 +286,19 @@ NB_MODULE(_native, m) {
                           text(g.message, "replace"));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
      nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
+     nb::arg("companion").none() = nb::none(),
      "Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).\n"
-     "regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.");
+     "regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.\n"
+     "companion: the file a contract's config binds, as read beside the artifact: bytes-like, or a str saying why it\n"
+     "could not be read.");
 
   m.def("admit_detail", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
-                           std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions) {
-    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions));
+                           std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
+                           nb::handle companion) {
+    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
      nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
+     nb::arg("companion").none() = nb::none(),
      "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).");
 
   m.def("read", [](std::string_view format, nb::handle header, std::uint64_t file_size, std::uint64_t max_header_bytes) {

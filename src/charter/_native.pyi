@@ -25,13 +25,15 @@ def load_library(path: str) -> list:
 
 COMPILER: str = '12.2.0'
 
-def admit(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None) -> tuple:
+def admit(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None) -> tuple:
     """
     Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).
     regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.
+    companion: the file a contract's config binds, as read beside the artifact: bytes-like, or a str saying why it
+    could not be read.
     """
 
-def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None) -> dict:
+def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None) -> dict:
     """
     admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).
     """

@@ -19,6 +19,11 @@ makes, and reads them with the reader the Python engine uses (the file with prea
 read only when the checker reaches the stores stage: a first run without regions either rejects
 before that stage (its verdict cannot depend on them) or stops there, and then runs again with them.
 
+A contract's `config` binds a companion file beside the artifact (config.json). The checker never
+opens it either: `file_verdict` reads it beside the artifact (`read_companion`) and passes its
+bytes, or why they could not be read, and the checker parses and compares them
+(native/include/charter/companion.hpp).
+
 Payload verification reads tensor bytes; the C++ engine does not (it is CPU-only and header-only).
 With verify_payload=True the payload stage runs with the Python runtime after the C++ stages
 admitted the header, over the view the Python reader builds; the report says which engine ran it.
@@ -29,6 +34,7 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable
+from pathlib import Path
 
 from charter.admission.report import AdmissionReport, DiagnosticModel
 from charter.diagnostics import ADMISSION_STAGES, Stage
@@ -90,13 +96,19 @@ def require_current(contract_id: str, inputs: dict[str, str]) -> None:
                                 "these: regenerate (charter generate) and rebuild (pip install -e .)")
 
 
-def unsupported(plan) -> str | None:
-    """Why the C++ engine cannot admit against this plan (None if it can): a companion config is
-    another file, read from outside the spans a C++ checker is given. (Embedded stores are read
-    from the regions the caller passes: Note [Store regions].)"""
-    if getattr(plan, "config_file", None) is not None:
-        return f"{plan.id} checks a companion {plan.config_file}, which the C++ engine does not read"
-    return None
+# --- companion files (charter/companion.hpp) -------------------------------------------------------
+
+def read_companion(artifact: str | os.PathLike, file: str) -> bytes | str:
+    """The companion `file` beside `artifact`, as the C++ checker takes it: its bytes (at most one
+    byte over the limit, enough for the checker to refuse the size), or why it could not be read
+    (strerror, as Context._companion reports it)."""
+    from charter.admission.runtime import MAX_COMPANION_BYTES
+
+    try:
+        with open(Path(artifact).parent / file, "rb") as f:
+            return f.read(MAX_COMPANION_BYTES + 1)
+    except OSError as exc:
+        return exc.strerror or str(exc)
 
 
 # --- store regions (Note [Store regions] in native/include/charter/stores.hpp) ----------------------
@@ -185,16 +197,17 @@ def _file_reader(fd: int) -> ReadAt:
 
 
 def verdict(contract_id: str, header, file_size: int, *, require_status: str | None = None,
-            max_header_bytes: int = MAX_GGUF_HEADER_BYTES, regions=None) -> dict:
-    """The C++ checker over a header span (bytes-like) and, for embedded stores, the regions read
-    for them ([(absolute offset, bytes-like)]): the dict of charter._native.admit_detail."""
+            max_header_bytes: int = MAX_GGUF_HEADER_BYTES, regions=None, companion=None) -> dict:
+    """The C++ checker over a header span (bytes-like); for embedded stores, the regions read for
+    them ([(absolute offset, bytes-like)]); for a contract's `config`, the companion file
+    (`read_companion`): the dict of charter._native.admit_detail."""
     return _module().admit_detail(contract_id, header, int(file_size), require_status or "", max_header_bytes,
-                                  regions)
+                                  regions, companion)
 
 
 def verdict_reading(contract_id: str, header, file_size: int, read_at: ReadAt | None, *,
                     require_status: str | None = None, max_header_bytes: int = MAX_GGUF_HEADER_BYTES,
-                    eager: bool = False) -> dict:
+                    eager: bool = False, companion=None) -> dict:
     """`verdict`, with the store regions read through `read_at` when the checker reaches the stores
     stage (see the module docstring), or, `eager`, read before the one run (cheaper when the file
     is expected to pass: a whole file; the lazy way suits mutants that mostly fail earlier).
@@ -203,32 +216,34 @@ def verdict_reading(contract_id: str, header, file_size: int, read_at: ReadAt | 
     info = checker_info(contract_id)
     stores = list(info["stores"])
     if not (eager and stores and read_at is not None):
-        d = verdict(contract_id, header, file_size, require_status=require_status, max_header_bytes=max_header_bytes)
+        d = verdict(contract_id, header, file_size, require_status=require_status, max_header_bytes=max_header_bytes,
+                    companion=companion)
         if d["admitted"] or d["stage"] != "stores" or read_at is None:
             return d
     extents = _module().tensor_extents(info["format"], header, int(file_size), [s["tensor"] for s in stores],
                                        max_header_bytes)
     regions = store_regions(stores, extents or {}, read_at)
     return verdict(contract_id, header, file_size, require_status=require_status, max_header_bytes=max_header_bytes,
-                   regions=regions)
+                   regions=regions, companion=companion)
 
 
 def admit_header(contract_id: str, read: Callable[[int], bytes], file_size: int, *, first: int = 1 << 20,
                  require_status: str | None = None, max_header_bytes: int = MAX_GGUF_HEADER_BYTES,
-                 read_at: ReadAt | None = None) -> dict:
+                 read_at: ReadAt | None = None, companion=None) -> dict:
     """Grow-and-retry over a reader of prefixes: `read(n)` returns the first n bytes of the file;
-    `read_at(offset, length)` reads store regions (contracts with embedded stores)."""
+    `read_at(offset, length)` reads store regions (contracts with embedded stores); `companion`
+    is the file a contract's `config` binds (`read_companion`)."""
     n = min(first, file_size)
     while True:
         d = verdict(contract_id, read(n), file_size, require_status=require_status,
-                    max_header_bytes=max_header_bytes)
+                    max_header_bytes=max_header_bytes, companion=companion)
         if not d["needs_more"] or n >= file_size:
             break
         n = min(max(d["need"], 2 * n), file_size)
     if d["admitted"] or d["stage"] != "stores" or read_at is None:
         return d
     return verdict_reading(contract_id, read(n), file_size, read_at, require_status=require_status,
-                           max_header_bytes=max_header_bytes)
+                           max_header_bytes=max_header_bytes, companion=companion)
 
 
 def file_verdict(path: str | os.PathLike, contract_id: str, fmt: str, *, require_status: str | None = None,
@@ -236,13 +251,16 @@ def file_verdict(path: str | os.PathLike, contract_id: str, fmt: str, *, require
     """The C++ checker over the file at `path` (see the module docstring). GGUF: the file mapped
     read-only, limited to the first min(size, max_header_bytes) bytes. safetensors: the 8-byte
     length and, when it fits the file and the 100 MB cap, the header it announces, read as
-    read_safetensors does. Store regions are read with pread, as Context.read reads them."""
+    read_safetensors does. Store regions are read with pread, as Context.read reads them; the
+    companion file of a contract's `config`, beside `path` (`read_companion`)."""
     try:
         fd = os.open(path, os.O_RDONLY)
     except OSError as exc:
         return _unreadable(path, exc)
+    file = checker_info(contract_id)["companion"]
+    companion = read_companion(path, file) if file else None
     try:
-        return _fd_verdict(fd, contract_id, fmt, require_status, max_header_bytes)
+        return _fd_verdict(fd, contract_id, fmt, require_status, max_header_bytes, companion)
     except _Unreadable as exc:
         return _unreadable(path, exc.__cause__)
     finally:
@@ -253,7 +271,8 @@ class _Unreadable(Exception):
     pass
 
 
-def _fd_verdict(fd: int, contract_id: str, fmt: str, require_status: str | None, max_header_bytes: int) -> dict:
+def _fd_verdict(fd: int, contract_id: str, fmt: str, require_status: str | None, max_header_bytes: int,
+                companion) -> dict:
     read_at = _file_reader(fd)
     try:
         size = os.fstat(fd).st_size
@@ -266,13 +285,15 @@ def _fd_verdict(fd: int, contract_id: str, fmt: str, require_status: str | None,
     except (OSError, ValueError) as exc:
         raise _Unreadable() from exc
     if fmt != "gguf":
-        return verdict_reading(contract_id, head, size, read_at, require_status=require_status, eager=True)
+        return verdict_reading(contract_id, head, size, read_at, require_status=require_status, eager=True,
+                               companion=companion)
     if mm is None:
-        return verdict(contract_id, b"", 0, require_status=require_status, max_header_bytes=max_header_bytes)
+        return verdict(contract_id, b"", 0, require_status=require_status, max_header_bytes=max_header_bytes,
+                       companion=companion)
     try:
         with memoryview(mm) as whole, whole[: min(size, max_header_bytes)] as span:
             return verdict_reading(contract_id, span, size, read_at, require_status=require_status,
-                                   max_header_bytes=max_header_bytes, eager=True)
+                                   max_header_bytes=max_header_bytes, eager=True, companion=companion)
     finally:
         mm.close()
 
@@ -306,11 +327,13 @@ def report_of(d: dict, *, artifact: str, contract: str, spec: str, fmt: str, sta
 
 def admit_cpp(path_or_bytes, contract_id: str, *, file_size: int | None = None, spec: str | None = None,
               fmt: str | None = None, status: str | None = None, require_status: str | None = None,
-              verify_payload: bool = False, checker=None, read_at: ReadAt | None = None) -> AdmissionReport:
+              verify_payload: bool = False, checker=None, read_at: ReadAt | None = None,
+              companion=None) -> AdmissionReport:
     """Admit a file (path) or a header span (bytes-like, with `file_size`) with the C++ checker of
     `contract_id`: an AdmissionReport like charter.admission.runtime.admit's. A header span of a
     contract with embedded stores needs `read_at(offset, length)`, which reads the file's bytes
-    (the store regions). With verify_payload (a path and the Python `checker` module needed), the
+    (the store regions); one of a contract with `config`, the `companion` file's bytes (a path's is
+    read beside it). With verify_payload (a path and the Python `checker` module needed), the
     payload stage runs in Python after the C++ stages admitted the header (see the module docstring)."""
     info = checker_info(contract_id)
     fmt = fmt or info["format"]
@@ -326,13 +349,14 @@ def admit_cpp(path_or_bytes, contract_id: str, *, file_size: int | None = None, 
         if info["stores"] and read_at is None:
             raise TypeError(f"{contract_id} has embedded stores: admit_cpp over bytes needs read_at(offset, length)")
         artifact = "<bytes>"
-        d = verdict_reading(contract_id, path_or_bytes, file_size, read_at, require_status=require_status)
+        d = verdict_reading(contract_id, path_or_bytes, file_size, read_at, require_status=require_status,
+                            companion=companion)
     if not (d["admitted"] and verify_payload):
-        return report_of(d, artifact=artifact, contract=contract_id, spec=spec, fmt=fmt, status=status)
+        return report_of(d, artifact=artifact, contract=info["contract"], spec=spec, fmt=fmt, status=status)
     if checker is None or not is_path:
         raise NativeUnavailable("verify_payload streams the file with the Python runtime: pass the path and checker")
     return _python_payload(artifact, checker, require_status, spec=spec, format=fmt, status=status,
-                           contract=contract_id)
+                           contract=info["contract"])
 
 
 def _python_payload(path: str, checker, require_status, **report) -> AdmissionReport:
@@ -358,13 +382,13 @@ def _python_payload(path: str, checker, require_status, **report) -> AdmissionRe
 
 
 def disagreement(contract_id: str, header, file_size: int, require_status: str | None,
-                 python: tuple, read_at: ReadAt | None = None) -> str | None:
+                 python: tuple, read_at: ReadAt | None = None, companion=None) -> str | None:
     """None if the C++ checker gives the same first diagnostic as the Python one, `python`: (stage,
     code, field), or (stage, code, field, offset) to compare the byte offset too; all None for an
     admission. Else what each engine said. Store regions are read through `read_at` (the reader the
     Python engine used). For `charter mutate --engine both` (differential verdicts on every
     artifact mutant)."""
-    d = verdict_reading(contract_id, header, file_size, read_at, require_status=require_status)
+    d = verdict_reading(contract_id, header, file_size, read_at, require_status=require_status, companion=companion)
     cpp = (None, None, None, None) if d["admitted"] else (d["code_stage"], d["code"], d["field"], d["offset"])
     cpp = cpp[: len(python)]
     if cpp == tuple(python):

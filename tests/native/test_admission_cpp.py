@@ -153,11 +153,3 @@ def test_disagreement(smollm2):
     assert glue.disagreement(cid, b.raw_header, b.view.file_size, None, (None, None, None)) is None
     said = glue.disagreement(cid, b.raw_header, b.view.file_size, None, ("tensors", "TENSOR_MISSING", "tensors.x"))
     assert said and "python tensors TENSOR_MISSING tensors.x / c++ admitted" in said
-
-
-def test_unsupported_contracts(contract_set):
-    """Store manifests are read from caller-given regions (tests/native/test_stores_cpp.py): every
-    shipped contract has a C++ verdict; only a companion config would be refused."""
-    reasons = {i: glue.unsupported(p) for i, p in contract_set.artifacts.items()}
-    assert reasons["smollm2-135m-instruct-q4_1"] is None and reasons["tiny-llama-safetensors"] is None
-    assert reasons["qwen4exp-text"] is None

@@ -130,5 +130,5 @@ def test_mutate_engine_both_without_a_compiler_exits_2(native, smollm2, monkeypa
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     assert main(["mutate", "--contract", SMOLLM2, "--engine", "both", "--only", "contract", "-j", "1"]) == 2
     err = capsys.readouterr().err
-    assert "charter: cannot build the C++ checkers of the contract mutants: no C++17 compiler" in err
+    assert "charter: cannot build the C++ checkers of this battery: no C++17 compiler" in err
     assert "Traceback" not in err

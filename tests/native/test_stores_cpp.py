@@ -151,10 +151,6 @@ def test_admit_cpp_over_bytes_needs_a_reader(qwen):
     assert report.admitted, report.render()
 
 
-def test_the_engine_no_longer_refuses_stores(contract_set):
-    assert glue.unsupported(contract_set.artifacts[CID]) is None
-
-
 def test_layouts_match_the_python_formats(native):
     """The C++ runtime's record layouts are charter.stores' layouts, field for field."""
     layouts = native.store_layouts()

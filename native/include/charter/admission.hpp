@@ -23,6 +23,9 @@ struct Options {
   // Bytes outside the header the stores stage reads (Note [Store regions], charter/stores.hpp):
   // (absolute offset, bytes) regions the caller read; a contract without stores needs none.
   Span<Region> regions{};
+  // The companion file a contract's `config` binds (config.json beside the artifact), read by the
+  // caller (charter/companion.hpp); a contract without `config` needs none.
+  Companion companion{};
 };
 
 using StageCheck = bool (*)(Context&);
@@ -48,7 +51,7 @@ inline Report run(Format format, Span<StageFn> stages, const unsigned char* head
     r.stage = stage::kContainer;
     return r;
   }
-  Context ctx(v, r, options.require_status, options.regions);
+  Context ctx(v, r, options.require_status, options.regions, options.companion);
   for (const StageFn& s : stages) {
     if (s.name == stage::kPayload) continue;
     if (!s.check(ctx)) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "charter/checked.hpp"
+#include "charter/companion.hpp"
 #include "charter/fail.hpp"
 #include "charter/report.hpp"
 #include "charter/sha256.hpp"
@@ -95,8 +96,10 @@ class Context {
  public:
   // `regions`: the bytes outside the header the caller read for the stores stage (Note [Store
   // regions] in charter/stores.hpp); a contract without stores needs none.
-  Context(const View& v, Report& r, std::string_view require_status, Span<Region> regions = {})
-      : v_(v), r_(r), require_(require_status), regions_(regions) {}
+  // `companion`: the file a contract's `config` binds, as the caller read it (charter/companion.hpp).
+  Context(const View& v, Report& r, std::string_view require_status, Span<Region> regions = {},
+          Companion companion = {})
+      : v_(v), r_(r), require_(require_status), regions_(regions), companion_(companion) {}
 
   const View& view() const { return v_; }
 
@@ -294,12 +297,72 @@ class Context {
     return true;
   }
 
-  // --- companion config ----------------------------------------------------------------------
-  // A JSON file beside the artifact: a C++ checker never reads files, so a contract with a
-  // companion config is refused by this engine (INTERNAL; the Python glue reports it as unsupported).
+  // --- companion config (a cross-artifact constraint, checked with metadata) ---------------
+  // Rows (dotted key, type, expected value, at) checked in the JSON file beside the artifact,
+  // which the caller read (charter/companion.hpp); the order and codes of Context.config.
   bool config(std::string_view file, Span<ConfigFact> facts) {
-    (void)facts;
-    return internal("the C++ engine does not read companion files (" + std::string(file) + ")", {});
+    const std::string_view at = facts.empty() ? std::string_view{} : facts[0].at;
+    const std::string name(file);
+    auto unreadable = [&](const std::string& why) {
+      return reject(r_, Code::METADATA_CONFIG, "config", why, std::nullopt, std::nullopt, std::nullopt, at);
+    };
+    if (!companion_.read) {
+      const std::string why = companion_.error.empty() ? "not provided" : std::string(companion_.error);
+      return unreadable("cannot read " + name + " beside the artifact: " + why);
+    }
+    if (companion_.size > kMaxCompanionBytes) {
+      return unreadable(name + " is more than " + u64s(kMaxCompanionBytes) + " bytes (the limit)");
+    }
+    const std::size_t n = static_cast<std::size_t>(companion_.size);
+    const std::size_t bad = utf8_error(companion_.data, n);
+    if (bad != n) return unreadable(name + " is not valid JSON: not UTF-8 at byte " + u64s(bad));
+    if (n >= 3 && companion_.data[0] == 0xEF && companion_.data[1] == 0xBB && companion_.data[2] == 0xBF) {
+      return unreadable(name + " is not valid JSON: Unexpected UTF-8 BOM");
+    }
+    json::Doc js(companion_.data, n);
+    std::size_t end{};
+    std::uint32_t root{};
+    if (!js.value(js.ws(0), &end, &root, 0) || js.ws(end) != n) {
+      return unreadable(name + " is not valid JSON (at byte " + u64s(js.err == json::Err::None ? js.ws(end) : js.err_pos) +
+                        ")");
+    }
+    for (const ConfigFact& f : facts) {
+      const std::string field = "config." + std::string(f.key);
+      const json::Node* node = &js.node(root);
+      std::string_view rest = f.key;
+      while (true) {
+        const std::size_t dot = rest.find('.');
+        const std::string_view part = rest.substr(0, dot);
+        const json::Member* m = node->kind == json::Kind::Obj ? js.find(*node, part) : nullptr;
+        if (!m) {
+          return reject(r_, Code::METADATA_MISSING, field, name + " has no key " + show_str(f.key), std::nullopt,
+                        std::string(f.type), std::string("missing"), f.at);
+        }
+        node = &js.node(m->value);
+        if (dot == std::string_view::npos) break;
+        rest = rest.substr(dot + 1);
+      }
+      const std::string_view actual_type = companion::type_name(node->kind);
+      if (actual_type != f.type) {
+        return mismatch(Code::METADATA_TYPE, field, show_str(f.type), show_str(actual_type), f.at, std::nullopt,
+                        " (" + name + ")");
+      }
+      bool same;
+      if (f.type == "float64") {
+        if (!f.value.has_f64) return internal("value " + show_lit(f.value) + " does not pack as float64", f.at);
+        const double d = companion::to_double(node->s);
+        std::uint64_t bits{};
+        std::memcpy(&bits, &d, 8);
+        same = bits == f.value.f64;
+      } else {
+        same = companion::py_equal(*node, f.value);
+      }
+      if (!same) {
+        return mismatch(Code::METADATA_VALUE, field, show_lit(f.value), show_json(*node), f.at, std::nullopt,
+                        " (" + name + ")");
+      }
+    }
+    return true;
   }
 
   // --- stores (charter.admission.stores; Note [Store regions] in charter/stores.hpp) ------------
@@ -1125,6 +1188,17 @@ class Context {
     return "?";
   }
 
+  static std::string show_json(const json::Node& n) {
+    switch (n.kind) {
+      case json::Kind::True: return "true";
+      case json::Kind::False: return "false";
+      case json::Kind::Int: return n.num.str();
+      case json::Kind::Float: return std::string(n.s);
+      case json::Kind::Str: return show_str(n.s);
+      default: return std::string(companion::type_name(n.kind));
+    }
+  }
+
   static std::string show_entry(const MetaEntry& e) {
     if (vtype_is_int(e.type)) return int_of(e).str();
     switch (e.type) {
@@ -1140,6 +1214,7 @@ class Context {
   Report& r_;
   std::string_view require_;
   store::Regions regions_;
+  Companion companion_;
   Span<Glob> excluded_{};
 };
 

@@ -24,6 +24,7 @@ using AdmitFn = Report (*)(const unsigned char* header, std::uint64_t size, std:
 struct CheckerEntry {
   std::string_view key;  // the lookup key: the contract id, or a library's own key
   std::string_view id, model, spec, format, status;
+  std::string_view companion;  // the file a contract's `config` binds beside the artifact, or ""
   Span<InputDigest> inputs;
   Span<StoreFacts> stores;
   AdmitFn admit;
@@ -32,8 +33,8 @@ struct CheckerEntry {
 // The entry of the generated checker in namespace `ns`, looked up by `key`.
 #define CHARTER_CHECKER_ENTRY(ns, key)                                                            \
   ::charter::rt::CheckerEntry {                                                                   \
-    key, ns::kContractId, ns::kModelId, ns::kSpec, ns::kFormat, ns::kStatus, ::charter::rt::span(ns::kInputs), \
-        ns::kStoreFacts, &ns::admit                                                               \
+    key, ns::kContractId, ns::kModelId, ns::kSpec, ns::kFormat, ns::kStatus, ns::kCompanion,        \
+        ::charter::rt::span(ns::kInputs), ns::kStoreFacts, &ns::admit                               \
   }
 
 struct LibraryStamp {

@@ -18,8 +18,9 @@ def register(sub) -> None:
     p.add_argument("--verify-payload", action="store_true", help="also run the payload stage (reads tensor bytes)")
     p.add_argument("--generated", default="generated", help="committed generated code (default: generated)")
     p.add_argument("--engine", choices=("python", "cpp"), default="python",
-                   help="checker implementation: the generated Python checker, or the generated C++ one "
-                        "compiled into charter._native (docs/native.md)")
+                   help="checker implementation: the generated Python checker, or the generated C++ one: "
+                        "compiled into charter._native, or, for a contract it does not hold, compiled into a "
+                        "cached checker library (docs/native.md)")
     p.add_argument("-v", "--verbose", action="store_true", help="say which checker ran")
     p.set_defaults(func=run_admit, format="text")
 
@@ -74,17 +75,18 @@ def run_admit(args) -> int:
         print(f"checker: {origin}", file=sys.stderr)
     if args.engine == "cpp":
         from charter import native
-        from charter.codegen.cpp.build import inputs_of
+        from charter.codegen.cpp.library import LibraryError, current_checker
+        from charter.codegen.loader import cache_dir
 
         try:
-            native.require_current(loaded.id, inputs_of(cs, cs.artifacts[loaded.id]))
-            report = native.admit_cpp(path, loaded.id, require_status=args.require_status,
+            key, engine = current_checker(cs, cs.artifacts[loaded.id], cache_dir() / "checkers")
+            report = native.admit_cpp(path, key, require_status=args.require_status,
                                       verify_payload=args.verify_payload, checker=checker)
-        except native.NativeUnavailable as exc:
+        except (native.NativeUnavailable, LibraryError) as exc:
             print(f"charter: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if args.verbose:
-            print("engine: c++ (charter._native)", file=sys.stderr)
+            print(f"engine: {engine}", file=sys.stderr)
     else:
         report = admit(str(path), checker, verify_payload=args.verify_payload, require_status=args.require_status)
     print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")

@@ -77,20 +77,8 @@ def run_mutate(args) -> int:
             return EXIT_USAGE
         start = time.monotonic()
         battery = load_battery(cs, ids[0], artifact)
-        if args.engine == "both":
-            from charter import native
-            from charter.codegen.cpp.build import inputs_of
-
-            try:
-                native.require_current(plan.id, inputs_of(cs, plan))
-                if native.unsupported(plan):
-                    raise native.NativeUnavailable(native.unsupported(plan))
-            except native.NativeUnavailable as exc:
-                print(f"charter: {exc}", file=sys.stderr)
-                return EXIT_USAGE
-            battery.engines = "both"
         mutants = all_mutants(battery, args.only)
-        if args.engine == "both" and not _prepare_cpp(battery, mutants, args):
+        if args.engine == "both" and not _prepare_cpp(cs, battery, mutants, args):
             return EXIT_USAGE
         if not args.quiet:
             print(f"battery {plan.id}: {len(mutants)} mutants of {artifact} on {args.jobs} worker(s)", file=sys.stderr)
@@ -115,20 +103,30 @@ def run_mutate(args) -> int:
     return EXIT_OK if ok else EXIT_REJECTED
 
 
-def _prepare_cpp(battery, mutants, args) -> bool:
-    """Compile the C++ checkers of the contract mutants (charter.mutation.run.prepare_cpp), saying
-    so on stderr: a cold build takes seconds, a cached one none."""
+def _prepare_cpp(cs, battery, mutants, args) -> bool:
+    """Both engines: compile the C++ checkers of the contract mutants (charter.mutation.run.prepare_cpp)
+    and, when charter._native holds no current checker of the contract, the contract's own, saying
+    so on stderr (a cold build takes seconds, a cached one none)."""
     from charter import native
+    from charter.codegen.cpp.build import inputs_of
     from charter.codegen.cpp.library import LibraryError
     from charter.codegen.loader import cache_dir
     from charter.mutation.run import prepare_cpp
 
     start = time.monotonic()
+    compiled_in = True
     try:
-        count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs))
+        native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
+    except native.NativeUnavailable as exc:
+        compiled_in = False
+        if not args.quiet:
+            print(f"charter: {exc}; compiling it with the mutated contracts' checkers", file=sys.stderr)
+    try:
+        count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=compiled_in)
     except (LibraryError, native.NativeUnavailable) as exc:
-        print(f"charter: cannot build the C++ checkers of the contract mutants: {exc}", file=sys.stderr)
+        print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
         return False
+    battery.engines = "both"
     if not args.quiet:
-        print(f"C++ checkers of {count} mutated contracts ready in {time.monotonic() - start:.1f}s", file=sys.stderr)
+        print(f"{count} C++ checkers ready in {time.monotonic() - start:.1f}s", file=sys.stderr)
     return True

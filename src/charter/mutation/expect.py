@@ -10,10 +10,12 @@ unless the operator declared it equivalent.
 from __future__ import annotations
 
 import fnmatch
+import json
 import math
 import re
 import struct
 from dataclasses import dataclass
+from pathlib import Path
 
 from charter.admission.view import ArtifactView
 from charter.codegen.python.build import Check
@@ -45,10 +47,12 @@ def _key(c: Check) -> tuple:
     return (c.stage, c.method, repr(_plain(c.args)))
 
 
-def predict(before: list[Check], after: list[Check], view: ArtifactView, require_status: str | None) -> Prediction:
+def predict(before: list[Check], after: list[Check], view: ArtifactView, require_status: str | None,
+            beside: Path | None = None) -> Prediction:
     """Changed checks are those of `after` that `before` does not have (order-insensitive, so
     dropping one check does not make every later one look changed), plus checks `before` had that
-    are gone (they enforced the leaf; losing one relaxes the checker)."""
+    are gone (they enforced the leaf; losing one relaxes the checker). `beside`: the artifact's
+    folder, where a contract's companion config is read."""
     old = {_key(c) for c in before}
     new = {_key(c) for c in after}
     added = [c for c in after if _key(c) not in old]
@@ -56,10 +60,34 @@ def predict(before: list[Check], after: list[Check], view: ArtifactView, require
     excluded = next((c.args[0] for c in after if c.method == "exclude"), ())
     previous = {(c.stage, c.method, _store_name(c)): c for c in before}
     for c in added:
-        expect = _evaluate(c, view, require_status, excluded, previous.get((c.stage, c.method, _store_name(c))))
+        expect = _evaluate(c, view, require_status, excluded, previous.get((c.stage, c.method, _store_name(c))),
+                           beside)
         if expect is not None:
             return Prediction(tuple(added + removed), expect)
     return Prediction(tuple(added + removed), None)
+
+
+def _config(file: str, facts: tuple, beside: Path | None) -> Expect | None:
+    """The companion config's rules (Context.config) over the JSON beside the artifact, in fact
+    order; without the artifact's folder, all that can be said is that the stage rejects."""
+    if beside is None:
+        return Expect("metadata", None, None)
+    try:
+        data = json.loads((beside / file).read_text("utf-8"))
+    except (OSError, ValueError):
+        return Expect("metadata", "METADATA_CONFIG", "config")
+    json_types = {bool: "bool", int: "int64", float: "float64", str: "string"}
+    for key, ctype, expected, _ in facts:
+        node = data
+        for part in key.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return Expect("metadata", "METADATA_MISSING", f"config.{key}")
+            node = node[part]
+        if json_types.get(type(node)) != ctype:
+            return Expect("metadata", "METADATA_TYPE", f"config.{key}")
+        if not (_same_float("float64", node, expected) if ctype == "float64" else node == expected):
+            return Expect("metadata", "METADATA_VALUE", f"config.{key}")
+    return None
 
 
 def _same_float(ctype: str, a: float, b: float) -> bool:
@@ -68,7 +96,7 @@ def _same_float(ctype: str, a: float, b: float) -> bool:
 
 
 def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: tuple[str, ...],
-              previous: Check | None) -> Expect | None:
+              previous: Check | None, beside: Path | None = None) -> Expect | None:
     """Would this check, with these literals, reject the artifact? (stage rules, not the runtime)"""
     a = c.args
     m = c.method
@@ -153,7 +181,7 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
             return None
         return Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows")
     if m == "config":
-        return Expect("metadata", None, None)  # companion files are not part of a GGUF battery
+        return _config(a[0], a[1], beside)
     if m == "exclude":
         return None  # takes effect through the tensors check that follows
     if m == "tensors":

@@ -17,9 +17,10 @@ not apply.
 
 With `engines: both`, each mutant's verdict also requires the generated C++ checker to give the
 same first diagnostic (charter.mutation.run: differential verdicts); the checker library of the
-contract mutants is compiled at collection, once (cached and locked across xdist workers). A
-battery that asks for both engines fails to collect, never skips, when charter._native is not
-built or is stale.
+contract mutants is compiled at collection, once (cached and locked across xdist workers). The
+unchanged contract's checker is the one compiled into charter._native when it is current, else it
+is compiled with the mutants'. A battery that asks for both engines fails to collect, never
+skips, when charter._native is not built or a checker cannot be compiled.
 
 Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
@@ -91,11 +92,13 @@ def _both_engines(cs, battery, mutants) -> None:
     from charter.codegen.loader import cache_dir
     from charter.mutation.run import prepare_cpp
 
-    native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
-    if native.unsupported(battery.plan):
-        raise native.NativeUnavailable(native.unsupported(battery.plan))
+    try:
+        native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
+        compiled_in = True
+    except native.NativeUnavailable:
+        compiled_in = False  # not a shipped contract, or the module is stale: compile its checker too
+    prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=2, compiled_in=compiled_in)
     battery.engines = "both"
-    prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=2)
 
 
 def _built(plan, path: Path, overrides: str | None) -> Path:

@@ -51,6 +51,7 @@ class Battery:
     view: ArtifactView
     raw_header: bytes
     engines: str = "python"  # "both": every mutant also runs the C++ checker (differential verdicts)
+    cpp_key: str = ""  # the unchanged contract's C++ checker: its contract id in charter._native, or a library key
     cpp_keys: frozenset[str] = frozenset()  # keys of the contract mutants' C++ checkers (prepare_cpp)
 
     @property
@@ -89,14 +90,18 @@ def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
     return out
 
 
-def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2) -> int:
+def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, compiled_in: bool = True) -> int:
     """Compile and load the C++ checker of every contract mutant whose checker the Python battery
-    runs (its contract resolves, and a generated check changed): how many. For `engines == "both"`;
+    runs (its contract resolves, and a generated check changed), and, unless charter._native holds
+    a current one (`compiled_in`), the unchanged contract's: how many. For `engines == "both"`;
     raises charter.codegen.cpp.library.LibraryError or charter.native.NativeUnavailable."""
     from charter import native
     from charter.codegen.cpp import library
 
     sources: dict[str, str] = {}
+    if not compiled_in:
+        key, text = library.checker_source(b.plan)
+        sources[key] = text
     for m in mutants:
         if m.side != "contract" or m.make is None:
             continue
@@ -104,12 +109,21 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2) -
             plan = _resolve(b, *m.make())
         except CharterError:
             continue
-        if predict(b.checks, checks(plan), b.view, b.require_status).changed:
+        if predict(b.checks, checks(plan), b.view, b.require_status, b.artifact_path.parent).changed:
             key, text = library.checker_source(plan)
             sources[key] = text
     if sources:
         b.cpp_keys = frozenset(native.load_library(library.build(sources, cache, jobs)))
+    b.cpp_key = b.plan.id if compiled_in else library.checker_key(b.plan)
     return len(sources)
+
+
+def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
+    """The companion file a plan's `config` binds, beside the battery's artifact, as the C++ engine
+    takes it (charter.native.read_companion); None without `config`."""
+    from charter import native
+
+    return native.read_companion(b.artifact_path, plan.config_file) if plan.config_file else None
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:
@@ -134,8 +148,9 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
         # Store mutants patch the data section: the C++ checker reads its store regions through the
         # same overlay reader the Python engine read them with (Note [Store regions]).
         read_at = overlay_reader(b, view, patches) if view is not None else None
-        said = native.disagreement(b.plan.id, buf, size, b.require_status,
-                                   (outcome.stage, outcome.code, outcome.field, offset), read_at=read_at)
+        said = native.disagreement(b.cpp_key or b.plan.id, buf, size, b.require_status,
+                                   (outcome.stage, outcome.code, outcome.field, offset), read_at=read_at,
+                                   companion=companion(b, b.plan))
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
     return outcome
@@ -192,7 +207,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
     after = checks(plan)
-    prediction = predict(b.checks, after, b.view, b.require_status)
+    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent)
     if not prediction.changed:
         if m.equivalent:
             return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
@@ -234,7 +249,7 @@ def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | 
     d = report.diagnostic
     python = (None, None, None, None) if d is None or d.stage == "payload" else (d.stage, d.code, d.field, d.offset)
     return native.disagreement(key, b.raw_header, b.view.file_size, b.require_status, python,
-                               read_at=overlay_reader(b, b.view, {}))
+                               read_at=overlay_reader(b, b.view, {}), companion=companion(b, plan))
 
 
 def _describe(c: Check) -> str:

@@ -52,6 +52,7 @@ class CheckerView:
     format: str
     format_enum: str
     status: str
+    companion: str  # the file name a contract's `config` binds, or ""
     namespace: str
     inputs: tuple[tuple[str, str], ...]  # (spec path literal, sha256 literal)
     tables: tuple[str, ...]
@@ -237,6 +238,7 @@ def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: st
         format=cpp_sv(plan.format),
         format_enum="rt::Format::Gguf" if plan.format == "gguf" else "rt::Format::Safetensors",
         status=cpp_sv(plan.status),
+        companion=cpp_sv(plan.config_file or ""),
         namespace=namespace or identifier(plan.id),
         inputs=tuple((cpp_sv(p), cpp_sv(s)) for p, s in sorted(inputs.items())),
         tables=tuple(tables.decls),

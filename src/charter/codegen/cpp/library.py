@@ -193,3 +193,21 @@ def _run(cmd: list[str], cwd: Path) -> None:
     done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     if done.returncode != 0:
         raise LibraryError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-6000:]}{done.stderr[-6000:]}")
+
+
+def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
+    """(key, origin) of a C++ checker of `plan` as its contracts are now: the one compiled into
+    charter._native when it was generated from these contract bytes, else one compiled into a
+    checker library in `cache` (as the Python engine renders a checker when none is committed)."""
+    from charter import native
+    from charter.codegen.cpp.build import inputs_of
+
+    try:
+        native.require_current(plan.id, inputs_of(cs, plan))
+        return plan.id, "c++ (charter._native)"
+    except native.NativeUnavailable as exc:
+        reason = str(exc)
+    key, text = checker_source(plan)
+    library = build({key: text}, cache)
+    native.load_library(library)
+    return key, f"c++ (compiled into {library}: {reason})"

@@ -1,0 +1,190 @@
+"""The C++ engine checks a contract's companion config (native/include/charter/companion.hpp) with
+the Python engine's verdicts: the same (stage, code, field, offset) on every config.json below,
+on random edits of its text, and across the contract battery of a frozen safetensors contract."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from charter import native as glue
+from charter.admission.runtime import MAX_COMPANION_BYTES, admit
+from charter.cli import main
+from charter.codegen.cpp import library
+from charter.mutation.run import checker_module
+from charter.spec.contractset import load_set
+from tests.freeze.test_freeze import _write_safetensors
+
+pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build checker libraries")
+
+# Two more facts than `charter freeze` binds, so that strings and bools are compared too.
+EXTRA_FACTS = """\
+    model_type:
+      type: string
+      value: llama
+    tie_word_embeddings:
+      type: bool
+      value: true
+"""
+
+
+class Frozen:
+    def __init__(self, root: Path) -> None:
+        self.weights = _write_safetensors(root / "model", hidden=16)
+        self.config = self.weights.parent / "config.json"
+        self.original = self.config.read_bytes()
+        assert main(["freeze", str(self.weights), "--id", "frozen-config", "-o", str(root / "specs")]) == 0
+        spec = root / "specs" / "artifacts" / "frozen-config.yaml"
+        binding = "config:\n  file: config.json\n  keys:\n"
+        assert binding in spec.read_text()
+        spec.write_text(spec.read_text().replace(binding, binding + EXTRA_FACTS, 1))
+        cs = load_set([spec], [root / "specs"])
+        cs.raise_if_failed()
+        self.plan = cs.artifacts["frozen-config"]
+        self.checker = checker_module(self.plan)
+        self.key, _ = library.current_checker(cs, self.plan, root / "cache")
+
+    def verdicts(self) -> tuple[tuple, tuple]:
+        py = admit(str(self.weights), self.checker)
+        cpp = glue.admit_cpp(self.weights, self.key)
+        return _first(py), _first(cpp)
+
+
+def _first(report) -> tuple:
+    d = report.diagnostic
+    return ("admitted",) if d is None else (d.stage, d.code, d.field, d.offset)
+
+
+@pytest.fixture(scope="module")
+def frozen(native, tmp_path_factory):
+    f = Frozen(tmp_path_factory.mktemp("companion"))
+    assert f.plan.config_file == "config.json" and glue.checker_info(f.key)["companion"] == "config.json"
+    return f
+
+
+@pytest.fixture
+def config(frozen):
+    yield frozen
+    if frozen.config.is_dir():
+        frozen.config.rmdir()
+    frozen.config.write_bytes(frozen.original)
+
+
+def _edit(text: str, **changes) -> str:
+    data = json.loads(text)
+    for key, value in changes.items():
+        if value is KeyError:
+            del data[key]
+        else:
+            data[key] = value
+    return json.dumps(data)
+
+
+BASE = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 16, "intermediate_size": 24,
+        "vocab_size": 32, "num_hidden_layers": 3, "rms_norm_eps": 1e-5, "tie_word_embeddings": True}
+CASES = {
+    "unchanged": (json.dumps(BASE), ("admitted",)),
+    "spacing and key order": ('\r\n {"rms_norm_eps": 1.0e-5, ' + json.dumps(BASE)[1:] + " \t\n", None),
+    "float written otherwise": (json.dumps(BASE).replace("1e-05", "0.00001000"), ("admitted",)),
+    "float one ulp off": (json.dumps(BASE).replace("1e-05", "1.0000000000000002e-05"),
+                          ("metadata", "METADATA_VALUE", "config.rms_norm_eps", None)),
+    "float overflows": (json.dumps(BASE).replace("1e-05", "1e400"), ("metadata", "METADATA_VALUE", "config.rms_norm_eps", None)),
+    "float underflows": (json.dumps(BASE).replace("1e-05", "-1e-400"), None),
+    "int value": (_edit(json.dumps(BASE), hidden_size=17), ("metadata", "METADATA_VALUE", "config.hidden_size", None)),
+    "huge int": (json.dumps(BASE).replace('"hidden_size": 16', '"hidden_size": ' + "9" * 40), None),
+    "int as float": (json.dumps(BASE).replace('"hidden_size": 16', '"hidden_size": 16.0'),
+                     ("metadata", "METADATA_TYPE", "config.hidden_size", None)),
+    "bool for int": (_edit(json.dumps(BASE), hidden_size=True), ("metadata", "METADATA_TYPE", "config.hidden_size", None)),
+    "int for bool": (_edit(json.dumps(BASE), tie_word_embeddings=1), None),
+    "bool value": (_edit(json.dumps(BASE), tie_word_embeddings=False), None),
+    "string value": (_edit(json.dumps(BASE), model_type="Llama"), None),
+    "string with escapes": (json.dumps(BASE).replace('"llama"', '"ll\\u0061ma"'), ("admitted",)),
+    "lone surrogate": (json.dumps(BASE).replace('"llama"', '"llama\\ud800"'), None),
+    "null value": (_edit(json.dumps(BASE), vocab_size=None), None),
+    "missing key": (_edit(json.dumps(BASE), vocab_size=KeyError), ("metadata", "METADATA_MISSING", "config.vocab_size", None)),
+    "not an object": ("[1, 2]", None),
+    "empty": ("", ("metadata", "METADATA_CONFIG", "config", None)),
+    "truncated": (json.dumps(BASE)[:-1], None),
+    "trailing data": (json.dumps(BASE) + " {}", None),
+    "trailing comma": (json.dumps(BASE)[:-1] + ", }", None),
+    "NaN": (json.dumps(BASE).replace("1e-05", "NaN"), None),
+    "Infinity": (json.dumps(BASE).replace("1e-05", "-Infinity"), None),
+    "duplicate key": (json.dumps(BASE)[:-1] + ', "hidden_size": 16}', None),
+    "nested duplicate key": (_edit(json.dumps(BASE), extra={"a": 1}).replace('{"a": 1}', '{"a": 1, "a": 1}'), None),
+    "byte order mark": ("\ufeff" + json.dumps(BASE), ("metadata", "METADATA_CONFIG", "config", None)),
+    "5000-digit int": (_edit(json.dumps(BASE), extra=0).replace('"extra": 0', '"extra": ' + "1" * 5000), None),
+    "deep nesting": (_edit(json.dumps(BASE), extra=0).replace('"extra": 0', '"extra": ' + "[" * 100_000), None),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_both_engines_judge_the_config_alike(config, name):
+    text, expected = CASES[name]
+    config.config.write_text(text, "utf-8")
+    py, cpp = config.verdicts()
+    assert py == cpp
+    if expected is not None:
+        assert py == expected
+
+
+@pytest.mark.parametrize("raw", [b'{"model_type": "\xff"}', b'{"model_type": "\xed\xa0\x80"}', b"\xef\xbb"])
+def test_bytes_that_are_not_utf8(config, raw):
+    config.config.write_bytes(raw)
+    py, cpp = config.verdicts()
+    assert py == cpp == ("metadata", "METADATA_CONFIG", "config", None)
+
+
+def test_missing_unreadable_and_too_large(config):
+    config.config.unlink()
+    assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
+    config.config.mkdir()
+    assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
+    config.config.rmdir()
+    config.config.write_bytes(json.dumps(BASE).encode() + b" " * MAX_COMPANION_BYTES)
+    assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
+    report = glue.admit_cpp(config.weights, config.key)
+    assert "config.json is more than 16777216 bytes" in report.diagnostic.message
+
+
+def test_a_header_span_without_its_companion_is_refused(config):
+    """admit_cpp over bytes takes the companion from the caller; none given reads as unreadable."""
+    raw = config.weights.read_bytes()
+    size = len(raw)
+    report = glue.admit_cpp(raw, config.key, file_size=size)
+    assert report.diagnostic.code == "METADATA_CONFIG"
+    assert "not provided" in report.diagnostic.message
+    assert glue.admit_cpp(raw, config.key, file_size=size, companion=config.original).admitted
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits=st.lists(st.tuples(st.integers(0, 10_000), st.sampled_from(["replace", "delete", "insert"]),
+                                st.sampled_from(list(b'{}[]",:.-+eE0123456789 tnfaulrs\\'))), min_size=1, max_size=4))
+def test_random_edits_of_the_config_text(config, edits):
+    data = bytearray(json.dumps(BASE).encode())
+    for at, op, byte in edits:
+        i = at % (len(data) + 1)
+        if op == "insert":
+            data[i:i] = bytes([byte])
+        elif i < len(data):
+            if op == "delete":
+                del data[i]
+            else:
+                data[i] = byte
+    config.config.write_bytes(bytes(data))
+    py, cpp = config.verdicts()
+    assert py == cpp, bytes(data)
+
+
+def test_contract_battery_with_both_engines(frozen, capsys):
+    """Every contract mutant of the frozen contract, config facts included, on both engines."""
+    spec = frozen.weights.parents[1] / "specs" / "artifacts" / "frozen-config.yaml"
+    code = main(["mutate", "--contract", str(spec), "--artifact", str(frozen.weights), "--engine", "both",
+                 "-j", "1", "-q"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "0 errors" in out
