@@ -28,6 +28,7 @@ demo: $(STAMP)
 	$(BIN)/charter admit --contract $(SMOLLM2) --engine cpp
 	rm -rf .demo && $(BIN)/charter freeze "$$($(BIN)/charter locate $(SMOLLM2))" --id smollm2-frozen -o .demo
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml
+	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml --engine cpp -v
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --engine both --html .demo/smollm2-battery.html
 	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 -q --artifact "$$($(BIN)/charter locate $(SMOLLM2))"
 	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
