@@ -232,8 +232,8 @@ class Diagnostic:
         """The ruff/mypy-style line: `file:line:col: CODE field: message`. Always one line: text
         from an artifact or a contract (keys, names, values) is escaped, so it cannot forge output."""
         where = f"{printable(str(self.location))}: " if self.location else ""
-        subject = f" {printable(self.field)}" if self.field else ""
-        return f"{where}{self.code.value}{subject}: {printable(self.message)}"
+        subject = f" {printable(shorten(self.field))}" if self.field else ""
+        return f"{where}{self.code.value}{subject}: {printable(shorten(self.message))}"
 
     def to_json(self) -> dict:
         return {
@@ -246,6 +246,17 @@ class Diagnostic:
             "location": str(self.location) if self.location else None,
             "offset": self.offset,
         }
+
+
+RENDER_LIMIT = 512
+
+
+def shorten(text: str, limit: int = RENDER_LIMIT) -> str:
+    """`text`, cut to `limit` characters with a count of the rest: a 64 KiB key from an artifact
+    must not make a one-line diagnostic 64 KiB long (the JSON report keeps it whole)."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]}…[{len(text) - limit} more characters]"
 
 
 def printable(text: str) -> str:

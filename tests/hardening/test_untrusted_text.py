@@ -134,3 +134,16 @@ def test_json_reports_keep_the_exact_key(contracts, tmp_path, capsys):
     run = admit(capsys, path, contracts["gguf"])
     assert run.report["diagnostic"]["field"] == f"metadata.{FORGED}"
     assert "\x1b" not in run.out
+
+
+def test_a_huge_key_does_not_make_a_huge_line():
+    """A 64 KiB key from an artifact is cut in the one-line diagnostic (with a count of what was
+    left out); the JSON form keeps it whole."""
+    from charter.diagnostics import RENDER_LIMIT, Code, Diagnostic
+
+    key = "k" * 65_535
+    d = Diagnostic(Code.METADATA_UNEXPECTED, f"metadata.{key}", f"key {key!r} is not in the contract")
+    line = d.render()
+    assert len(line) < 3 * RENDER_LIMIT
+    assert f"…[{len(d.field) - RENDER_LIMIT} more characters]" in line
+    assert d.to_json()["field"] == f"metadata.{key}"
