@@ -1,16 +1,18 @@
 """Compile many generated C++ checkers into one shared library at run time.
 
-charter._native holds the checkers of the committed contracts. The checkers of mutated contracts
-do not exist until a battery makes them: `charter mutate --engine both` renders each one exactly
-as `charter generate` would (in a namespace of its own, so many share a translation unit),
-compiles them all at once with the compiler that built the module, and loads the library into
-charter._native (Note [Checker libraries] in native/include/charter/registry.hpp). Each checker is
-found by its key, a digest of its default rendering, so the same contract always finds the same
-checker and a checker can never answer for a contract it was not rendered from.
+charter._native holds the checkers of the committed contracts. Others exist only at run time: a
+contract that is not committed (a frozen one) and, above all, the mutated contracts of a battery
+run with `--engine both`. Each is rendered exactly as `charter generate` renders a checker (in a
+namespace of its own, so that many share a translation unit), compiled all at once with the
+machine's C++ compiler (CXX, else c++; it must be the one that built the module, which checks),
+and the library is loaded into charter._native (Note [Checker libraries] in
+native/include/charter/registry.hpp). Each checker is found by its key, a digest of its default
+rendering, so the same contract always finds the same checker and a checker can never answer for
+a contract it was not rendered from.
 
 Builds are cached by the digest of everything that goes into them (sources, runtime headers,
-compiler) and serialized with a file lock; the library appears in the cache only whole (rename).
-"""
+compiler, flags) and serialized with a file lock; a library appears in the cache only whole
+(rename)."""
 
 from __future__ import annotations
 
@@ -27,7 +29,6 @@ from charter.codegen.cpp.escape import cpp_sv
 from charter.spec.plan import ArtifactPlan
 
 FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")
-STAMP_VERSION = 1  # rt::kLibraryVersion: a change of the library's shape changes every cache key
 
 
 class LibraryError(RuntimeError):
@@ -102,7 +103,7 @@ def _compiler_version(cxx: str) -> str:
 
 
 def _digest(sources: dict[str, str], include: Path, cxx: str, version: str) -> str:
-    h = hashlib.sha256(f"{STAMP_VERSION}|{cxx}|{version}|{' '.join(FLAGS)}\0".encode())
+    h = hashlib.sha256(f"{cxx}|{version}|{' '.join(FLAGS)}\0".encode())
     for p in sorted((include / "charter").glob("*.hpp")):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     for key in sorted(sources):
