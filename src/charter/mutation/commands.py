@@ -121,6 +121,9 @@ def _prepare_cpp(cs, battery, mutants, args) -> bool:
         compiled_in = False
         if not args.quiet:
             print(f"charter: {exc}; compiling it with the mutated contracts' checkers", file=sys.stderr)
+    if not args.quiet:
+        print(f"preparing the C++ checkers of the mutated contracts (cached in {cache_dir() / 'checkers'})",
+              file=sys.stderr)
     try:
         count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=compiled_in)
     except (LibraryError, native.NativeUnavailable) as exc:
