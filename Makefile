@@ -30,7 +30,7 @@ demo: $(STAMP)
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml --engine cpp -v
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --engine both --html .demo/smollm2-battery.html
-	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 -q --artifact "$$($(BIN)/charter locate $(SMOLLM2))"
+	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 -q --engine both --artifact "$$($(BIN)/charter locate $(SMOLLM2))"
 	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
 	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q --engine both
 

@@ -117,10 +117,11 @@ def _prepare_cpp(cs, battery, mutants, args) -> bool:
     compiled_in = True
     try:
         native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
-    except native.NativeUnavailable as exc:
+    except native.NativeUnavailable:
         compiled_in = False
         if not args.quiet:
-            print(f"charter: {exc}; compiling it with the mutated contracts' checkers", file=sys.stderr)
+            print(f"charter._native holds no current C++ checker of {battery.plan.id}: it is compiled with the "
+                  "mutated contracts' checkers", file=sys.stderr)
     if not args.quiet:
         print(f"preparing the C++ checkers of the mutated contracts (cached in {cache_dir() / 'checkers'})",
               file=sys.stderr)
