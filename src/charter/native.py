@@ -99,14 +99,13 @@ def require_current(contract_id: str, inputs: dict[str, str]) -> None:
 # --- companion files (charter/companion.hpp) -------------------------------------------------------
 
 def read_companion(artifact: str | os.PathLike, file: str) -> bytes | str:
-    """The companion `file` beside `artifact`, as the C++ checker takes it: its bytes (at most one
-    byte over the limit, enough for the checker to refuse the size), or why it could not be read
-    (strerror, as Context._companion reports it)."""
-    from charter.admission.runtime import MAX_COMPANION_BYTES
+    """The companion `file` beside `artifact`, as the C++ checker takes it: the bytes the Python
+    engine reads (charter.admission.runtime.read_companion: at most one byte over the limit), or
+    why they could not be read (strerror, as Context._companion reports it)."""
+    from charter.admission.runtime import read_companion as read
 
     try:
-        with open(Path(artifact).parent / file, "rb") as f:
-            return f.read(MAX_COMPANION_BYTES + 1)
+        return read(Path(artifact).parent / file)
     except OSError as exc:
         return exc.strerror or str(exc)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import struct
 from pathlib import Path
 
@@ -336,7 +337,11 @@ def test_config_file_errors(beside, monkeypatch):
     assert c.config("config.json", [("a", "int64", 1, AT)]) is None
     c_path.write_text('{"a":  1}')
     assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
-        "METADATA_CONFIG", "config", "config.json is 9 bytes (limit 8)", location=AT)
+        "METADATA_CONFIG", "config", "config.json is more than 8 bytes (the limit)", location=AT)
+    c_path.unlink()
+    os.mkfifo(c_path)  # never opened for writing: a reader that waited on it would hang
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+        "METADATA_CONFIG", "config", "cannot read config.json beside the artifact: not a regular file", location=AT)
 
 
 # --- tokenizer ----------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ on random edits of its text, and across the contract battery of a frozen safeten
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -72,6 +73,8 @@ def config(frozen):
     yield frozen
     if frozen.config.is_dir():
         frozen.config.rmdir()
+    elif frozen.config.exists() and not frozen.config.is_file():
+        frozen.config.unlink()  # a FIFO: writing to it would wait for a reader
     frozen.config.write_bytes(frozen.original)
 
 
@@ -139,12 +142,15 @@ def test_bytes_that_are_not_utf8(config, raw):
     assert py == cpp == ("metadata", "METADATA_CONFIG", "config", None)
 
 
-def test_missing_unreadable_and_too_large(config):
+def test_missing_unreadable_not_regular_and_too_large(config):
     config.config.unlink()
     assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
     config.config.mkdir()
     assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
     config.config.rmdir()
+    os.mkfifo(config.config)  # no writer: an engine that opened it blocking, or read it to the end, would hang
+    assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
+    config.config.unlink()
     config.config.write_bytes(json.dumps(BASE).encode() + b" " * MAX_COMPANION_BYTES)
     assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
     report = glue.admit_cpp(config.weights, config.key)

@@ -26,11 +26,13 @@ and never import codegen: generated checkers pass every fact as a literal.
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import hashlib
 import json
 import math
 import os
+import stat
 import struct
 from collections.abc import Iterable
 from pathlib import Path
@@ -232,15 +234,14 @@ class Context:
                 self.mismatch(Code.METADATA_VALUE, f"config.{key}", expected, node, at, note=f" ({file})")
 
     def _companion(self, file: str, at: str | None) -> object:
-        path = Path(self.path).parent / file
         try:
-            size = path.stat().st_size
-            if size > MAX_COMPANION_BYTES:
-                self.fail(Code.METADATA_CONFIG, "config", f"{file} is {size} bytes (limit {MAX_COMPANION_BYTES})", at)
-            text = path.read_bytes().decode("utf-8")
-            return json.loads(text, object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+            raw = read_companion(Path(self.path).parent / file)
         except OSError as exc:
             self.fail(Code.METADATA_CONFIG, "config", f"cannot read {file} beside the artifact: {exc.strerror}", at)
+        if len(raw) > MAX_COMPANION_BYTES:
+            self.fail(Code.METADATA_CONFIG, "config", f"{file} is more than {MAX_COMPANION_BYTES} bytes (the limit)", at)
+        try:
+            return json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             self.fail(Code.METADATA_CONFIG, "config", f"{file} is not valid JSON: {exc}", at)
 
@@ -473,6 +474,27 @@ class Context:
 
 
 MAX_COMPANION_BYTES = 1 << 24
+
+
+def read_companion(path: Path) -> bytes:
+    """A companion file's bytes, as both engines take them: a regular file only (a FIFO or a device
+    is refused, never waited on or read without end), and at most MAX_COMPANION_BYTES + 1 bytes,
+    enough to refuse the size."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        chunks: list[bytes] = []
+        left = MAX_COMPANION_BYTES + 1
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 def _unique_pairs(pairs: list) -> dict:
