@@ -24,6 +24,12 @@ from charter.diagnostics import CharterError, Diagnostic
 EXIT_OK, EXIT_REJECTED, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 
 
+def not_a_file(path) -> str:
+    """Why `path` cannot be an artifact, for the `charter: PATH: ...` line: it does not exist, or it
+    is a directory, FIFO or device (never opened: a FIFO would be waited on, a device read forever)."""
+    return "not a regular file" if Path(path).exists() else "no such file"
+
+
 def print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> None:
     stream = stream or sys.stdout
     if fmt == "json":

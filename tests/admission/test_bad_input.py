@@ -3,7 +3,9 @@ CONTAINER_* diagnostic, and nothing prints a traceback."""
 
 from __future__ import annotations
 
+import os
 import struct
+from pathlib import Path
 
 from .conftest import SMOLLM2_CONTRACT, TINY_ST_CONTRACT, admit, assert_rejected
 
@@ -11,13 +13,16 @@ from .conftest import SMOLLM2_CONTRACT, TINY_ST_CONTRACT, admit, assert_rejected
 def test_missing_artifact_file_is_a_usage_error(capsys, tmp_path):
     run = admit(capsys, tmp_path / "nope.gguf", json_out=False)
     assert run.code == 2 and run.out == ""
-    assert "nope.gguf" in run.err
+    assert run.err.strip() == f"charter: {tmp_path / 'nope.gguf'}: no such file"
 
 
-def test_directory_is_a_usage_error(capsys, tmp_path):
-    run = admit(capsys, tmp_path, json_out=False)
-    assert run.code == 2 and run.out == ""
-    assert str(tmp_path) in run.err
+def test_directory_fifo_and_device_are_usage_errors(capsys, tmp_path):
+    """Never opened: a FIFO would be waited on, a device read without end."""
+    os.mkfifo(tmp_path / "fifo.gguf")
+    for path in (tmp_path, tmp_path / "fifo.gguf", Path("/dev/zero")):
+        run = admit(capsys, path, json_out=False)
+        assert run.code == 2 and run.out == ""
+        assert run.err.strip() == f"charter: {path}: not a regular file"
 
 
 def test_missing_contract_is_a_usage_error(capsys, tmp_path, smollm2_path):

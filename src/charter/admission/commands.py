@@ -39,7 +39,7 @@ def register(sub) -> None:
 def run_admit(args) -> int:
     from charter.admission.locate import locate
     from charter.admission.runtime import admit
-    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
+    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
     from charter.codegen.loader import load_checker
     from charter.diagnostics import CharterError
     from charter.spec.contractset import load_set
@@ -59,7 +59,7 @@ def run_admit(args) -> int:
     if args.artifact:
         path = Path(args.artifact)
         if not path.is_file():
-            print(f"charter: {path}: no such file", file=sys.stderr)
+            print(f"charter: {path}: {not_a_file(path)}", file=sys.stderr)
             return EXIT_USAGE
     elif loaded.contract.source is not None:
         try:

@@ -71,11 +71,11 @@ def render(kind: str, data: dict, target: Path) -> str:
 
 
 def freeze(args) -> int:
-    from charter.cli import EXIT_OK, EXIT_USAGE, print_diagnostics
+    from charter.cli import EXIT_OK, EXIT_USAGE, not_a_file, print_diagnostics
 
     path = Path(args.artifact)
     if not path.is_file():
-        print(f"charter: {path}: no such file", file=sys.stderr)
+        print(f"charter: {path}: {not_a_file(path)}", file=sys.stderr)
         return EXIT_USAGE
     if not CONTRACT_ID.fullmatch(args.id) or len(args.id) > 120:
         print(f"charter: --id {args.id!r} is not a contract id ([a-z0-9][a-z0-9._-]*, at most 120 characters)",

@@ -34,7 +34,7 @@ def register(sub) -> None:
 def run_mutate(args) -> int:
     from charter import atomic
     from charter.admission.locate import locate
-    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
+    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
     from charter.diagnostics import CharterError
     from charter.mutation import report
     from charter.mutation.run import all_mutants, load_battery, run, stderr_progress
@@ -73,7 +73,7 @@ def run_mutate(args) -> int:
 
             artifact = build(plan, Path(tmp) / f"{plan.id}.{plan.format}")
         if not artifact.is_file():
-            print(f"charter: {artifact}: no such file", file=sys.stderr)
+            print(f"charter: {artifact}: {not_a_file(artifact)}", file=sys.stderr)
             return EXIT_USAGE
         start = time.monotonic()
         battery = load_battery(cs, ids[0], artifact)
