@@ -30,9 +30,9 @@ def smollm2(native, tmp_path_factory):
 
 def test_a_library_checker_gives_the_compiled_in_verdict(native, smollm2, tmp_path):
     cid, b = smollm2
-    key, text = library.checker_source(b.plan)
-    assert key == library.checker_key(b.plan) and key.startswith("sha256:")
-    assert glue.load_library(library.build({key: text}, tmp_path)) == [key]
+    key = library.checker_key(b.plan)
+    assert key.startswith("sha256:") and f"namespace charter::checkers::k_{key[7:39]} {{" in library.checker_source(b.plan)
+    assert glue.load_library(library.build_checkers({key: b.plan}, tmp_path)) == [key]
     assert glue.checker_info(key)["contract"] == cid
     for header in (b.raw_header, b.raw_header[:200] + b"\xff" + b.raw_header[201:]):
         assert glue.verdict(key, header, b.view.file_size) == glue.verdict(cid, header, b.view.file_size)
@@ -40,23 +40,27 @@ def test_a_library_checker_gives_the_compiled_in_verdict(native, smollm2, tmp_pa
 
 def test_builds_are_cached_and_whole(smollm2, tmp_path, monkeypatch):
     _, b = smollm2
-    sources = dict([library.checker_source(b.plan)])
-    first = library.build(sources, tmp_path)
+    plans = {library.checker_key(b.plan): b.plan}
+    first = library.build_checkers(plans, tmp_path)
     monkeypatch.setattr(library, "_compile", lambda *a, **k: pytest.fail("a cached build compiled again"))
-    assert library.build(sources, tmp_path) == first
+    monkeypatch.setattr(library, "checker_source", lambda *a: pytest.fail("a cached build rendered a checker"))
+    assert library.build_checkers(plans, tmp_path) == first
     assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [first.name]
 
 
-def test_a_compile_error_names_the_command_and_leaves_nothing(tmp_path):
+def test_a_compile_error_names_the_command_and_leaves_nothing(smollm2, tmp_path, monkeypatch):
+    _, b = smollm2
+    monkeypatch.setattr(library, "checker_source", lambda *a: "this is not C++\n")
     with pytest.raises(library.LibraryError, match=r"(?s)failed \(1\).*error"):
-        library.build({"sha256:00": "this is not C++\n"}, tmp_path)
+        library.build_checkers({library.checker_key(b.plan): b.plan}, tmp_path)
     assert [p for p in tmp_path.iterdir() if not p.name.startswith(".")] == []
 
 
-def test_no_compiler_is_a_clear_error(tmp_path, monkeypatch):
+def test_no_compiler_is_a_clear_error(smollm2, tmp_path, monkeypatch):
+    _, b = smollm2
     monkeypatch.setenv("CXX", "/nonexistent/c++")
     with pytest.raises(library.LibraryError, match=r"no C\+\+17 compiler: /nonexistent/c\+\+ is not on PATH \(set CXX\)"):
-        library.build({"sha256:00": ""}, tmp_path)
+        library.build_checkers({library.checker_key(b.plan): b.plan}, tmp_path)
 
 
 def _shared_object(tmp_path: Path, name: str, source: str) -> Path:

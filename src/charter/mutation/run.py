@@ -98,10 +98,9 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
     from charter import native
     from charter.codegen.cpp import library
 
-    sources: dict[str, str] = {}
+    plans: dict[str, ArtifactPlan] = {}
     if not compiled_in:
-        key, text = library.checker_source(b.plan)
-        sources[key] = text
+        plans[library.checker_key(b.plan)] = b.plan
     for m in mutants:
         if m.side != "contract" or m.make is None:
             continue
@@ -110,12 +109,11 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
         except CharterError:
             continue
         if predict(b.checks, checks(plan), b.view, b.require_status, b.artifact_path.parent).changed:
-            key, text = library.checker_source(plan)
-            sources[key] = text
-    if sources:
-        b.cpp_keys = frozenset(native.load_library(library.build(sources, cache, jobs)))
+            plans[library.checker_key(plan)] = plan
+    if plans:
+        b.cpp_keys = frozenset(native.load_library(library.build_checkers(plans, cache, jobs)))
     b.cpp_key = b.plan.id if compiled_in else library.checker_key(b.plan)
-    return len(sources)
+    return len(plans)
 
 
 def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:

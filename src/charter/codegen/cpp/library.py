@@ -22,6 +22,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from charter.codegen.cpp.build import render_checker_text
@@ -61,23 +62,31 @@ def _default_text(plan: ArtifactPlan) -> str:
     return render_checker_text(plan, {plan.spec_path: plan.spec_sha256})
 
 
-def checker_source(plan: ArtifactPlan) -> tuple[str, str]:
-    """(key, the C++ checker of `plan` in namespace charter::checkers::k_<digest>)."""
-    key = checker_key(plan)
-    return key, render_checker_text(plan, {plan.spec_path: plan.spec_sha256}, namespace=_namespace(key))
+def checker_source(plan: ArtifactPlan, key: str | None = None) -> str:
+    """The C++ checker of `plan` in namespace charter::checkers::k_<digest of its key>."""
+    key = key or checker_key(plan)
+    return render_checker_text(plan, {plan.spec_path: plan.spec_sha256}, namespace=_namespace(key))
 
 
 def _namespace(key: str) -> str:
     return "k_" + key.removeprefix("sha256:")[:32]
 
 
-def build(sources: dict[str, str], cache: Path, jobs: int = 2) -> Path:
-    """The path of a shared library holding the checkers `sources` ({key: checker_source text}),
-    compiled unless an identical build is cached."""
+def build_checkers(plans: dict[str, ArtifactPlan], cache: Path, jobs: int = 2) -> Path:
+    """The path of a shared library holding the C++ checkers of `plans` ({checker_key(plan): plan}).
+    The keys digest the renderings already, so a cached library is found without rendering any
+    checker; they are rendered only to compile one."""
+    from charter import __version__
+    from charter.codegen.cpp.build import template_hash
+
+    identity = "\0".join([__version__, *template_hash().values(), *sorted(plans)])
+    return _build(sorted(plans), lambda key: checker_source(plans[key], key), identity, cache, jobs)
+
+
+def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: Path, jobs: int) -> Path:
     cxx = compiler()
     include = include_dir()
-    version = _compiler_version(cxx)
-    digest = _digest(sources, include, cxx, version)
+    digest = _digest(identity, include, cxx, _compiler_version(cxx))
     target = cache / f"checkers-{digest[:24]}.so"
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f".checkers-{digest[:24]}.lock", "w") as lock:
@@ -86,7 +95,7 @@ def build(sources: dict[str, str], cache: Path, jobs: int = 2) -> Path:
             return target
         with tempfile.TemporaryDirectory(prefix="checkers-", dir=cache) as tmp:
             work = Path(tmp)
-            units = _write_units(work, sources, max(1, jobs))
+            units = _write_units(work, {key: source(key) for key in keys}, max(1, jobs))
             objects = _compile(cxx, include, work, units, max(1, jobs))
             built = work / "library.so"
             _run([cxx, "-shared", "-o", str(built), *map(str, objects)], work)
@@ -102,12 +111,13 @@ def _compiler_version(cxx: str) -> str:
     return done.stdout
 
 
-def _digest(sources: dict[str, str], include: Path, cxx: str, version: str) -> str:
+def _digest(identity: str, include: Path, cxx: str, version: str) -> str:
+    """Everything a build depends on: what identifies its sources, the runtime headers, the compiler
+    and its flags."""
     h = hashlib.sha256(f"{cxx}|{version}|{' '.join(FLAGS)}\0".encode())
     for p in sorted((include / "charter").glob("*.hpp")):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
-    for key in sorted(sources):
-        h.update(key.encode() + b"\0" + sources[key].encode("utf-8") + b"\0")
+    h.update(identity.encode("utf-8", "surrogatepass"))
     return h.hexdigest()
 
 
@@ -208,7 +218,7 @@ def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
         return plan.id, "c++ (charter._native)"
     except native.NativeUnavailable:
         pass  # not compiled in, or compiled from other contract bytes
-    key, text = checker_source(plan)
-    library = build({key: text}, cache)
+    key = checker_key(plan)
+    library = build_checkers({key: plan}, cache)
     native.load_library(library)
     return key, f"c++ (compiled into {library}: charter._native holds no current checker of {plan.id})"
