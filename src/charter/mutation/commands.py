@@ -108,25 +108,20 @@ def _prepare_cpp(cs, battery, mutants, args) -> bool:
     and, when charter._native holds no current checker of the contract, the contract's own, saying
     so on stderr (a cold build takes seconds, a cached one none)."""
     from charter import native
-    from charter.codegen.cpp.build import inputs_of
-    from charter.codegen.cpp.library import LibraryError
+    from charter.codegen.cpp.library import LibraryError, compiled_in
     from charter.codegen.loader import cache_dir
     from charter.mutation.run import prepare_cpp
 
     start = time.monotonic()
-    compiled_in = True
-    try:
-        native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
-    except native.NativeUnavailable:
-        compiled_in = False
-        if not args.quiet:
+    current = compiled_in(cs, battery.plan)
+    if not args.quiet:
+        if not current:
             print(f"charter._native holds no current C++ checker of {battery.plan.id}: it is compiled with the "
                   "mutated contracts' checkers", file=sys.stderr)
-    if not args.quiet:
         print(f"preparing the C++ checkers of the mutated contracts (cached in {cache_dir() / 'checkers'})",
               file=sys.stderr)
     try:
-        count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=compiled_in)
+        count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=current)
     except (LibraryError, native.NativeUnavailable) as exc:
         print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
         return False

@@ -87,17 +87,11 @@ def _battery(spec_file: str):
 
 
 def _both_engines(cs, battery, mutants) -> None:
-    from charter import native
-    from charter.codegen.cpp.build import inputs_of
+    from charter.codegen.cpp.library import compiled_in
     from charter.codegen.loader import cache_dir
     from charter.mutation.run import prepare_cpp
 
-    try:
-        native.require_current(battery.plan.id, inputs_of(cs, battery.plan))
-        compiled_in = True
-    except native.NativeUnavailable:
-        compiled_in = False  # not a shipped contract, or the module is stale: compile its checker too
-    prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=2, compiled_in=compiled_in)
+    prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=2, compiled_in=compiled_in(cs, battery.plan))
     battery.engines = "both"
 
 

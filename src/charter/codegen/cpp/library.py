@@ -206,18 +206,26 @@ def _run(cmd: list[str], cwd: Path) -> None:
         raise LibraryError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-6000:]}{done.stderr[-6000:]}")
 
 
-def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
-    """(key, origin) of a C++ checker of `plan` as its contracts are now: the one compiled into
-    charter._native when it was generated from these contract bytes, else one compiled into a
-    checker library in `cache` (as the Python engine renders a checker when none is committed)."""
+def compiled_in(cs, plan: ArtifactPlan) -> bool:
+    """Whether charter._native holds a C++ checker of `plan` generated from these contract bytes."""
     from charter import native
     from charter.codegen.cpp.build import inputs_of
 
     try:
         native.require_current(plan.id, inputs_of(cs, plan))
-        return plan.id, "c++ (charter._native)"
     except native.NativeUnavailable:
-        pass  # not compiled in, or compiled from other contract bytes
+        return False  # not compiled in, compiled from other contract bytes, or no module
+    return True
+
+
+def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
+    """(key, origin) of a C++ checker of `plan` as its contracts are now: the one compiled into
+    charter._native when it was generated from these contract bytes, else one compiled into a
+    checker library in `cache` (as the Python engine renders a checker when none is committed)."""
+    from charter import native
+
+    if compiled_in(cs, plan):
+        return plan.id, "c++ (charter._native)"
     key = checker_key(plan)
     library = build_checkers({key: plan}, cache)
     native.load_library(library)
