@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
-import importlib
 import json
 import os
 import resource
@@ -87,16 +86,6 @@ def admit_subprocess(artifact: Path, contract: Path, cache: Path, *extra: str) -
                            "--json", *extra], capture_output=True, text=True, timeout=TIMEOUT, env=env,
                           preexec_fn=limit_memory, cwd=ROOT)
     return proc, time.perf_counter() - t0
-
-
-def native_engine_available() -> bool:
-    """The C++ engine (`charter admit --engine cpp`), once charter.native exists and says it is built."""
-    try:
-        native = importlib.import_module("charter.native")
-    except ImportError:
-        return False
-    available = getattr(native, "available", None)
-    return bool(callable(available) and available())
 
 
 def assert_one_diagnostic(run: Run, code: str, field: str | None) -> dict:

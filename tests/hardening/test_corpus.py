@@ -24,7 +24,6 @@ from tests.hardening.conftest import (
     admit,
     admit_subprocess,
     assert_one_diagnostic,
-    native_engine_available,
 )
 from tests.conftest import ROOT
 
@@ -97,20 +96,6 @@ READER_CASES = [c for c in CASES if c.code.startswith("CONTAINER_") and not (c.f
 SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
 
 
-def native_checkers() -> list[str]:
-    """The shipped contracts charter._native holds a C++ checker for; skips, saying why, when the
-    C++ engine is not there yet."""
-    if not native_engine_available():
-        pytest.skip("charter.native is not available: the corpus ran through the python engine only")
-    from charter import native
-
-    have = [cid for cid in SHIPPED.values() if cid in native.contracts()]
-    if not have:
-        pytest.skip(f"charter._native holds no C++ checker for {sorted(SHIPPED.values())} "
-                    "(generated/cpp/<id>.hpp not committed): the corpus ran through the python engine only")
-    return have
-
-
 def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
     from charter import native
     from charter.admission.runtime import admit as admit_python
@@ -118,17 +103,14 @@ def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
     from charter.codegen.loader import load_checker
     from charter.spec.contractset import load_set
 
-    have = native_checkers()
+    assert set(SHIPPED.values()) <= set(native.contracts()), "charter._native lacks a shipped checker"
     checkers = {}
     for fmt, cid in SHIPPED.items():
-        if cid in have:
-            spec = ROOT / "specs" / "artifacts" / f"{cid}.yaml"
-            cs = load_set([spec], search_paths([str(spec)], None))
-            checkers[fmt] = load_checker(cs, cid, ROOT / "generated")[0]
+        spec = ROOT / "specs" / "artifacts" / f"{cid}.yaml"
+        cs = load_set([spec], search_paths([str(spec)], None))
+        checkers[fmt] = load_checker(cs, cid, ROOT / "generated")[0]
     disagreements, ran = [], 0
     for case in READER_CASES:
-        if case.format not in checkers:
-            continue
         path = corpus.write_case(case, tmp_path)
         py = admit_python(str(path), checkers[case.format]).diagnostic
         cpp = native.file_verdict(path, SHIPPED[case.format], case.format)
@@ -141,23 +123,8 @@ def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
     assert not disagreements, disagreements
 
 
-def admit_engines() -> tuple[str, ...]:
-    """The choices of `charter admit --engine`."""
-    import argparse
-
-    from charter.cli import build_parser
-
-    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
-    engine = next(a for a in sub.choices["admit"]._actions if "--engine" in a.option_strings)
-    return tuple(engine.choices or ())
-
-
 def test_cpp_engine_through_the_cli(tmp_path, capsys):
     """Once, as a user runs it: `charter admit --engine cpp`."""
-    if "tiny-llama-gguf" not in native_checkers():
-        pytest.skip("charter._native holds no checker for tiny-llama-gguf")
-    if "cpp" not in admit_engines():
-        pytest.skip("`charter admit --engine cpp` does not exist yet")
     case = BY_NAME[f"gguf/tensor-count-{corpus.n2(2**64 - 1)}"]
     path = corpus.write_case(case, tmp_path)
     run = admit(capsys, path, ROOT / "specs" / "artifacts" / "tiny-llama-gguf.yaml", "--engine", "cpp")

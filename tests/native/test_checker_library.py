@@ -4,7 +4,6 @@ and loaded into charter._native, so that `--engine both` compares contract mutan
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,9 +15,6 @@ from charter.mutation.mutant import Verdict
 from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
 
 from .conftest import ROOT, SMOLLM2, load_battery_for, need_checker
-
-GXX = shutil.which("g++")
-pytestmark = pytest.mark.skipif(GXX is None, reason="g++ is needed to build checker libraries")
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +62,7 @@ def test_no_compiler_is_a_clear_error(smollm2, tmp_path, monkeypatch):
 def _shared_object(tmp_path: Path, name: str, source: str) -> Path:
     (tmp_path / f"{name}.cpp").write_text(source)
     out = tmp_path / f"{name}.so"
-    subprocess.run([GXX, "-std=c++17", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
+    subprocess.run([library.compiler(), "-std=c++17", "-shared", "-fPIC", f"-I{ROOT / 'native' / 'include'}",
                     str(tmp_path / f"{name}.cpp"), "-o", str(out)], check=True, capture_output=True)
     return out
 

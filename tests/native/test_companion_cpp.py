@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ from charter.mutation.run import checker_module
 from charter.spec.contractset import load_set
 from tests.freeze.test_freeze import _write_safetensors
 
-pytestmark = pytest.mark.skipif(shutil.which("g++") is None, reason="g++ is needed to build checker libraries")
 
 # Two more facts than `charter freeze` binds, so that strings and bools are compared too.
 EXTRA_FACTS = """\
