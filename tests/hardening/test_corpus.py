@@ -4,8 +4,8 @@ second and in bounded memory.
 
 Every case runs through the real CLI in process. A representative subset, the cases that claim
 huge sizes and the deepest nestings, also runs as `python -m charter admit` in a subprocess under
-an address-space limit and a timeout. When the C++ engine exists (`charter.native.available()`),
-every case also runs through `--engine cpp`, which must give the same diagnostic.
+an address-space limit and a timeout. Every reader case also runs through the C++ engine, which
+must give the same diagnostic, and one runs as a user would, `charter admit --engine cpp`.
 """
 
 from __future__ import annotations

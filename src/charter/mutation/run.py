@@ -53,6 +53,7 @@ class Battery:
     engines: str = "python"  # "both": every mutant also runs the C++ checker (differential verdicts)
     cpp_key: str = ""  # the unchanged contract's C++ checker: its contract id in charter._native, or a library key
     cpp_keys: frozenset[str] = frozenset()  # keys of the contract mutants' C++ checkers (prepare_cpp)
+    companions: dict[str, bytes | str] = dataclasses.field(default_factory=dict)  # file name -> as read, once
 
     @property
     def require_status(self) -> str:
@@ -118,10 +119,14 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
 
 def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
     """The companion file a plan's `config` binds, beside the battery's artifact, as the C++ engine
-    takes it (charter.native.read_companion); None without `config`."""
+    takes it (charter.native.read_companion), read once per battery; None without `config`."""
     from charter import native
 
-    return native.read_companion(b.artifact_path, plan.config_file) if plan.config_file else None
+    if plan.config_file is None:
+        return None
+    if plan.config_file not in b.companions:
+        b.companions[plan.config_file] = native.read_companion(b.artifact_path, plan.config_file)
+    return b.companions[plan.config_file]
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:

@@ -29,6 +29,7 @@ from pathlib import Path
 from types import ModuleType
 
 from charter.codegen.bindings import render_bindings
+from charter.codegen.cpp import library
 from charter.spec.contractset import load_set
 
 MODULE = "charter_kernels_standalone"
@@ -79,12 +80,12 @@ def _key(files: dict[str, str]) -> str:
     h = hashlib.sha256()
     for name, text in sorted(files.items()):
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    cxx = shutil.which(os.environ.get("CXX", "c++")) or "c++"
-    h.update(f"{nanobind.__version__}|{sys.version}|{platform.machine()}|{cxx}".encode())
-    try:
-        h.update(subprocess.run([cxx, "--version"], capture_output=True, timeout=60).stdout)
-    except OSError:
-        pass
+    try:  # the compiler CMake will find, as charter.codegen.cpp.library finds it
+        cxx = library.compiler()
+        version = library.compiler_version(cxx)
+    except library.LibraryError as exc:
+        raise BuildError(str(exc)) from exc
+    h.update(f"{nanobind.__version__}|{sys.version}|{platform.machine()}|{cxx}|{version}".encode())
     return h.hexdigest()[:20]
 
 

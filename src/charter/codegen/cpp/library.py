@@ -86,7 +86,7 @@ def build_checkers(plans: dict[str, ArtifactPlan], cache: Path, jobs: int = 2) -
 def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: Path, jobs: int) -> Path:
     cxx = compiler()
     include = include_dir()
-    digest = _digest(identity, include, cxx, _compiler_version(cxx))
+    digest = _digest(identity, include, cxx, compiler_version(cxx))
     target = cache / f"checkers-{digest[:24]}.so"
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f".checkers-{digest[:24]}.lock", "w") as lock:
@@ -103,7 +103,7 @@ def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: 
     return target
 
 
-def _compiler_version(cxx: str) -> str:
+def compiler_version(cxx: str) -> str:
     try:
         done = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
