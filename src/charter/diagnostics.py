@@ -62,6 +62,7 @@ class Code(str, Enum):
     INVARIANT_FALSE = "INVARIANT_FALSE"
     REF_DANGLING = "REF_DANGLING"
     ID_DUPLICATE = "ID_DUPLICATE"
+    ID_COLLISION = "ID_COLLISION"
     # --- admission: container (the strict readers) ------------------------------------------
     CONTAINER_UNREADABLE = "CONTAINER_UNREADABLE"
     CONTAINER_MAGIC = "CONTAINER_MAGIC"

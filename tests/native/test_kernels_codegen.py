@@ -12,6 +12,7 @@ import pytest
 
 from charter import __version__
 from charter.codegen.bindings import REGISTER_PATH, BindingError, render_bindings, standalone
+from charter.diagnostics import CharterError
 from charter.spec.contractset import load_set
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,8 +114,10 @@ def test_ids_that_bind_to_the_same_name_are_refused(tmp_path):
     other = BASE.format(id="probe.", description="x", input="logits", shape="[tokens, logits_rows]",
                         out_shape="[tokens]", oracle="charter.oracles.logits:masked_argmax",
                         backends="backends: {cpp: {function: f}}")
-    cs = kernel_set(tmp_path, extra=[other])
-    with pytest.raises(BindingError, match="both bind as probe"):
+    with pytest.raises(CharterError, match="ID_COLLISION"):  # refused when the set loads
+        kernel_set(tmp_path, extra=[other])
+    cs = load_set([tmp_path], extra_search=[ROOT / "specs" / "models"])
+    with pytest.raises(BindingError, match="both bind as probe"):  # and by the generator, handed the set anyway
         render_bindings(cs)
 
 

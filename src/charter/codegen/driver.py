@@ -93,7 +93,17 @@ def render_all(cs: ContractSet) -> list[Output]:
     outputs.extend(_cpp_checker_outputs(cs))
     outputs.extend(_label_outputs(cs))
     outputs.extend(_kernel_outputs(cs))
-    return sorted(outputs, key=lambda o: o.path)
+    return _one_output_per_path(sorted(outputs, key=lambda o: o.path))
+
+
+def _one_output_per_path(outputs: list[Output]) -> list[Output]:
+    """Two outputs at one path would leave one contract without its generated code while
+    `--check` said "up to date" (Note [Generated identifiers] in charter.codegen.naming)."""
+    for before, after in zip(outputs, outputs[1:]):
+        if before.path == after.path:
+            raise ValueError(f"{next(iter(before.inputs))} and {next(iter(after.inputs))} both generate {after.path}; "
+                             "their ids must not share an identifier")
+    return outputs
 
 
 def _cpp_checker_outputs(cs: ContractSet) -> list[Output]:

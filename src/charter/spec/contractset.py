@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from charter.codegen.naming import identifier
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.spec.load import LoadedContract, load_contract
 from charter.spec.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
@@ -81,6 +82,7 @@ def load_set(paths: list[str | Path], extra_search: list[str | Path] = ()) -> Co
         _add(cs, f)
     primary = set(cs.contracts)
     cs.primary = primary
+    _check_identifiers(cs)
     if extra_search:
         side = ContractSet()
         for f in discover(list(extra_search)):
@@ -113,6 +115,22 @@ def _add(cs: ContractSet, path: Path) -> None:
             location=lc.doc.where(("id",))))
         return
     cs.contracts[lc.id] = lc
+
+
+def _check_identifiers(cs: ContractSet) -> None:
+    """Two ids of one set must not name the same generated module or namespace (`c18-x` and
+    `c18_x` are both `c18_x`): one would silently replace the other (Note [Generated identifiers]
+    in charter.codegen.naming)."""
+    seen: dict[str, LoadedContract] = {}
+    for lc in sorted(cs.contracts.values(), key=lambda x: x.doc.file):
+        name = identifier(lc.id)
+        first = seen.setdefault(name, lc)
+        if first is not lc:
+            cs.diagnostics.append(Diagnostic(
+                Code.ID_COLLISION, "id",
+                f"id {lc.id!r} names the same generated code as id {first.id!r} of {first.doc.where(('id',))}: "
+                f"both become the identifier {name} (a Python module, C++ namespaces); rename one",
+                location=lc.doc.where(("id",))))
 
 
 def _check_references(cs: ContractSet, primary: set[str]) -> None:

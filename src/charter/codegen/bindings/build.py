@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from charter import __version__
 from charter.codegen.labels import escape
+from charter.codegen.naming import identifier
 from charter.spec import expr
 from charter.spec.contractset import ContractSet
 from charter.spec.load import LoadedContract
@@ -128,10 +129,6 @@ def _cpp_int(value: object, what: str) -> str:
     if isinstance(value, bool) or not isinstance(value, int):
         raise BindingError(f"{what} must be an integer, got {value!r}")
     return escape.cpp_int64(value)
-
-
-def identifier(kernel_id: str) -> str:
-    return escape.identifier(kernel_id)
 
 
 def _fail(lc: LoadedContract, path: tuple, message: str) -> BindingError:

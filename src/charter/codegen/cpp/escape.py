@@ -17,18 +17,10 @@ bytes are exactly the UTF-8 encoding of the string:
 from __future__ import annotations
 
 import math
-import re
 import struct
 
-CPP_KEYWORDS = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
-class compl concept const consteval constexpr constinit const_cast continue co_await co_return
-co_yield decltype default delete do double dynamic_cast else enum explicit export extern false
-float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
-operator or or_eq private protected public register reinterpret_cast requires return short signed
-sizeof static static_assert static_cast struct switch template this thread_local throw true try
-typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
-""".split())
+from charter.codegen.naming import identifier  # noqa: F401 - the one identifier policy, re-exported
+
 
 U64_MAX = 2**64 - 1
 
@@ -137,13 +129,3 @@ def cpp_comment(text: str) -> str:
     and no `??` (a trigraph)."""
     out = "".join(c if 0x20 <= ord(c) < 0x7F and c not in "\\?" else "_" for c in text)
     return out[:300]
-
-
-def identifier(contract_id: str) -> str:
-    """A C++ identifier from a contract id: no double underscore, no leading digit, no keyword."""
-    out = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", contract_id)).strip("_") or "contract"
-    if out[0].isdigit():
-        out = f"c_{out}"
-    if out in CPP_KEYWORDS:
-        out += "_"
-    return out

@@ -6,18 +6,10 @@ source text by a template.
 
 from __future__ import annotations
 
-import keyword
 import re
 
-CPP_KEYWORDS = frozenset("""
-alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
-class compl concept const consteval constexpr constinit const_cast continue co_await co_return
-co_yield decltype default delete do double dynamic_cast else enum explicit export extern false
-float for friend goto if inline int long mutable namespace new noexcept not not_eq nullptr
-operator or or_eq private protected public register reinterpret_cast requires return short signed
-sizeof static static_assert static_cast struct switch template this thread_local throw true try
-typedef typeid typename union unsigned using virtual void volatile wchar_t while xor xor_eq
-""".split())
+from charter.codegen.naming import identifier  # noqa: F401 - the one identifier policy, re-exported
+
 
 
 def py_str(s: str) -> str:
@@ -97,16 +89,6 @@ def cpp_int64(value: int) -> str:
 def comment(text: str) -> str:
     """Text safe in a `#` or `//` comment: one line, no backslash (C++ line splicing), no `??`."""
     return re.sub(r"[^A-Za-z0-9 ._/+:@=,()-]", "_", text)[:300]
-
-
-def identifier(name: str) -> str:
-    """An identifier for both Python and C++ from a contract id ([a-z0-9][a-z0-9._-]*)."""
-    out = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_]", "_", name)).strip("_") or "fixture"
-    if out[0].isdigit():
-        out = f"c_{out}"
-    if keyword.iskeyword(out) or keyword.issoftkeyword(out) or out in CPP_KEYWORDS:
-        out += "_"
-    return out
 
 
 def _int(v) -> int:

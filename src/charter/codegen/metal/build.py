@@ -16,17 +16,11 @@ from dataclasses import dataclass
 
 from charter import __version__
 from charter.codegen.labels import escape
+from charter.codegen.naming import identifier
 from charter.spec import expr
 from charter.spec.contractset import ContractSet
 from charter.spec.load import LoadedContract
 from charter.spec.models import KernelContract
-
-MSL_WORDS = frozenset("""
-kernel vertex fragment device constant threadgroup thread ray_data object_data visible stitchable
-half uint ushort uchar ulong bool2 float2 float3 float4 int2 int3 int4 uint2 uint3 uint4 metal
-sampler texture1d texture2d texture3d array vec packed_float3 size_t ptrdiff_t uint8_t uint16_t
-uint32_t uint64_t int8_t int16_t int32_t int64_t Args
-""".split())
 
 # attribute type -> (C type in the struct, ctypes name); 4-byte types only
 FIELD_TYPES = {"float32": ("float", "c_float"), "int32": ("int32_t", "c_int32"), "uint32": ("uint32_t", "c_uint32"),
@@ -74,11 +68,6 @@ class ModelView:
     guard: str
     constants: tuple[ConstantView, ...]
     kernels: tuple[KernelView, ...]
-
-
-def identifier(name: str) -> str:
-    out = escape.identifier(name)
-    return out + "_" if out in MSL_WORDS else out
 
 
 def _sha(text: str) -> str:
