@@ -97,3 +97,40 @@ def test_arbitrary_text_never_escapes_as_a_raw_exception(text):
         load_text(text)
     except CharterError:
         pass
+
+
+# --- lone surrogates (docs/security.md, "Contract hazards") ------------------------------------------
+# text, (line, col) of the diagnostic: the string's own node for an escape, the character for a raw one
+LONE_SURROGATES = [
+    ('a: "caf\\ud800"\n', (1, 4)),                 # a double-quoted escape in a value
+    ('a: "\\udfff"\n', (1, 4)),                    # a low surrogate alone
+    ('a: "\\U0000D800"\n', (1, 4)),                # the long escape
+    ('a: "\\ud83d\\ude00"\n', (1, 4)),             # a UTF-16 pair: two lone surrogates to YAML
+    ('"k\\ud800": 1\n', (1, 1)),                   # a quoted key
+    ('a:\n  - x\n  - {"b\\udc00": 2}\n', (3, 6)),  # a key deep inside a flow mapping
+    ('a:\n  b: [1, "\\ud800"]\n', (2, 10)),        # an item of a flow sequence
+    ("a: caf\ud800\n", (1, 7)),                    # raw, plain
+    ("a: 'x\ud800'\n", (1, 6)),                    # raw, single-quoted
+    ("a: |\n  x\udfff\n", (2, 4)),                 # raw, block scalar
+    ("k\ud800: 1\n", (1, 2)),                      # raw key
+    ("a: 1  # caf\ud800\n", (1, 12)),              # raw, in a comment
+]
+
+
+@pytest.mark.parametrize("text, where", LONE_SURROGATES)
+def test_lone_surrogates_are_refused_where_they_are(text, where):
+    with pytest.raises(CharterError) as exc:
+        load_text(text, "t.yaml")
+    (d,) = exc.value.diagnostics
+    assert d.code is Code.YAML_SYNTAX and "surrogate" in d.message, d.render()
+    assert (d.location.file, d.location.line, d.location.col) == ("t.yaml", *where), d.render()
+
+
+def test_a_utf16_pair_of_escapes_names_its_one_character_escape():
+    with pytest.raises(CharterError, match=r"write \\U0001F600 for U\+1F600"):
+        load_text('a: "\\ud83d\\ude00"\n', "t.yaml")
+
+
+def test_characters_beside_the_surrogates_stay_allowed():
+    doc = load_text('a: "\\U0001F600 \\ud7ff \\ue000 \\uffff caf\\u00e9"\nb: "\\0"\n', "t.yaml")
+    assert doc.data == {"a": "\U0001F600 \ud7ff \ue000 \uffff caf\u00e9", "b": "\0"}

@@ -12,6 +12,10 @@ cannot change the author's meaning behind their back. Note [Strict YAML]:
   MAX_ALIASES references and the expanded tree is bounded by MAX_NODES, so an alias bomb fails in
   milliseconds.
 * Exactly one document; keys are plain strings.
+* Every string is Unicode text: a lone surrogate (U+D800..U+DFFF), which no UTF-8 file or artifact
+  can hold, is refused in keys and values, written raw or as an escape (`"caf\\ud800"`); YAML
+  escapes are code points, so a UTF-16 pair of `\\u` escapes is two lone surrogates, not one
+  character (write `\\U0001F600`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ Path_ = tuple[str | int, ...]
 
 _INT = re.compile(r"[-+]?(0|[1-9][0-9]*)")
 _HIDDEN_BREAK = re.compile("[\x85\u2028\u2029]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_DIGITS = 100
 _FLOAT = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?")
 _NULL = {"null", "~", ""}
@@ -101,6 +106,8 @@ def load_text(text: str, file: str = "<string>") -> Document:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
         raise _error(Code.YAML_SYNTAX, "", f"{exc.problem or exc.context}", loc)
+    except yaml.reader.ReaderError as exc:  # a raw character YAML does not allow (NUL, a lone surrogate)
+        raise _unacceptable(text, file, exc)
     except yaml.YAMLError as exc:
         raise _error(Code.YAML_SYNTAX, "", str(exc).splitlines()[0], Location(file))
     except _TooManyNodes as exc:
@@ -119,6 +126,16 @@ def load_text(text: str, file: str = "<string>") -> Document:
     builder = _Builder(file)
     data = builder.build(nodes[0], (), 0)
     return Document(data, builder.locations, text, file)
+
+
+def _unacceptable(text: str, file: str, exc: yaml.reader.ReaderError) -> CharterError:
+    """PyYAML's reader refuses the character at `exc.position` (an index into `text`): say where."""
+    at = exc.position
+    line = text.count("\n", 0, at) + 1
+    col = at - (text.rfind("\n", 0, at) + 1) + 1
+    what = "a lone surrogate" if 0xD800 <= exc.character <= 0xDFFF else "a non-printable character"
+    return _error(Code.YAML_SYNTAX, "", f"raw U+{exc.character:04X} is {what}, which YAML does not allow",
+                  Location(file, line, col))
 
 
 class _ExplicitTag(Exception):
@@ -201,6 +218,7 @@ class _Builder:
             if key_node.tag == "tag:yaml.org,2002:merge" or (key_node.value == "<<" and key_node.style is None):
                 raise _error(Code.YAML_MERGE_KEY, _dotted(path), "merge keys (<<) are not supported; write the keys out", key_loc)
             key = key_node.value
+            _refuse_surrogates(key, _dotted(path), key_loc, "key")
             if key_node.style is None:
                 resolved = self._scalar(key_node, path, key_loc)
                 if not isinstance(resolved, str):
@@ -219,6 +237,7 @@ class _Builder:
 
     def _scalar(self, node: yaml.ScalarNode, path: Path_, loc: Location) -> Any:
         value = node.value
+        _refuse_surrogates(value, _dotted(path), loc)
         if node.style is not None:  # quoted or block scalar: always a string
             if node.tag not in ("tag:yaml.org,2002:str",):
                 raise _error(Code.YAML_TAG, _dotted(path), f"explicit tag {node.tag!r} is not allowed", loc)
@@ -233,6 +252,21 @@ _RESOLVABLE_TAGS = {
     "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null", "tag:yaml.org,2002:timestamp",
     "tag:yaml.org,2002:merge", "tag:yaml.org,2002:value", "tag:yaml.org,2002:yaml",
 }
+
+
+def _refuse_surrogates(value: str, field: str, loc: Location, what: str = "string") -> None:
+    """A lone surrogate is not a character: no artifact string can equal it (Note [Strict YAML])."""
+    found = _SURROGATE.search(value)
+    if found is None:
+        return
+    at = found.start()
+    hint = "write the character itself or its \\U escape"
+    pair = value[at:at + 2]
+    if len(pair) == 2 and "\ud800" <= pair[0] <= "\udbff" and "\udc00" <= pair[1] <= "\udfff":
+        joined = pair.encode("utf-16-le", "surrogatepass").decode("utf-16-le")
+        hint = f"YAML escapes are code points, not UTF-16: write \\U{ord(joined):08X} for U+{ord(joined):04X}"
+    raise _error(Code.YAML_SYNTAX, field, f"lone surrogate U+{ord(found.group()):04X} in a {what} (not a Unicode "
+                 f"character, so no UTF-8 text can hold it); {hint}", loc)
 
 
 def resolve_plain(value: str, field: str, loc: Location) -> Any:
