@@ -72,9 +72,14 @@ HAZARDS: list[tuple[str, str | bytes, str]] = [
     ("homoglyph-id", MODEL.replace("id: hostile", "id: h\u043estile"), "SPEC_SCHEMA"),
     ("zero-width-in-constant-name", MODEL + "constants:\n  he\u200bads: 2\n", "SPEC_SCHEMA"),
     ("fullwidth-in-expression", MODEL + "constants:\n  heads: 2\nderived:\n  x: \uff48eads * 2\n", "EXPR_SYNTAX"),
-    ("lone-surrogate-in-name", MODEL + 'constants:\n  "\\ud800": 2\n', "SPEC_SCHEMA"),
+    ("lone-surrogate-in-name", MODEL + 'constants:\n  "\\ud800": 2\n', "YAML_SYNTAX"),
     ("lone-surrogate-tensor-name",
-     corpus.CONTRACTS["gguf"][1].replace("{name: a,", '{name: "a\\udc80",'), "SPEC_SCHEMA"),
+     corpus.CONTRACTS["gguf"][1].replace("{name: a,", '{name: "a\\udc80",'), "YAML_SYNTAX"),
+    ("lone-surrogate-metadata-value",  # a string value: the contract language itself would take it
+     corpus.CONTRACTS["gguf"][1].replace("test.u32: {type: uint32, value: 42}",
+                                         'test.s: {type: string, value: "caf\\ud800"}'), "YAML_SYNTAX"),
+    ("lone-surrogate-metadata-key",
+     corpus.CONTRACTS["gguf"][1].replace("test.u32:", '"test.\\udfff":'), "YAML_SYNTAX"),
 ]
 
 # The ones that cost the most: also run as a subprocess under RLIMIT_AS and a timeout.
