@@ -30,6 +30,14 @@ def not_a_file(path) -> str:
     return "not a regular file" if Path(path).exists() else "no such file"
 
 
+def path_arg(text: str) -> str:
+    """argparse type of every path argument: an empty path is a usage error, never the current
+    directory (`--contract ""` would otherwise load every YAML file below it)."""
+    if not text:
+        raise argparse.ArgumentTypeError("an empty path names no file (write . for the current directory)")
+    return text
+
+
 def print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> None:
     stream = stream or sys.stdout
     if fmt == "json":
@@ -96,14 +104,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.required = True
 
     p = sub.add_parser("check", help="validate contracts (YAML, schema, expressions, references)")
-    p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
+    p.add_argument("paths", nargs="*", default=["specs"], type=path_arg,
+                   help="spec files or directories (default: specs)")
     p.add_argument("--format", choices=("text", "json"), default="text")
-    p.add_argument("--search", action="append", metavar="DIR",
+    p.add_argument("--search", action="append", metavar="DIR", type=path_arg,
                    help="where referenced contracts are found (default: the enclosing specs/ directory)")
     p.set_defaults(func=cmd_check)
 
     p = sub.add_parser("schema", help="write the JSON Schema of each contract kind")
-    p.add_argument("-o", "--output", default="schemas", help="output directory (default: schemas)")
+    p.add_argument("-o", "--output", default="schemas", type=path_arg, help="output directory (default: schemas)")
     p.set_defaults(func=cmd_schema)
 
     for module in COMMAND_MODULES:

@@ -9,14 +9,16 @@ STATUSES = ("structural", "pinned-not-supported", "supported")
 
 
 def register(sub) -> None:
+    from charter.cli import path_arg
+
     p = sub.add_parser("admit", help="admit an artifact against its contract (ordered stages, one diagnostic)")
-    p.add_argument("artifact", nargs="?", help="GGUF or safetensors file (default: the contract's pinned source)")
-    p.add_argument("--contract", required=True, help="artifact contract (YAML)")
-    p.add_argument("--search", action="append", metavar="DIR", help="where the model contract is found")
+    p.add_argument("artifact", nargs="?", type=path_arg, help="GGUF or safetensors file (default: the contract's pinned source)")
+    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract (YAML)")
+    p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--json", action="store_true", help="print the AdmissionReport as JSON")
     p.add_argument("--require-status", choices=STATUSES, help="reject contracts whose status is below this")
     p.add_argument("--verify-payload", action="store_true", help="also run the payload stage (reads tensor bytes)")
-    p.add_argument("--generated", default="generated", help="committed generated code (default: generated)")
+    p.add_argument("--generated", default="generated", type=path_arg, help="committed generated code (default: generated)")
     p.add_argument("--engine", choices=("python", "cpp"), default="python",
                    help="checker implementation: the generated Python checker, or the generated C++ one: "
                         "compiled into charter._native, or, for a contract it does not hold, compiled into a "
@@ -25,13 +27,13 @@ def register(sub) -> None:
     p.set_defaults(func=run_admit, format="text")
 
     p = sub.add_parser("locate", help="print the path of the real artifact a contract pins (source.package)")
-    p.add_argument("contract", help="artifact contract (YAML)")
+    p.add_argument("contract", type=path_arg, help="artifact contract (YAML)")
     p.set_defaults(func=run_locate, format="text")
 
     p = sub.add_parser("freeze", help="write model and artifact contracts that pin everything an artifact states")
-    p.add_argument("artifact", help="a known-good GGUF or safetensors file")
+    p.add_argument("artifact", type=path_arg, help="a known-good GGUF or safetensors file")
     p.add_argument("--id", required=True, help="id of the artifact contract (the model gets ID-model)")
-    p.add_argument("-o", "--output", default=".", help="directory for models/ID-model.yaml and artifacts/ID.yaml")
+    p.add_argument("-o", "--output", default=".", type=path_arg, help="directory for models/ID-model.yaml and artifacts/ID.yaml")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
     p.set_defaults(func=run_freeze, format="text")
 

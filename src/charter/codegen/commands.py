@@ -7,9 +7,12 @@ from pathlib import Path
 
 
 def register(sub) -> None:
+    from charter.cli import path_arg
+
     p = sub.add_parser("generate", help="generate checkers from contracts (or --check that they are current)")
-    p.add_argument("paths", nargs="*", default=["specs"], help="spec files or directories (default: specs)")
-    p.add_argument("-o", "--output", default="generated", help="output directory (default: generated)")
+    p.add_argument("paths", nargs="*", default=["specs"], type=path_arg,
+                   help="spec files or directories (default: specs)")
+    p.add_argument("-o", "--output", default="generated", type=path_arg, help="output directory (default: generated)")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 naming every stale or missing file")
     p.set_defaults(func=run_generate)
 

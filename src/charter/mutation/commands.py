@@ -10,15 +10,17 @@ from pathlib import Path
 
 
 def register(sub) -> None:
+    from charter.cli import path_arg
+
     p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
-    p.add_argument("--contract", required=True, help="artifact contract (YAML)")
-    p.add_argument("--artifact", help="conforming artifact (default: the pinned source, else one built from "
+    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract (YAML)")
+    p.add_argument("--artifact", type=path_arg, help="conforming artifact (default: the pinned source, else one built from "
                                       "the contract by charter.fixtures)")
-    p.add_argument("--search", action="append", metavar="DIR", help="where the model contract is found")
+    p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--only", choices=("artifact", "contract"), help="run one side only")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
-    p.add_argument("--json", metavar="FILE", help="write every outcome as JSON")
-    p.add_argument("--html", metavar="FILE", help="write a self-contained HTML report")
+    p.add_argument("--json", metavar="FILE", type=path_arg, help="write every outcome as JSON")
+    p.add_argument("--html", metavar="FILE", type=path_arg, help="write a self-contained HTML report")
     p.add_argument("--trace", action="store_true",
                    help="list, per contract leaf, the generated checks that enforce it and the mutants that killed "
                         "it; fail on a leaf with neither")

@@ -56,7 +56,7 @@ def _battery(spec_file: str):
     from charter.spec.contractset import load_set
     from charter.spec.yamlload import load_file
 
-    doc = load_file(spec_file).data
+    doc = _battery_doc(load_file(spec_file))
     here = Path(spec_file).parent
     contract = str((here / doc["contract"]).resolve())
     cs = load_set([contract], search_paths([contract], None))
@@ -67,7 +67,10 @@ def _battery(spec_file: str):
 
         (cid,) = provenance
         return battery_of(cs, cid, doc.get("only"))
-    (cid,) = [i for i in cs.primary if i in cs.artifacts]
+    artifacts = [i for i in cs.primary if i in cs.artifacts]
+    if len(artifacts) != 1:
+        raise ValueError(f"contract {doc['contract']} is not one artifact or provenance contract")
+    (cid,) = artifacts
     loaded, plan = cs.contracts[cid], cs.artifacts[cid]
     if doc.get("artifact"):
         artifact = here / doc["artifact"]
@@ -81,9 +84,34 @@ def _battery(spec_file: str):
     mutants = all_mutants(battery, doc.get("only"))
     if doc.get("engines", "python") == "both":
         _both_engines(cs, battery, mutants)
-    elif doc.get("engines", "python") != "python":
-        raise ValueError(f"engines is python or both, not {doc['engines']!r}")
     return battery, mutants
+
+
+BATTERY_KEYS = ("contract", "artifact", "only", "overrides", "engines")
+
+
+def _battery_doc(doc) -> dict:
+    """The battery file's keys, checked: a mapping of BATTERY_KEYS naming a non-empty `contract` (an
+    empty path would be the battery's own directory, every YAML file in it)."""
+    from charter.diagnostics import Code, Diagnostic
+
+    def fail(path: tuple, message: str) -> CharterError:
+        return CharterError([Diagnostic(Code.SPEC_SCHEMA, ".".join(path), message, location=doc.where(path))])
+
+    data = doc.data
+    if not isinstance(data, dict):
+        raise fail((), f"a battery file is a mapping of {', '.join(BATTERY_KEYS)}")
+    for key in data:
+        if key not in BATTERY_KEYS:
+            raise fail((key,), f"unknown key (a battery file has {', '.join(BATTERY_KEYS)})")
+    for key in ("contract", "artifact", "overrides"):
+        value = data.get(key, "" if key == "contract" else None)
+        if value is not None and (not isinstance(value, str) or not value):
+            raise fail((key,) if key in data else (), f"`{key}` must be a non-empty string")
+    for key, allowed in (("only", ("artifact", "contract")), ("engines", ("python", "both"))):
+        if key in data and data[key] not in allowed:
+            raise fail((key,), f"`{key}` is {' or '.join(allowed)}, not {data[key]!r}")
+    return data
 
 
 def _both_engines(cs, battery, mutants) -> None:
@@ -99,7 +127,11 @@ def _built(plan, path: Path, overrides: str | None) -> Path:
     facts = None
     if overrides:
         module, _, name = overrides.partition(":")
-        facts = getattr(importlib.import_module(module), name)()
+        try:
+            make = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, ValueError) as exc:
+            raise ValueError(f"overrides {overrides!r} does not name a function (module:function): {exc}") from None
+        facts = make()
     if plan.stores:
         from charter.fixtures.stores import build_sparse
 
@@ -111,10 +143,15 @@ def _built(plan, path: Path, overrides: str | None) -> Path:
 
 class BatteryFile(pytest.File):
     def collect(self):
+        from charter.fixtures import FixtureError
+
         try:
             _, mutants = _battery(str(self.path))
-        except (CharterError, KeyError, ValueError, RuntimeError) as exc:  # RuntimeError: the C++ engine
-            raise self.CollectError(f"cannot build battery {self.path}: {exc}") from exc
+        except (CharterError, FixtureError, OSError, KeyError, ValueError, RuntimeError) as exc:
+            # A user's mistake (a broken contract or battery file, a fixture that cannot be built, the
+            # C++ engine missing: RuntimeError) is one collection error, its text alone: the same
+            # string from every xdist worker, which xdist reports once (a traceback, once per worker).
+            raise self.CollectError(f"cannot build battery {self.path}:\n{exc}") from None
         seen: dict[str, int] = {}
         for index, mutant in enumerate(mutants):
             name = mutant.id

@@ -12,27 +12,31 @@ from pathlib import Path
 
 
 def register(sub) -> None:
+    from charter.cli import path_arg
+
     p = sub.add_parser("fixtures", help="verify or capture provenance-labelled fixture files")
     fsub = p.add_subparsers(dest="fixtures_command", metavar="ACTION")
     fsub.required = True
 
     v = fsub.add_parser("verify", help="check fixture files against their provenance labels (offline)")
-    v.add_argument("paths", nargs="+", metavar="SPEC", help="provenance spec files or directories")
+    v.add_argument("paths", nargs="+", metavar="SPEC", type=path_arg, help="provenance spec files or directories")
     _common(v)
     v.set_defaults(func=cmd_verify)
 
     c = fsub.add_parser("capture", help="run each array's producer and write the fixture file")
-    c.add_argument("paths", nargs="+", metavar="SPEC", help="provenance spec files or directories")
+    c.add_argument("paths", nargs="+", metavar="SPEC", type=path_arg, help="provenance spec files or directories")
     _common(c)
     c.add_argument("--update-digests", action="store_true",
                    help="accept new digests: rewrite the sha256 values in the spec (comments kept)")
-    c.add_argument("-o", "--output", metavar="FILE",
+    c.add_argument("-o", "--output", metavar="FILE", type=path_arg,
                    help="write the .npz here instead of next to the spec (one spec only)")
     c.set_defaults(func=cmd_capture)
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--search", action="append", metavar="DIR",
+    from charter.cli import path_arg
+
+    p.add_argument("--search", action="append", metavar="DIR", type=path_arg,
                    help="where referenced model and artifact contracts are found (default: the enclosing specs/)")
     p.add_argument("--format", choices=("text", "json"), default="text")
 

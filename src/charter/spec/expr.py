@@ -271,11 +271,16 @@ def _error(
     )
 
 
+def nearest_names(name: str, candidates: list[str], n: int = 3) -> list[str]:
+    """The known names most like `name` (difflib's ratio of at least 0.6), best first."""
+    return difflib.get_close_matches(name, candidates, n=n, cutoff=0.6)
+
+
 def _unknown_name(
     name: str, known: object, field: str, location: Location | None, col: int | None
 ) -> Diagnostic:
     candidates = sorted(k for k in known if isinstance(k, str))  # type: ignore[attr-defined]
-    near = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    near = nearest_names(name, candidates)
     if near:
         hint = "nearest known names: " + ", ".join(near)
     elif candidates:

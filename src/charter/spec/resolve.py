@@ -11,6 +11,8 @@ import re
 import struct
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
+from charter.formats.ggml_types import GGML_TYPES_BY_NAME
+from charter.formats.safetensors import DTYPE_BITS
 from charter.spec import expr
 from charter.spec.load import LoadedContract
 from charter.spec.models import ArtifactContract, KernelContract, MetaFact, ModelContract, Status
@@ -352,6 +354,28 @@ def _profile_env(c: _Collector, a: ArtifactContract, model: ModelPlan) -> dict:
     return resolved if resolved is not None else env
 
 
+# The codec names of each container: what its reader can report for a tensor, so what a contract
+# may pin (the mutation battery and charter.fixtures build files from them).
+CODEC_NAMES: dict[str, tuple[str, ...]] = {
+    "gguf": tuple(GGML_TYPES_BY_NAME),
+    "safetensors": tuple(DTYPE_BITS),
+}
+_CODEC_KIND = {"gguf": ("a ggml type name", "GGUF codecs are ggml type names"),
+               "safetensors": ("a safetensors dtype", "safetensors codecs are its dtypes")}
+
+
+def _check_codec_name(c: _Collector, fmt: str, codec: str, path: tuple) -> None:
+    """A codec no file of this format can state would only ever be rejected: refuse it where it
+    is written, with the valid names and the nearest one."""
+    names = CODEC_NAMES[fmt]
+    if codec in names:
+        return
+    near = [n for n in names if n.lower() == codec.lower()] or expr.nearest_names(codec, list(names), n=1)
+    hint = f" (did you mean {near[0]}?)" if near else ""
+    what, valid = _CODEC_KIND[fmt]
+    c.error(Code.SPEC_INVALID, path, f"{codec!r} is not {what}{hint}; {valid}: {', '.join(names)}")
+
+
 def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
                     model: ModelPlan) -> tuple[tuple[TensorCheck, ...], tuple[TensorRow, ...]]:
     out: list[TensorCheck] = []
@@ -359,6 +383,7 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
     seen: dict[str, Location] = {}
     for i, t in enumerate(a.tensors):
         path = ("tensors", i)
+        _check_codec_name(c, a.format, t.codec, path + ("codec",))
         shape = []
         for j, dim in enumerate(t.shape):
             value = _int(c, dim, env, path + ("shape", j), "uint64")

@@ -1,0 +1,79 @@
+"""Usage rules every command shares: an empty path is a usage error (exit 2), never the current
+directory (`--contract ""` used to load every YAML file below it, tests/invalid/ included)."""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+
+import pytest
+
+from charter.cli import build_parser, main, path_arg
+from tests.conftest import ROOT
+
+SPEC = "specs/artifacts/tiny-llama-gguf.yaml"
+EMPTY_PATHS = [
+    ["check", ""],
+    ["check", "--search", "", "specs"],
+    ["schema", "-o", ""],
+    ["generate", ""],
+    ["generate", "specs", "-o", ""],
+    ["admit", "--contract", ""],
+    ["admit", "", "--contract", SPEC],
+    ["admit", "x.gguf", "--contract", SPEC, "--search", ""],
+    ["admit", "x.gguf", "--contract", SPEC, "--generated", ""],
+    ["locate", ""],
+    ["freeze", "", "--id", "x"],
+    ["freeze", "x.gguf", "--id", "x", "-o", ""],
+    ["mutate", "--contract", ""],
+    ["mutate", "--contract", SPEC, "--artifact", ""],
+    ["mutate", "--contract", SPEC, "--search", ""],
+    ["mutate", "--contract", SPEC, "--json", ""],
+    ["mutate", "--contract", SPEC, "--html", ""],
+    ["fixtures", "verify", ""],
+    ["fixtures", "verify", "specs/provenance", "--search", ""],
+    ["fixtures", "capture", ""],
+    ["fixtures", "capture", "specs/provenance/rmsnorm-seeded.yaml", "-o", ""],
+]
+
+
+@pytest.mark.parametrize("argv", EMPTY_PATHS, ids=" ".join)
+def test_an_empty_path_is_a_usage_error(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and "an empty path names no file" in err, err
+
+
+def _subparsers(parser: argparse.ArgumentParser):
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield name, sub
+                for inner, deeper in _subparsers(sub):
+                    yield f"{name} {inner}", deeper
+
+
+def test_every_path_argument_refuses_an_empty_path():
+    """Every argument that takes a value is a path (type path_arg), a choice, a number, or `--id`:
+    a command added later cannot forget the rule."""
+    unchecked = []
+    for name, sub in _subparsers(build_parser()):
+        for action in sub._actions:
+            takes_value = action.nargs != 0 and not isinstance(action, argparse._HelpAction)
+            if not takes_value or action.choices is not None or action.type is int or action.dest == "id":
+                continue
+            if action.type is not path_arg:
+                unchecked.append(f"charter {name} {action.option_strings or action.dest}")
+    assert not unchecked, unchecked
+
+
+def test_mutate_with_an_empty_contract_loads_nothing():
+    """The reported case, as a user runs it from the repository root."""
+    proc = subprocess.run([sys.executable, "-m", "charter", "mutate", "--contract", ""], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stdout[-2000:]
+    assert proc.stdout == "" and "--contract: an empty path names no file" in proc.stderr
+    assert "Traceback" not in proc.stderr
