@@ -201,3 +201,14 @@ def test_model_that_fails_to_load_is_named(tmp_path, capsys):
     exit_code, out, err = check(capsys, paths["gguf"])
     assert exit_code == 2, (out, err)
     assert "YAML_AMBIGUOUS_SCALAR" in out and "hostile.yaml" in out, out
+
+
+def test_checking_contracts_imports_no_reader_and_no_numpy():
+    """The contract loader reads the codec tables (charter.formats.ggml_types, safetensors dtypes),
+    not the GGUF reader: numpy's address space alone would take `charter check` past the 256 MiB
+    limit of the hazards above."""
+    code = ("import sys; from charter.cli import main; rc = main(['check', 'specs']); "
+            "bad = sorted(m for m in ('numpy', 'charter.formats.gguf') if m in sys.modules); "
+            "print(rc, bad); sys.exit(rc or bool(bad))")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, (proc.stdout, proc.stderr[-2000:])
