@@ -831,6 +831,8 @@ def safetensors_cases() -> list[Case]:
         add(_s(f"trailing-{n2(n)}-bytes", "extents", base + bytes(n), X, "tensors"))
     add(_s("trailing-appended-file", "extents", base + base, X, "tensors"))
 
+    cases += safetensors_number_cases(header_text)
+
     # contract-level (not container) findings on otherwise valid files
     add(_s("out-of-order-entries", "extents", st_file(st_header(tensors=_st_tensors(
         a=_entry("a", data_offsets=[32, 64]), b=_entry("b", data_offsets=[0, 32])))), "LAYOUT_ORDER",
@@ -840,6 +842,68 @@ def safetensors_cases() -> list[Case]:
     add(_s("header-over-cap-declared", "header length",
            st_file(header_text, length=100_000_008, data=b""), H, "header.length", heavy=True))
     return cases
+
+
+# Other spellings of the integers the base file needs (Note [Safetensors numbers] in
+# charter/formats/safetensors.py). Each means the right value to a lax reader (Python's json reads
+# `-0` as 0; `8.0 == 8`) and the crate refuses each; `+`, leading zeros and hex are not JSON at all.
+_A_ENTRY = '"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}'
+_NUMBER_PLACES = {  # place -> a's entry with %s for the number (it needs 8, 0 and 32)
+    "dim": '"a":{"dtype":"F32","shape":[%s],"data_offsets":[0,32]}',
+    "begin": '"a":{"dtype":"F32","shape":[8],"data_offsets":[%s,32]}',
+    "end": '"a":{"dtype":"F32","shape":[8],"data_offsets":[0,%s]}',
+}
+_NUMBER_CODES = {"dim": ("CONTAINER_TENSOR_DIM", "tensors.a.shape"),
+                 "begin": ("CONTAINER_OFFSET", "tensors.a.data_offsets"),
+                 "end": ("CONTAINER_OFFSET", "tensors.a.data_offsets")}
+NUMBER_SPELLINGS = {  # place -> spellings of its number that JSON allows but the format does not
+    "dim": ["8.0", "8e0", "8E0", "8e+0", "0.8e1", "80e-1", "8.000"],
+    "begin": ["-0", "0.0", "-0.0", "0e0", "0E0", "0e-5", "-0e0"],
+    "end": ["32.0", "3.2e1", "32E0", "320e-1", "3.2E+1"],
+}
+NOT_JSON_SPELLINGS = {"dim": ["+8", "08", "0x8", "8.", ".8"], "begin": ["+0", "00", "-00"],
+                      "end": ["+32", "032", "0032"]}
+OUT_OF_RANGE = {  # numbers no u64 holds: (name, spelling, code)
+    "dim": [("minus-8", "-8", "CONTAINER_TENSOR_DIM"), ("1e400", "1e400", "CONTAINER_TENSOR_DIM"),
+            ("2**64", str(2**64), "CONTAINER_OVERFLOW"), ("10**40", str(10**40), "CONTAINER_OVERFLOW")],
+    "end": [("minus-32", "-32", "CONTAINER_OFFSET"), ("1e400", "1e400", "CONTAINER_OFFSET"),
+            ("2**64", str(2**64), "CONTAINER_OFFSET"), ("32e999999999", "32e999999999", "CONTAINER_OFFSET")],
+}
+METADATA_NUMBERS = ["-0", "0", "1", "1e2", "1E2", "0.0", "1e400", str(2**64)]
+
+
+def _spelled(spelling: str) -> str:
+    """A case name for a spelling: a leading sign as a word."""
+    return {"-": "minus-", "+": "plus-"}.get(spelling[0], spelling[0]) + spelling[1:]
+
+
+def safetensors_number_cases(header_text: str) -> list[Case]:
+    assert header_text.count(_A_ENTRY) == 1
+    out = []
+
+    def add(name, text, code, fld):
+        out.append(_s(name, "numbers", st_file(text), code, fld))
+
+    for place, template in _NUMBER_PLACES.items():
+        code, fld = _NUMBER_CODES[place]
+        for spelling in NUMBER_SPELLINGS[place]:
+            add(f"number-{place}-{_spelled(spelling)}", header_text.replace(_A_ENTRY, template % spelling),
+                code, fld)
+        for spelling in NOT_JSON_SPELLINGS[place]:
+            add(f"number-{place}-{_spelled(spelling)}", header_text.replace(_A_ENTRY, template % spelling),
+                "CONTAINER_JSON", "header")
+        for name, spelling, range_code in OUT_OF_RANGE.get(place, ()):
+            add(f"number-{place}-{name}", header_text.replace(_A_ENTRY, template % spelling), range_code, fld)
+    # -0 as a dim, where the tensor needs a 0 (an extra empty tensor: a lax reader reaches the contract)
+    empty = '"z":{"dtype":"F32","shape":[4,-0],"data_offsets":[80,80]}'
+    add("number-dim-minus-0", header_text[:-1] + "," + empty + "}", "CONTAINER_TENSOR_DIM", "tensors.z.shape")
+    for spelling in METADATA_NUMBERS:
+        add(f"number-metadata-{_spelled(spelling)}", header_text.replace('"format":"pt"', f'"format":{spelling}'),
+            "CONTAINER_METADATA", "metadata.format")
+    for spelling in ("+1", "01"):
+        add(f"number-metadata-{_spelled(spelling)}", header_text.replace('"format":"pt"', f'"format":{spelling}'),
+            "CONTAINER_JSON", "header")
+    return out
 
 
 def all_cases() -> list[Case]:

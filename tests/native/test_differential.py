@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from charter.mutation.run import all_mutants
+from tests.hardening import corpus
 
 from .conftest import SMOLLM2, TINY_GGUF, TINY_ST, load_battery_for, need_checker
 from .differential import cpp_read, cpp_verdict, python_read, python_verdict
@@ -207,6 +208,24 @@ HOSTILE_ST = {
     "past end": _st({"a": _entry(begin=0)}, 4),
     "unaligned header": _st({"t": _entry()}, 8, pad=False),
     "whitespace": _st(' \n {"t": ' + json.dumps(_entry()) + "}  \t", 8),
+    # Note [Safetensors numbers]: -0 is the float -0.0 wherever it stands, as serde_json reads it
+    "offsets minus zero": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [-0, 8]}}', 8),
+    "offsets minus zero spaced": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [ \n-0 , 8]}}', 8),
+    "offsets minus zero end": _st('{"t": {"dtype": "F32", "shape": [0], "data_offsets": [0, -0]}}'),
+    "dim minus zero": _st('{"t": {"dtype": "F32", "shape": [-0], "data_offsets": [0, 0]}}'),
+    "dim minus zero exponent": _st('{"t": {"dtype": "F32", "shape": [-0e0], "data_offsets": [0, 0]}}'),
+    "metadata minus zero": _st('{"__metadata__": {"k": -0}}'),
+    "nested minus zero": _st('{"t": {"dtype": "F32", "shape": [[-0]], "data_offsets": [0, 0]}}'),
+    "minus zero in strings": _st('{"__metadata__": {"d": "2024-01-01", "k": "[-0]"}, "a,-0": ' + json.dumps(_entry())
+                                 + "}", 8),
+    "minus zero in an extra field": _st({"t": _entry()} | {"x": {}}, 8).replace(b"{}", b"-0 "),
+    "dim 8.0": _st('{"t": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}}', 8),
+    "dim 2E0": _st('{"t": {"dtype": "F32", "shape": [2E0], "data_offsets": [0, 8]}}', 8),
+    "offsets 8e0": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8e0]}}', 8),
+    "offsets 1e400": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 1e400]}}', 8),
+    "offsets plus": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [+0, 8]}}', 8),
+    "offsets leading zero": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 08]}}', 8),
+    "metadata 1e2": _st('{"__metadata__": {"k": 1e2}}'),
 }
 
 
@@ -216,6 +235,18 @@ def test_hostile_safetensors(native, name):
     for size in sorted({len(data), len(data) + 4}):
         p, q = python_read("safetensors", data, size), cpp_read(native, "safetensors", data, size)
         assert _same(p, q), (name, size, str(p), str(q))
+
+
+NUMBER_CASES = [c for c in corpus.all_cases() if c.klass == "numbers"]
+
+
+@pytest.mark.parametrize("case", NUMBER_CASES, ids=lambda c: c.name)
+def test_number_spellings(native, case):
+    """Every spelling of the corpus's class "numbers" (tests/formats/test_safetensors_numbers.py):
+    the same diagnostic, offset included, from both readers."""
+    p, q = python_read("safetensors", case.data, len(case.data)), cpp_read(native, "safetensors", case.data,
+                                                                          len(case.data))
+    assert (p.code, p.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
 
 
 # --- random edits: both engines agree, whatever the bytes ------------------------------------------
@@ -286,7 +317,7 @@ def test_fuzz_safetensors_byte_edits(native, tiny_st, edits):
 
 _TOKENS = ['"', "{", "}", "[", "]", ",", ":", "0", "-1", "1e999", "1.5", "-", "01", '"F4"', "NaN", "-Infinity",
            "true", "nul", "\\", "\\u12", "\\ud800", "\\ud83d\\ude00", "\x01", "é", " ", '"__metadata__"',
-           "99999999999999999999999", "18446744073709551616"]
+           "99999999999999999999999", "18446744073709551616", "-0", "-0.0", "8.0", "1E2", "+1", "00"]
 
 
 @_FUZZ
