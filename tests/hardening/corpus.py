@@ -20,8 +20,11 @@ gguf.GGUFReader and the safetensors package), so it depends on nothing but the s
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import pickle
 import struct
+import zipfile
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -475,8 +478,9 @@ def gguf_cases() -> list[Case]:
 
     # magic and version
     for name, magic in [("zeros", b"\0\0\0\0"), ("lowercase", b"gguf"), ("swapped", b"FUGG"),
-                        ("ggml", b"lmgg"), ("ggjt", b"tjgg"), ("zip", b"PK\x03\x04")]:
+                        ("ggml", b"lmgg"), ("ggjt", b"tjgg")]:
         add(_g(f"magic-{name}", "bad magic", replace(g, magic=magic), "CONTAINER_MAGIC", "header.magic"))
+    add(_g("magic-zip-local-header", "bad magic", replace(g, magic=b"PK\x03\x04"), "CONTAINER_FORMAT", "format"))
     for v in (0, 1, 4, 0xFFFF, U64_MAX >> 32):
         add(_g(f"version-{v}", "version", replace(g, version=v), "CONTAINER_VERSION", "header.version"))
     for v in (2, 3):
@@ -906,8 +910,86 @@ def safetensors_number_cases(header_text: str) -> list[Case]:
     return out
 
 
+# --- other formats ---------------------------------------------------------------------------------
+# Real bytes of the files users hand charter by mistake (Note [Format sniff] in
+# charter/formats/sniff.py), each written by the writer that makes it.
+
+
+def torch_zip() -> bytes:
+    """The layout torch.save has written since 1.6: an uncompressed zip of archive/data.pkl (the
+    pickled state dict), archive/version, archive/byteorder and one storage per tensor."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", pickle.dumps({"model.embed_tokens.weight": ("storage", "0")}, protocol=2))
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/data/0", bytes(64))
+        z.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+def empty_zip() -> bytes:
+    buf = io.BytesIO()
+    zipfile.ZipFile(buf, "w").close()
+    return buf.getvalue()
+
+
+def legacy_torch_pickle() -> bytes:
+    """torch.save's legacy format (before 1.6, and _use_new_zipfile_serialization=False): pickles
+    in a row, the first being its magic number, protocol 2."""
+    return b"".join(pickle.dumps(x, protocol=2) for x in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}))
+
+
+def safetensors_index() -> bytes:
+    """model.safetensors.index.json as transformers writes it (json.dumps, indent=2, sorted)."""
+    index = {"metadata": {"total_size": 269060552},
+             "weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors",
+                            "model.embed_tokens.weight": "model-00001-of-00002.safetensors"}}
+    return (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
+
+
+def config_json_with_bom() -> bytes:
+    return b"\xef\xbb\xbf" + json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 576}).encode()
+
+
+def ctranslate2_model_bin() -> bytes:
+    """A CTranslate2 model.bin (ctranslate2/specs/model_spec.py, binary version 6): the version, the
+    spec name as u16 length + NUL-terminated text, the revision, then the variables (name, rank,
+    shape, dtype id, byte count, bytes). Its first 8 bytes read as a u64 are 7518478154457939974."""
+    def string(text: str) -> bytes:
+        return struct.pack("<H", len(text) + 1) + text.encode() + b"\0"
+    var = string("encoder/conv1/weight") + struct.pack("<B", 1) + struct.pack("<I", 4) + struct.pack("<BI", 0, 16)
+    return struct.pack("<I", 6) + string("WhisperSpec") + struct.pack("<II", 3, 1) + var + bytes(16)
+
+
+OTHER_FORMATS = {  # name -> (bytes, what the sniff says)
+    "zip-torch-save": (torch_zip, "zip"),
+    "zip-empty": (empty_zip, "zip"),
+    "pickle-legacy-torch-save": (legacy_torch_pickle, "pickle"),
+    "pickle-protocol-5": (lambda: pickle.dumps({"a": 1}, protocol=5), "pickle"),
+    "json-safetensors-index": (safetensors_index, "json"),
+    "json-config-with-bom": (config_json_with_bom, "json"),
+    "ctranslate2-model-bin": (ctranslate2_model_bin, "unknown"),
+}
+
+
+def format_cases() -> list[Case]:
+    """Every other format under both contracts, and each of GGUF and safetensors under the other's:
+    CONTAINER_FORMAT. (Under a GGUF contract a file of no known format is CONTAINER_MAGIC, GGUF's
+    own signature check.)"""
+    out = [_g("format-safetensors", "format", base_safetensors(), "CONTAINER_FORMAT", "format"),
+           _s("format-gguf", "format", base_gguf(), "CONTAINER_FORMAT", "format")]
+    for name, (make, found) in OTHER_FORMATS.items():
+        data = make()
+        out.append(_s(f"format-{name}", "format", data, "CONTAINER_FORMAT", "format"))
+        if found == "unknown":
+            out.append(_g(f"format-{name}", "format", data, "CONTAINER_MAGIC", "header.magic"))
+        else:
+            out.append(_g(f"format-{name}", "format", data, "CONTAINER_FORMAT", "format"))
+    return out
+
+
 def all_cases() -> list[Case]:
-    cases = gguf_cases() + safetensors_cases()
+    cases = gguf_cases() + safetensors_cases() + format_cases()
     names = [c.name for c in cases]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes

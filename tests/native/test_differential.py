@@ -344,3 +344,47 @@ def test_fuzz_json_error_positions(native, text):
     data = struct.pack("<Q", len(raw)) + raw
     p, q = python_read("safetensors", data, len(data)), cpp_read(native, "safetensors", data, len(data))
     assert _same(p, q), (text, str(p), str(q))
+
+
+# --- the format sniff (Note [Format sniff] in charter/formats/sniff.py) -----------------------------
+
+FORMAT_CASES = corpus.format_cases()
+
+
+@pytest.mark.parametrize("case", FORMAT_CASES, ids=lambda c: c.name)
+def test_format_sniff(native, tiny_gguf, tiny_st, case):
+    cid, b = tiny_gguf if case.format == "gguf" else tiny_st
+    for size in (len(case.data), len(case.data) + 100):
+        p = python_verdict(b.checker, b.plan.format, case.data, size, b.require_status)
+        q = cpp_verdict(native, cid, case.data, size, b.require_status)
+        assert (p.code, p.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
+
+
+def test_format_sniff_on_short_buffers(native, tiny_gguf, tiny_st):
+    """A span shorter than the sniff's window of a longer file: the same CONTAINER_TRUNCATED, and
+    the C++ engine asks for the window."""
+    for cid, b in (tiny_gguf, tiny_st):
+        for n in range(17):
+            buf = b.raw_header[:n]
+            p = python_verdict(b.checker, b.plan.format, buf, b.view.file_size, b.require_status)
+            d = native.admit_detail(cid, buf, b.view.file_size, b.require_status or "")
+            q = cpp_verdict(native, cid, buf, b.view.file_size, b.require_status)
+            assert _same(p, q), (n, str(p), str(q))
+            if n < 16:
+                assert (p.code, p.field, d["needs_more"], d["need"]) == ("CONTAINER_TRUNCATED", "format", True, 16)
+
+
+_MAGICS = [b"", b"GGUF", b"PK\x03\x04", b"PK\x05\x06", b"\x80\x02", b"\x80\x05", b"\x80\x06", b"\xef\xbb\xbf", b"{",
+           b"[", b" \n", b"\x06\x00\x00\x00\x0c\x00Wh"]
+
+
+@_FUZZ
+@given(magic=st.sampled_from(_MAGICS), rest=st.binary(max_size=20), st_contract=st.booleans(),
+       cut=st.integers(0, 40))
+def test_fuzz_first_bytes(native, tiny_gguf, tiny_st, magic, rest, st_contract, cut):
+    """Random first bytes over a real header, under both contracts, whole or cut."""
+    cid, b = tiny_st if st_contract else tiny_gguf
+    head = magic + rest
+    buf = head + b.raw_header[len(head):]
+    _agree(native, cid, b, buf, b.view.file_size)
+    _agree(native, cid, b, buf[:cut], cut)
