@@ -38,6 +38,7 @@ from pathlib import Path
 
 from charter.admission.report import AdmissionReport, DiagnosticModel
 from charter.diagnostics import ADMISSION_STAGES, Stage
+from charter.formats.sniff import SNIFF_BYTES
 
 MAX_GGUF_HEADER_BYTES = 64 * 2**20
 SAFETENSORS_MAX_HEADER = 100_000_000
@@ -250,7 +251,7 @@ def file_verdict(path: str | os.PathLike, contract_id: str, fmt: str, *, require
     """The C++ checker over the file at `path` (see the module docstring). GGUF: the file mapped
     read-only, limited to the first min(size, max_header_bytes) bytes. safetensors: the 8-byte
     length and, when it fits the file and the 100 MB cap, the header it announces, read as
-    read_safetensors does. Store regions are read with pread, as Context.read reads them; the
+    read_safetensors does (and at least the first bytes the format sniff reads). Store regions are read with pread, as Context.read reads them; the
     companion file of a contract's `config`, beside `path` (`read_companion`)."""
     try:
         fd = os.open(path, os.O_RDONLY)
@@ -275,10 +276,10 @@ def _fd_verdict(fd: int, contract_id: str, fmt: str, require_status: str | None,
     read_at = _file_reader(fd)
     try:
         size = os.fstat(fd).st_size
-        head = os.pread(fd, 8, 0) if fmt != "gguf" else b""
-        if len(head) == 8:
-            n = int.from_bytes(head, "little")
-            if n <= SAFETENSORS_MAX_HEADER and 8 + n <= size:
+        head = os.pread(fd, SNIFF_BYTES, 0) if fmt != "gguf" else b""  # at least the format sniff's window
+        if len(head) >= 8:
+            n = int.from_bytes(head[:8], "little")
+            if n <= SAFETENSORS_MAX_HEADER and len(head) < 8 + n <= size:
                 head = os.pread(fd, 8 + n, 0)
         mm = mmap.mmap(fd, 0, access=mmap.ACCESS_READ) if fmt == "gguf" and size else None
     except (OSError, ValueError) as exc:

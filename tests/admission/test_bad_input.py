@@ -7,6 +7,10 @@ import os
 import struct
 from pathlib import Path
 
+import pytest
+
+from tests.hardening import corpus
+
 from .conftest import SMOLLM2_CONTRACT, TINY_ST_CONTRACT, admit, assert_rejected
 
 
@@ -38,9 +42,18 @@ def test_model_contract_is_not_an_artifact_contract(capsys, smollm2_path):
 
 def test_not_a_gguf_file(capsys, tmp_path):
     path = tmp_path / "model.gguf"
-    path.write_bytes(b"PK\x03\x04 this is a zip file, not a GGUF" + bytes(64))
+    path.write_bytes(b"GGML this is an old ggml file, not a GGUF" + bytes(64))
     d = assert_rejected(admit(capsys, path), "container", "CONTAINER_MAGIC", "header.magic", located=False)
     assert d["offset"] == 0
+
+
+def test_a_zip_is_named(capsys, tmp_path):
+    """Note [Format sniff]: a torch.save checkpoint given to a GGUF contract."""
+    path = tmp_path / "pytorch_model.bin"
+    path.write_bytes(corpus.torch_zip())
+    d = assert_rejected(admit(capsys, path), "container", "CONTAINER_FORMAT", "format", located=False)
+    assert d["message"].startswith("this is a zip archive (torch.save writes one")
+    assert d["message"].endswith("; the contract expects gguf") and d["offset"] == 0
 
 
 def test_empty_file(capsys, tmp_path):
@@ -71,13 +84,17 @@ def test_safetensors_file_given_to_a_gguf_contract(capsys, tmp_path):
     header = b'{"__metadata__":{"format":"pt"}}'
     path = tmp_path / "model.gguf"
     path.write_bytes(struct.pack("<Q", len(header)) + header)
-    assert_rejected(admit(capsys, path), "container", "CONTAINER_MAGIC", located=False)
+    d = assert_rejected(admit(capsys, path), "container", "CONTAINER_FORMAT", "format", located=False)
+    assert d["message"] == "this is a safetensors file; the contract expects gguf"
 
 
-def test_gguf_file_given_to_a_safetensors_contract(capsys, smollm2_path):
-    """The first 8 bytes of a GGUF read as a safetensors header length of ~2**32: over the limit."""
-    assert_rejected(admit(capsys, smollm2_path, TINY_ST_CONTRACT), "container", "CONTAINER_HEADER",
-                    "header.length", located=False)
+@pytest.mark.parametrize("engine", ["python", "cpp"])
+def test_gguf_file_given_to_a_safetensors_contract(capsys, smollm2_path, engine):
+    """Was CONTAINER_HEADER: the first 8 bytes of a GGUF read as a header length of ~2**32."""
+    run = admit(capsys, smollm2_path, TINY_ST_CONTRACT, "--engine", engine)
+    d = assert_rejected(run, "container", "CONTAINER_FORMAT", "format", located=False)
+    assert (d["message"], d["offset"]) == ("this is a GGUF file; the contract expects safetensors", 0)
+    assert (d["expected"], d["actual"]) == ("'safetensors'", "'gguf'")
 
 
 def test_json_flag_on_usage_errors_still_exits_2(capsys, tmp_path):

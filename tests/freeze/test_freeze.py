@@ -12,6 +12,7 @@ from safetensors.numpy import save_file
 
 from charter.cli import main
 from charter.formats.gguf import read_gguf
+from tests.hardening import corpus
 
 
 def freeze(artifact: Path, out: Path, cid: str = "frozen") -> Path:
@@ -48,6 +49,32 @@ def test_freeze_refuses_to_overwrite(tmp_path, header_copy, capsys):
     freeze(header_copy, tmp_path)
     assert main(["freeze", str(header_copy), "--id", "frozen", "-o", str(tmp_path)]) == 2
     assert "refusing to overwrite" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", sorted(corpus.OTHER_FORMATS))
+def test_freeze_says_what_a_non_model_file_is(name, tmp_path, capsys):
+    """Note [Format sniff]: exit 1 (a rejected file, as for any other bad file), one line naming
+    the format, nothing written. Was `CONTAINER_HEADER header.length: header length ... exceeds`."""
+    make, found = corpus.OTHER_FORMATS[name]
+    path = tmp_path / {"zip": "pytorch_model.bin", "pickle": "pytorch_model.bin", "json": "model.safetensors.index.json",
+                       "unknown": "model.bin"}[found]
+    path.write_bytes(make())
+    capsys.readouterr()
+    assert main(["freeze", str(path), "--id", "frozen", "-o", str(tmp_path / "out")]) == 1
+    out, err = capsys.readouterr()
+    (line,) = out.splitlines()
+    assert line.startswith("CONTAINER_FORMAT format: this is ") and "; charter reads GGUF and safetensors files" in line
+    assert {"zip": "a zip archive", "pickle": "a Python pickle", "json": "JSON text",
+            "unknown": "no format charter knows"}[found] in line
+    assert err == "" and not (tmp_path / "out").exists()
+
+
+def test_freeze_of_a_truncated_file_is_rejected_the_same_way(tmp_path, capsys):
+    path = tmp_path / "cut.safetensors"
+    path.write_bytes(b"\x08" * 7)
+    capsys.readouterr()
+    assert main(["freeze", str(path), "--id", "frozen", "-o", str(tmp_path / "out")]) == 1
+    assert capsys.readouterr().out.startswith("CONTAINER_TRUNCATED header.length:")
 
 
 def test_freeze_is_deterministic(tmp_path, header_copy):

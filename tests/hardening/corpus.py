@@ -20,8 +20,11 @@ gguf.GGUFReader and the safetensors package), so it depends on nothing but the s
 from __future__ import annotations
 
 import hashlib
+import io
 import json
+import pickle
 import struct
+import zipfile
 from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from pathlib import Path
@@ -475,8 +478,9 @@ def gguf_cases() -> list[Case]:
 
     # magic and version
     for name, magic in [("zeros", b"\0\0\0\0"), ("lowercase", b"gguf"), ("swapped", b"FUGG"),
-                        ("ggml", b"lmgg"), ("ggjt", b"tjgg"), ("zip", b"PK\x03\x04")]:
+                        ("ggml", b"lmgg"), ("ggjt", b"tjgg")]:
         add(_g(f"magic-{name}", "bad magic", replace(g, magic=magic), "CONTAINER_MAGIC", "header.magic"))
+    add(_g("magic-zip-local-header", "bad magic", replace(g, magic=b"PK\x03\x04"), "CONTAINER_FORMAT", "format"))
     for v in (0, 1, 4, 0xFFFF, U64_MAX >> 32):
         add(_g(f"version-{v}", "version", replace(g, version=v), "CONTAINER_VERSION", "header.version"))
     for v in (2, 3):
@@ -831,6 +835,8 @@ def safetensors_cases() -> list[Case]:
         add(_s(f"trailing-{n2(n)}-bytes", "extents", base + bytes(n), X, "tensors"))
     add(_s("trailing-appended-file", "extents", base + base, X, "tensors"))
 
+    cases += safetensors_number_cases(header_text)
+
     # contract-level (not container) findings on otherwise valid files
     add(_s("out-of-order-entries", "extents", st_file(st_header(tensors=_st_tensors(
         a=_entry("a", data_offsets=[32, 64]), b=_entry("b", data_offsets=[0, 32])))), "LAYOUT_ORDER",
@@ -842,8 +848,148 @@ def safetensors_cases() -> list[Case]:
     return cases
 
 
+# Other spellings of the integers the base file needs (Note [Safetensors numbers] in
+# charter/formats/safetensors.py). Each means the right value to a lax reader (Python's json reads
+# `-0` as 0; `8.0 == 8`) and the crate refuses each; `+`, leading zeros and hex are not JSON at all.
+_A_ENTRY = '"a":{"dtype":"F32","shape":[8],"data_offsets":[0,32]}'
+_NUMBER_PLACES = {  # place -> a's entry with %s for the number (it needs 8, 0 and 32)
+    "dim": '"a":{"dtype":"F32","shape":[%s],"data_offsets":[0,32]}',
+    "begin": '"a":{"dtype":"F32","shape":[8],"data_offsets":[%s,32]}',
+    "end": '"a":{"dtype":"F32","shape":[8],"data_offsets":[0,%s]}',
+}
+_NUMBER_CODES = {"dim": ("CONTAINER_TENSOR_DIM", "tensors.a.shape"),
+                 "begin": ("CONTAINER_OFFSET", "tensors.a.data_offsets"),
+                 "end": ("CONTAINER_OFFSET", "tensors.a.data_offsets")}
+NUMBER_SPELLINGS = {  # place -> spellings of its number that JSON allows but the format does not
+    "dim": ["8.0", "8e0", "8E0", "8e+0", "0.8e1", "80e-1", "8.000"],
+    "begin": ["-0", "0.0", "-0.0", "0e0", "0E0", "0e-5", "-0e0"],
+    "end": ["32.0", "3.2e1", "32E0", "320e-1", "3.2E+1"],
+}
+NOT_JSON_SPELLINGS = {"dim": ["+8", "08", "0x8", "8.", ".8"], "begin": ["+0", "00", "-00"],
+                      "end": ["+32", "032", "0032"]}
+OUT_OF_RANGE = {  # numbers no u64 holds: (name, spelling, code)
+    "dim": [("minus-8", "-8", "CONTAINER_TENSOR_DIM"), ("1e400", "1e400", "CONTAINER_TENSOR_DIM"),
+            ("2**64", str(2**64), "CONTAINER_OVERFLOW"), ("10**40", str(10**40), "CONTAINER_OVERFLOW")],
+    "end": [("minus-32", "-32", "CONTAINER_OFFSET"), ("1e400", "1e400", "CONTAINER_OFFSET"),
+            ("2**64", str(2**64), "CONTAINER_OFFSET"), ("32e999999999", "32e999999999", "CONTAINER_OFFSET")],
+}
+METADATA_NUMBERS = ["-0", "0", "1", "1e2", "1E2", "0.0", "1e400", str(2**64)]
+
+
+def _spelled(spelling: str) -> str:
+    """A case name for a spelling: a leading sign as a word."""
+    return {"-": "minus-", "+": "plus-"}.get(spelling[0], spelling[0]) + spelling[1:]
+
+
+def safetensors_number_cases(header_text: str) -> list[Case]:
+    assert header_text.count(_A_ENTRY) == 1
+    out = []
+
+    def add(name, text, code, fld):
+        out.append(_s(name, "numbers", st_file(text), code, fld))
+
+    for place, template in _NUMBER_PLACES.items():
+        code, fld = _NUMBER_CODES[place]
+        for spelling in NUMBER_SPELLINGS[place]:
+            add(f"number-{place}-{_spelled(spelling)}", header_text.replace(_A_ENTRY, template % spelling),
+                code, fld)
+        for spelling in NOT_JSON_SPELLINGS[place]:
+            add(f"number-{place}-{_spelled(spelling)}", header_text.replace(_A_ENTRY, template % spelling),
+                "CONTAINER_JSON", "header")
+        for name, spelling, range_code in OUT_OF_RANGE.get(place, ()):
+            add(f"number-{place}-{name}", header_text.replace(_A_ENTRY, template % spelling), range_code, fld)
+    # -0 as a dim, where the tensor needs a 0 (an extra empty tensor: a lax reader reaches the contract)
+    empty = '"z":{"dtype":"F32","shape":[4,-0],"data_offsets":[80,80]}'
+    add("number-dim-minus-0", header_text[:-1] + "," + empty + "}", "CONTAINER_TENSOR_DIM", "tensors.z.shape")
+    for spelling in METADATA_NUMBERS:
+        add(f"number-metadata-{_spelled(spelling)}", header_text.replace('"format":"pt"', f'"format":{spelling}'),
+            "CONTAINER_METADATA", "metadata.format")
+    for spelling in ("+1", "01"):
+        add(f"number-metadata-{_spelled(spelling)}", header_text.replace('"format":"pt"', f'"format":{spelling}'),
+            "CONTAINER_JSON", "header")
+    return out
+
+
+# --- other formats ---------------------------------------------------------------------------------
+# Real bytes of the files users hand charter by mistake (Note [Format sniff] in
+# charter/formats/sniff.py), each written by the writer that makes it.
+
+
+def torch_zip() -> bytes:
+    """The layout torch.save has written since 1.6: an uncompressed zip of archive/data.pkl (the
+    pickled state dict), archive/version, archive/byteorder and one storage per tensor."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_STORED) as z:
+        z.writestr("archive/data.pkl", pickle.dumps({"model.embed_tokens.weight": ("storage", "0")}, protocol=2))
+        z.writestr("archive/byteorder", "little")
+        z.writestr("archive/data/0", bytes(64))
+        z.writestr("archive/version", "3\n")
+    return buf.getvalue()
+
+
+def empty_zip() -> bytes:
+    buf = io.BytesIO()
+    zipfile.ZipFile(buf, "w").close()
+    return buf.getvalue()
+
+
+def legacy_torch_pickle() -> bytes:
+    """torch.save's legacy format (before 1.6, and _use_new_zipfile_serialization=False): pickles
+    in a row, the first being its magic number, protocol 2."""
+    return b"".join(pickle.dumps(x, protocol=2) for x in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}))
+
+
+def safetensors_index() -> bytes:
+    """model.safetensors.index.json as transformers writes it (json.dumps, indent=2, sorted)."""
+    index = {"metadata": {"total_size": 269060552},
+             "weight_map": {"lm_head.weight": "model-00002-of-00002.safetensors",
+                            "model.embed_tokens.weight": "model-00001-of-00002.safetensors"}}
+    return (json.dumps(index, indent=2, sort_keys=True) + "\n").encode()
+
+
+def config_json_with_bom() -> bytes:
+    return b"\xef\xbb\xbf" + json.dumps({"architectures": ["LlamaForCausalLM"], "hidden_size": 576}).encode()
+
+
+def ctranslate2_model_bin() -> bytes:
+    """A CTranslate2 model.bin (ctranslate2/specs/model_spec.py, binary version 6): the version, the
+    spec name as u16 length + NUL-terminated text, the revision, then the variables (name, rank,
+    shape, dtype id, byte count, bytes). Its first 8 bytes read as a u64 are 7518478154457939974."""
+    def string(text: str) -> bytes:
+        return struct.pack("<H", len(text) + 1) + text.encode() + b"\0"
+    var = string("encoder/conv1/weight") + struct.pack("<B", 1) + struct.pack("<I", 4) + struct.pack("<BI", 0, 16)
+    return struct.pack("<I", 6) + string("WhisperSpec") + struct.pack("<II", 3, 1) + var + bytes(16)
+
+
+OTHER_FORMATS = {  # name -> (bytes, what the sniff says)
+    "zip-torch-save": (torch_zip, "zip"),
+    "zip-empty": (empty_zip, "zip"),
+    "pickle-legacy-torch-save": (legacy_torch_pickle, "pickle"),
+    "pickle-protocol-5": (lambda: pickle.dumps({"a": 1}, protocol=5), "pickle"),
+    "json-safetensors-index": (safetensors_index, "json"),
+    "json-config-with-bom": (config_json_with_bom, "json"),
+    "ctranslate2-model-bin": (ctranslate2_model_bin, "unknown"),
+}
+
+
+def format_cases() -> list[Case]:
+    """Every other format under both contracts, and each of GGUF and safetensors under the other's:
+    CONTAINER_FORMAT. (Under a GGUF contract a file of no known format is CONTAINER_MAGIC, GGUF's
+    own signature check.)"""
+    out = [_g("format-safetensors", "format", base_safetensors(), "CONTAINER_FORMAT", "format"),
+           _s("format-gguf", "format", base_gguf(), "CONTAINER_FORMAT", "format")]
+    for name, (make, found) in OTHER_FORMATS.items():
+        data = make()
+        out.append(_s(f"format-{name}", "format", data, "CONTAINER_FORMAT", "format"))
+        if found == "unknown":
+            out.append(_g(f"format-{name}", "format", data, "CONTAINER_MAGIC", "header.magic"))
+        else:
+            out.append(_g(f"format-{name}", "format", data, "CONTAINER_FORMAT", "format"))
+    return out
+
+
 def all_cases() -> list[Case]:
-    cases = gguf_cases() + safetensors_cases()
+    cases = gguf_cases() + safetensors_cases() + format_cases()
     names = [c.name for c in cases]
     dupes = {n for n in names if names.count(n) > 1}
     assert not dupes, dupes

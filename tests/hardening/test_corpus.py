@@ -52,11 +52,11 @@ SUBPROCESS = [
 GGUF_CLASSES = {
     "truncation", "bad magic", "version", "counts", "string lengths", "array counts", "value types",
     "nested arrays", "bools", "keys", "alignment", "tensor names", "rank", "dims", "overflow", "ggml types",
-    "block size", "offsets", "data", "trailing",
+    "block size", "offsets", "data", "trailing", "format",
 }
 SAFETENSORS_CLASSES = {
     "truncation", "header length", "json", "duplicates", "metadata", "dtype", "entry", "data_offsets", "shapes",
-    "extents",
+    "extents", "numbers", "format",
 }
 
 

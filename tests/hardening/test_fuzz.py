@@ -137,6 +137,36 @@ def test_every_covered_byte_set_to_a_constant_is_rejected(fmt, value, checkers):
         assert view is None or not admit_view(view, "<memory>", checkers[fmt]).admitted, (i, value)
 
 
+def spaced_safetensors() -> bytes:
+    """The base safetensors file with JSON whitespace around every token (json.dumps(indent=1)):
+    the same facts, and whitespace before every number."""
+    return corpus.st_file(json.dumps(corpus.st_header(), indent=1))
+
+
+def test_whitespace_matters_only_as_whitespace(checkers):
+    """The other half of "every non-whitespace header byte is covered": a whitespace byte of the
+    JSON may become other whitespace, and nothing else without a rejection. Every whitespace byte
+    of the spaced header is set to every other byte value; before Note [Safetensors numbers], a
+    space before a 0 set to `-` (`-0`) was admitted."""
+    data = spaced_safetensors()
+    view = parse_view(data, len(data), "safetensors")
+    assert admit_view(view, "<memory>", checkers["safetensors"]).admitted
+    n = int.from_bytes(data[:8], "little")
+    spaces = [8 + i for i, b in enumerate(data[8:8 + n]) if b in b" \t\r\n"]
+    assert len(spaces) > 100
+    admitted = []
+    for i in spaces:
+        for value in range(256):
+            if value in b" \t\r\n":
+                continue
+            buf = bytearray(data)
+            buf[i] = value
+            view = view_or_diagnostic(bytes(buf), "safetensors")
+            if view is not None and admit_view(view, "<memory>", checkers["safetensors"]).admitted:
+                admitted.append((i, chr(value)))
+    assert not admitted, admitted[:10]
+
+
 @pytest.mark.parametrize("fmt", ["gguf", "safetensors"])
 def test_with_the_payload_stage_every_byte_is_covered(fmt, payload_checkers, tmp_path):
     """One bit flip per byte (bit i % 8), every byte of the file, admitted with --verify-payload."""

@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from charter.mutation.run import all_mutants
+from tests.hardening import corpus
 
 from .conftest import SMOLLM2, TINY_GGUF, TINY_ST, load_battery_for, need_checker
 from .differential import cpp_read, cpp_verdict, python_read, python_verdict
@@ -207,6 +208,24 @@ HOSTILE_ST = {
     "past end": _st({"a": _entry(begin=0)}, 4),
     "unaligned header": _st({"t": _entry()}, 8, pad=False),
     "whitespace": _st(' \n {"t": ' + json.dumps(_entry()) + "}  \t", 8),
+    # Note [Safetensors numbers]: -0 is the float -0.0 wherever it stands, as serde_json reads it
+    "offsets minus zero": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [-0, 8]}}', 8),
+    "offsets minus zero spaced": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [ \n-0 , 8]}}', 8),
+    "offsets minus zero end": _st('{"t": {"dtype": "F32", "shape": [0], "data_offsets": [0, -0]}}'),
+    "dim minus zero": _st('{"t": {"dtype": "F32", "shape": [-0], "data_offsets": [0, 0]}}'),
+    "dim minus zero exponent": _st('{"t": {"dtype": "F32", "shape": [-0e0], "data_offsets": [0, 0]}}'),
+    "metadata minus zero": _st('{"__metadata__": {"k": -0}}'),
+    "nested minus zero": _st('{"t": {"dtype": "F32", "shape": [[-0]], "data_offsets": [0, 0]}}'),
+    "minus zero in strings": _st('{"__metadata__": {"d": "2024-01-01", "k": "[-0]"}, "a,-0": ' + json.dumps(_entry())
+                                 + "}", 8),
+    "minus zero in an extra field": _st({"t": _entry()} | {"x": {}}, 8).replace(b"{}", b"-0 "),
+    "dim 8.0": _st('{"t": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}}', 8),
+    "dim 2E0": _st('{"t": {"dtype": "F32", "shape": [2E0], "data_offsets": [0, 8]}}', 8),
+    "offsets 8e0": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 8e0]}}', 8),
+    "offsets 1e400": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 1e400]}}', 8),
+    "offsets plus": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [+0, 8]}}', 8),
+    "offsets leading zero": _st('{"t": {"dtype": "F32", "shape": [2], "data_offsets": [0, 08]}}', 8),
+    "metadata 1e2": _st('{"__metadata__": {"k": 1e2}}'),
 }
 
 
@@ -216,6 +235,18 @@ def test_hostile_safetensors(native, name):
     for size in sorted({len(data), len(data) + 4}):
         p, q = python_read("safetensors", data, size), cpp_read(native, "safetensors", data, size)
         assert _same(p, q), (name, size, str(p), str(q))
+
+
+NUMBER_CASES = [c for c in corpus.all_cases() if c.klass == "numbers"]
+
+
+@pytest.mark.parametrize("case", NUMBER_CASES, ids=lambda c: c.name)
+def test_number_spellings(native, case):
+    """Every spelling of the corpus's class "numbers" (tests/formats/test_safetensors_numbers.py):
+    the same diagnostic, offset included, from both readers."""
+    p, q = python_read("safetensors", case.data, len(case.data)), cpp_read(native, "safetensors", case.data,
+                                                                          len(case.data))
+    assert (p.code, p.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
 
 
 # --- random edits: both engines agree, whatever the bytes ------------------------------------------
@@ -286,7 +317,7 @@ def test_fuzz_safetensors_byte_edits(native, tiny_st, edits):
 
 _TOKENS = ['"', "{", "}", "[", "]", ",", ":", "0", "-1", "1e999", "1.5", "-", "01", '"F4"', "NaN", "-Infinity",
            "true", "nul", "\\", "\\u12", "\\ud800", "\\ud83d\\ude00", "\x01", "é", " ", '"__metadata__"',
-           "99999999999999999999999", "18446744073709551616"]
+           "99999999999999999999999", "18446744073709551616", "-0", "-0.0", "8.0", "1E2", "+1", "00"]
 
 
 @_FUZZ
@@ -313,3 +344,47 @@ def test_fuzz_json_error_positions(native, text):
     data = struct.pack("<Q", len(raw)) + raw
     p, q = python_read("safetensors", data, len(data)), cpp_read(native, "safetensors", data, len(data))
     assert _same(p, q), (text, str(p), str(q))
+
+
+# --- the format sniff (Note [Format sniff] in charter/formats/sniff.py) -----------------------------
+
+FORMAT_CASES = corpus.format_cases()
+
+
+@pytest.mark.parametrize("case", FORMAT_CASES, ids=lambda c: c.name)
+def test_format_sniff(native, tiny_gguf, tiny_st, case):
+    cid, b = tiny_gguf if case.format == "gguf" else tiny_st
+    for size in (len(case.data), len(case.data) + 100):
+        p = python_verdict(b.checker, b.plan.format, case.data, size, b.require_status)
+        q = cpp_verdict(native, cid, case.data, size, b.require_status)
+        assert (p.code, p.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
+
+
+def test_format_sniff_on_short_buffers(native, tiny_gguf, tiny_st):
+    """A span shorter than the sniff's window of a longer file: the same CONTAINER_TRUNCATED, and
+    the C++ engine asks for the window."""
+    for cid, b in (tiny_gguf, tiny_st):
+        for n in range(17):
+            buf = b.raw_header[:n]
+            p = python_verdict(b.checker, b.plan.format, buf, b.view.file_size, b.require_status)
+            d = native.admit_detail(cid, buf, b.view.file_size, b.require_status or "")
+            q = cpp_verdict(native, cid, buf, b.view.file_size, b.require_status)
+            assert _same(p, q), (n, str(p), str(q))
+            if n < 16:
+                assert (p.code, p.field, d["needs_more"], d["need"]) == ("CONTAINER_TRUNCATED", "format", True, 16)
+
+
+_MAGICS = [b"", b"GGUF", b"PK\x03\x04", b"PK\x05\x06", b"\x80\x02", b"\x80\x05", b"\x80\x06", b"\xef\xbb\xbf", b"{",
+           b"[", b" \n", b"\x06\x00\x00\x00\x0c\x00Wh"]
+
+
+@_FUZZ
+@given(magic=st.sampled_from(_MAGICS), rest=st.binary(max_size=20), st_contract=st.booleans(),
+       cut=st.integers(0, 40))
+def test_fuzz_first_bytes(native, tiny_gguf, tiny_st, magic, rest, st_contract, cut):
+    """Random first bytes over a real header, under both contracts, whole or cut."""
+    cid, b = tiny_st if st_contract else tiny_gguf
+    head = magic + rest
+    buf = head + b.raw_header[len(head):]
+    _agree(native, cid, b, buf, b.view.file_size)
+    _agree(native, cid, b, buf[:cut], cut)

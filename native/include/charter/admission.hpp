@@ -1,7 +1,8 @@
-// The admission runtime for generated C++ checkers: read the header with the strict walker of the
-// contract's format, then run the stages in order and stop at the first failure
-// (Note [Ordered admission], charter/admission/runtime.py). CPU-only, header-only, no exceptions
-// across the boundary: the result is a Report.
+// The admission runtime for generated C++ checkers: tell the format from the first bytes
+// (charter/sniff.hpp), read the header with the strict walker of the contract's format, then run
+// the stages in order and stop at the first failure (Note [Ordered admission],
+// charter/admission/runtime.py). CPU-only, header-only, no exceptions across the boundary: the
+// result is a Report.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include "charter/gguf.hpp"
 #include "charter/report.hpp"
 #include "charter/safetensors.hpp"
+#include "charter/sniff.hpp"
 #include "charter/stores.hpp"
 #include "charter/tables.hpp"
 #include "charter/view.hpp"
@@ -45,6 +47,10 @@ inline Report run(Format format, Span<StageFn> stages, const unsigned char* head
                   std::uint64_t file_size, const Options& options) {
   Report r;
   View v;
+  if (!sniff::require_format(format, header, size < file_size ? size : file_size, file_size, r)) {
+    r.stage = stage::kContainer;
+    return r;
+  }
   const bool read = format == Format::Gguf ? gguf::parse(header, size, file_size, v, r, options.max_header_bytes)
                                            : safetensors::parse(header, size, file_size, v, r);
   if (!read) {

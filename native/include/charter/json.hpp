@@ -10,6 +10,10 @@
 // One bound differs by nature: Python's nesting limit is the interpreter's recursion limit minus
 // the current stack depth; here it is kMaxDepth (docs/native.md, "What the differential does not
 // prove").
+//
+// Numbers::Serde reads the integer literal `-0` as a float, as serde_json (and so the safetensors
+// crate) does and as the Python reader's walker decoder does (Note [Safetensors numbers] in
+// charter/formats/safetensors.py); Numbers::Python reads it as the int 0, as json.loads does.
 #pragma once
 
 #include <algorithm>
@@ -61,6 +65,8 @@ struct Member {
 
 enum class Err : std::uint8_t { None, Syntax, Value, Dup, Depth };
 
+enum class Numbers : std::uint8_t { Python, Serde };
+
 inline bool is_ws(unsigned char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // The vectors a Doc fills, kept per thread between documents so that admitting many headers does
@@ -78,9 +84,9 @@ inline Scratch& scratch() {
 
 class Doc {
  public:
-  Doc(const unsigned char* text, std::size_t n)
+  Doc(const unsigned char* text, std::size_t n, Numbers numbers = Numbers::Python)
       : nodes(scratch().nodes), items(scratch().items), members(scratch().members), t_(text), n_(n),
-        stack_(scratch().stack), mstack_(scratch().mstack) {
+        numbers_(numbers), stack_(scratch().stack), mstack_(scratch().mstack) {
     nodes.clear();
     items.clear();
     members.clear();
@@ -329,7 +335,8 @@ class Doc {
     v.pos = start;
     v.s = std::string_view(reinterpret_cast<const char*>(t_ + start), idx - start);
     *end = idx;
-    if (is_float) {
+    const bool minus_zero = neg && int_end - int_start == 1 && t_[int_start] == '0';
+    if (is_float || (minus_zero && numbers_ == Numbers::Serde)) {
       v.kind = Kind::Float;
       return push(v, node);
     }
@@ -443,6 +450,7 @@ class Doc {
 
   const unsigned char* t_;
   std::size_t n_{};
+  Numbers numbers_;
   std::forward_list<std::string> strings_;  // decoded strings; stable addresses
   std::vector<std::uint32_t>& stack_;
   std::vector<Member>& mstack_;

@@ -305,7 +305,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   const unsigned char* text = buf + 8;
   const std::size_t bad = utf8_error(text, n);
   if (bad != n) return reject(r, Code::CONTAINER_JSON, "header", "header is not valid UTF-8", 8 + bad);
-  json::Doc js(text, n);
+  json::Doc js(text, n, json::Numbers::Serde);
   detail::Walker w{js, r};
   std::vector<json::Member> pairs;
   std::size_t end{};

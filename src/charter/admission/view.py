@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from charter.formats.gguf import GGUFArray, GGUFHeader, parse_gguf, read_gguf
 from charter.formats.safetensors import SafetensorsHeader, parse_safetensors, read_safetensors
+from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,11 @@ class ArtifactView:
 
 
 def read_view(path: str, fmt: str) -> ArtifactView:
+    """The view of the file at `path` as a `fmt` file, once its first bytes say it is one
+    (Note [Format sniff])."""
+    head = read_head(path)
+    if head is not None:
+        require_format(*head, fmt)
     if fmt == "gguf":
         return gguf_view(read_gguf(path))
     return safetensors_view(read_safetensors(path))
@@ -55,6 +61,7 @@ def read_view(path: str, fmt: str) -> ArtifactView:
 
 def parse_view(buf, file_size: int, fmt: str) -> ArtifactView:
     """The same view from header bytes held in memory (the mutation battery's mutants)."""
+    require_format(buf[:SNIFF_BYTES], file_size, fmt)
     if fmt == "gguf":
         return gguf_view(parse_gguf(buf, file_size))
     return safetensors_view(parse_safetensors(buf, file_size))

@@ -22,6 +22,21 @@ Policies decided here:
 * JSON nesting depth is bounded by the stdlib decoder's recursion guard (reported as
   CONTAINER_JSON); this module itself only walks two fixed levels.
 
+Note [Safetensors numbers]
+~~~~~~~~~~~~~~~~~~~~~~~~~~
+The crate reads dims and offsets as u64 through serde_json, whose grammar is JSON's: an integer is
+`0` or `[1-9][0-9]*` with an optional `-`; a fraction or an exponent makes a float, whatever its
+value (`0.0`, `1.0`, `1e2`, `1E2`, `1e400`), and serde_json reads `-0` as the float -0.0. Python's
+json reads `-0` as the int 0, so a header with `"data_offsets":[-0,64]` would mean what the crate
+refuses to read. The walker's decoder therefore reads `-0` as -0.0 too (`_serde_int`); the fast
+path, whose C decoder cannot, gives up on any text holding `-0` at a value position (a cheap
+over-approximation: `,-0` inside a string only costs a walk). So a dim or an offset is exactly an
+unsigned JSON integer <= 2**64-1; every other number is rejected at its place (CONTAINER_TENSOR_DIM,
+CONTAINER_OFFSET, CONTAINER_OVERFLOW when the integer is too big, CONTAINER_METADATA in
+`__metadata__`, whose values are strings), and text that is not JSON (`+1`, `01`, `.5`, `0x8`)
+is CONTAINER_JSON. This is the crate's accept/reject on every spelling (tests/formats/
+test_safetensors_numbers.py); only the codes are finer than the crate's one JSON error.
+
 Two paths, one verdict. Diagnostics carry byte offsets, and knowing them means walking the JSON in
 Python, ~15x the cost of the C decoder on a real header. So the fast path (for speed) decodes the
 whole header with the C decoder and makes every check without positions: it returns the header
@@ -137,7 +152,16 @@ def _no_constant(name: str):
     raise ValueError(f"{name} is not JSON")
 
 
+def _serde_int(text: str) -> int | float:
+    """An integer literal as serde_json reads it (Note [Safetensors numbers])."""
+    return -0.0 if text == "-0" else int(text)
+
+
+# The fast path's decoder (C integers) and the walker's (serde_json's -0).
 _DECODER = json.JSONDecoder(object_pairs_hook=_no_dupes, parse_constant=_no_constant)
+_WALK_DECODER = json.JSONDecoder(object_pairs_hook=_no_dupes, parse_constant=_no_constant, parse_int=_serde_int)
+# A `-0` integer can only follow `[`, `,` or `:`; the match also finds it inside strings.
+_MINUS_ZERO = re.compile(r"[\[,:][ \t\n\r]*-0")
 
 
 class _Json:
@@ -161,7 +185,7 @@ class _Json:
 
     def value(self, i: int, field: str):
         try:
-            return _DECODER.raw_decode(self.text, i)
+            return _WALK_DECODER.raw_decode(self.text, i)
         except _Dup as e:
             self.bad(i, f"duplicate key {e.key!r}", field, Code.CONTAINER_DUPLICATE_KEY)
         except json.JSONDecodeError as e:
@@ -314,6 +338,8 @@ def _fast(js: _Json, n: int, file_size: int) -> SafetensorsHeader:
     decoder and hooks, so duplicates, NaN/Infinity, deep nesting and oversized integers fail here
     too. No positions: any failure but tiling raises _Recheck, for the walker to report."""
     text = js.text
+    if _MINUS_ZERO.search(text):  # the C decoder would read it as 0 (Note [Safetensors numbers])
+        raise _Recheck()
     try:
         top = _DECODER.decode(text)  # leading/trailing whitespace as the walker's _WS
     except (ValueError, RecursionError, _Dup):  # JSONDecodeError is a ValueError

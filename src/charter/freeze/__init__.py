@@ -18,6 +18,7 @@ from charter import atomic
 from charter.diagnostics import CharterError
 from charter.formats.gguf import read_gguf
 from charter.formats.safetensors import read_safetensors
+from charter.formats.sniff import read_head, require_format
 from charter.freeze.gguf import freeze_gguf
 from charter.freeze.safetensors import freeze_safetensors
 from charter.spec.load import load_contract_text
@@ -27,13 +28,9 @@ from charter.spec.yamldump import dump
 CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
-def sniff_format(path: Path) -> str:
-    with open(path, "rb") as f:
-        return "gguf" if f.read(4) == b"GGUF" else "safetensors"
-
-
 def freeze_file(path: Path, artifact_id: str, model_id: str) -> tuple[dict, dict]:
-    fmt = sniff_format(path)
+    head = read_head(path)
+    fmt = require_format(*head) if head is not None else "safetensors"  # unreadable: the reader says so
     if fmt == "gguf":
         model, artifact = freeze_gguf(read_gguf(path), artifact_id, model_id, str(path))
     else:
