@@ -44,12 +44,13 @@ def test_frozen_real_file_is_admitted_with_payload(tmp_path, smollm2_path, capsy
     assert out.startswith("admitted:")
 
 
-@pytest.mark.parametrize("engine", ["python", "cpp"])
-@pytest.mark.parametrize("which", ["tensorless_gguf", "tensorless_padded_gguf", "smollm2_path"])
+@pytest.mark.parametrize("which, engine", [("tensorless_gguf", "python"), ("tensorless_padded_gguf", "python"),
+                                           ("smollm2_path", "cpp")])
 def test_frozen_file_admits_itself_with_payload(tmp_path, capsys, request, which, engine):
     """A tensor-less file (vocab-only, or padded as gguf.cpp writes it) and the real file, whose
     header and data both end on the alignment: each is admitted, payload included, by the contract
-    frozen from it, with both engines (Note [Tensor-less GGUF])."""
+    frozen from it (Note [Tensor-less GGUF]). The C++ engine on the tensor-less files:
+    tests/admission/test_tensorless_gguf.py; on the real file with Python: the test above."""
     artifact = request.getfixturevalue(which)
     contract = freeze(artifact, tmp_path)
     code, out = admit(artifact, contract, capsys, "--verify-payload", "--engine", engine)
