@@ -40,3 +40,42 @@ def smollm2_path() -> Path:
     path = smollm2_gguf()
     assert path.is_file(), f"pinned checkpoint missing: {path} (make install: tools/checkpoints.txt)"
     return path
+
+
+def write_tensorless_gguf(source: Path, path: Path, *, padded: bool = False) -> Path:
+    """The KV pairs of the GGUF at `source` without its tensors, written as llama.cpp writes a
+    vocab-only GGUF: gguf-py's GGUFWriter, header and KV data only (convert_hf_to_gguf.py
+    `write_vocab`), so the file ends right after its last pair. `padded`: zero padding follows, up
+    to the alignment, as ggml's gguf.cpp writes it (Note [Tensor-less GGUF])."""
+    import gguf
+
+    from charter.formats.gguf import GGUFArray, read_gguf
+
+    h = read_gguf(source)
+    w = gguf.GGUFWriter(str(path), arch=h.value("general.architecture"))  # writes the architecture first
+    for kv in h.kvs.values():
+        if kv.key == "general.architecture":
+            continue
+        if isinstance(kv.value, GGUFArray):
+            w.add_key_value(kv.key, kv.value.items(), gguf.GGUFValueType.ARRAY, gguf.GGUFValueType(kv.value.elem_type))
+        else:
+            w.add_key_value(kv.key, kv.value, gguf.GGUFValueType(kv.type))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.close()
+    if padded:
+        with open(path, "ab") as f:
+            f.write(bytes(-path.stat().st_size % h.alignment))
+    return path
+
+
+@pytest.fixture(scope="session")
+def tensorless_gguf(tmp_path_factory, smollm2_path) -> Path:
+    """The real SmolLM2 header with every tensor dropped, as a vocab-only GGUF (no padding)."""
+    return write_tensorless_gguf(smollm2_path, tmp_path_factory.mktemp("tensorless") / "vocab.gguf")
+
+
+@pytest.fixture(scope="session")
+def tensorless_padded_gguf(tmp_path_factory, smollm2_path) -> Path:
+    """The same, padded to the alignment as gguf.cpp pads it."""
+    return write_tensorless_gguf(smollm2_path, tmp_path_factory.mktemp("tensorless") / "padded.gguf", padded=True)

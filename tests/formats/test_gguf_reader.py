@@ -3,6 +3,7 @@ rejection has its exact code; no input bytes produce anything but a CharterError
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import struct
 
@@ -122,7 +123,11 @@ def _assert_agrees(header, reader):
             assert kv.value.items() == f.contents(), key
         else:
             assert kv.value == f.contents(), key
-    assert header.data_offset == reader.data_offset
+    if header.tensors:
+        assert header.data_offset == reader.data_offset
+    else:  # no data section: GGUFReader still rounds up, charter stops at the header (Note [Tensor-less GGUF])
+        assert header.data_offset == header.header_end
+        assert reader.data_offset == -(-header.header_end // header.alignment) * header.alignment
     assert header.alignment == reader.alignment
     assert [t.name for t in header.tensors] == [t.name for t in reader.tensors]
     for ours, theirs in zip(header.tensors, reader.tensors, strict=True):
@@ -144,6 +149,45 @@ def test_smollm2_round_trip(smollm2, smollm2_path):
     with open(smollm2_path, "rb") as f:
         head = f.read(smollm2.data_offset)
     assert serialize_gguf_header(smollm2) == head
+
+
+def test_header_ending_on_the_alignment_gets_no_padding(smollm2, smollm2_path):
+    """The real file is the aligned case: its header ends on a multiple of 32 and its data ends
+    exactly at the last tensor's end, so neither padding nor trailing bytes exist."""
+    assert smollm2.header_end == smollm2.data_offset and smollm2.header_end % 32 == 0
+    assert max(t.end for t in smollm2.tensors) == smollm2.file_size
+    assert len(serialize_gguf_header(smollm2)) == smollm2.header_end
+
+
+# --- tensor-less files (Note [Tensor-less GGUF]) -------------------------------------------------
+
+
+def test_vocab_only_file_ends_at_its_header(tensorless_gguf):
+    """gguf-py's vocab-only file: no tensors, no padding, and no data section; GGUFReader loads it."""
+    h = read_gguf(tensorless_gguf)
+    assert h.tensor_count == 0 and h.tensors == [] and h.kv_count == 33
+    assert h.header_end % h.alignment != 0  # the case that matters: an aligned end would hide it
+    assert h.data_offset == h.header_end == h.file_size
+    assert serialize_gguf_header(h) == tensorless_gguf.read_bytes()
+    reader = gguf.GGUFReader(tensorless_gguf)
+    assert len(reader.tensors) == 0
+    _assert_agrees(h, reader)
+
+
+def test_padded_tensorless_file_has_trailing_padding(tensorless_padded_gguf):
+    """gguf.cpp pads the header of a tensor-less file: charter reads the padding as trailing bytes."""
+    h = read_gguf(tensorless_padded_gguf)
+    assert h.data_offset == h.header_end < h.file_size == -(-h.header_end // h.alignment) * h.alignment
+    assert serialize_gguf_header(h) == tensorless_padded_gguf.read_bytes()[: h.header_end]
+    _assert_agrees(h, gguf.GGUFReader(tensorless_padded_gguf))
+
+
+def test_serializer_pads_only_when_there_are_tensors(tensorless_gguf, rich_gguf):
+    h = read_gguf(tensorless_gguf)
+    first = read_gguf(rich_gguf).tensors[0]
+    blob = serialize_gguf_header(dataclasses.replace(h, tensor_count=1, tensors=[first]))
+    assert len(blob) % h.alignment == 0 and len(blob) > h.header_end
+    assert parse(blob + bytes(first.nbytes)).data_offset == len(blob)
 
 
 def test_array_digest_is_sha256_of_stored_elements(smollm2, smollm2_path):

@@ -45,6 +45,29 @@ def test_frozen_real_file_is_admitted_with_payload(tmp_path, smollm2_path, capsy
     assert out.startswith("admitted:")
 
 
+@pytest.mark.parametrize("which, engine", [("tensorless_gguf", "python"), ("tensorless_padded_gguf", "python"),
+                                           ("smollm2_path", "cpp")])
+def test_frozen_file_admits_itself_with_payload(tmp_path, capsys, request, which, engine):
+    """A tensor-less file (vocab-only, or padded as gguf.cpp writes it) and the real file, whose
+    header and data both end on the alignment: each is admitted, payload included, by the contract
+    frozen from it (Note [Tensor-less GGUF]). The C++ engine on the tensor-less files:
+    tests/admission/test_tensorless_gguf.py; on the real file with Python: the test above."""
+    artifact = request.getfixturevalue(which)
+    contract = freeze(artifact, tmp_path)
+    code, out = admit(artifact, contract, capsys, "--verify-payload", "--engine", engine)
+    assert code == 0, out
+    assert out.startswith("admitted:") and "10 stages passed" in out
+
+
+def test_frozen_tensorless_contract_pins_where_the_file_ends(tmp_path, tensorless_gguf, tensorless_padded_gguf):
+    """Nothing follows a vocab-only header (trailing: reject); gguf.cpp's padding is trailing
+    alignment padding, and zero."""
+    vocab = freeze(tensorless_gguf, tmp_path / "vocab").read_text()
+    padded = freeze(tensorless_padded_gguf, tmp_path / "padded").read_text()
+    assert "trailing: reject" in vocab and "tensors: []" in vocab
+    assert "trailing: alignment" in padded and "padding: zero" in padded
+
+
 def test_freeze_refuses_to_overwrite(tmp_path, header_copy, capsys):
     freeze(header_copy, tmp_path)
     assert main(["freeze", str(header_copy), "--id", "frozen", "-o", str(tmp_path)]) == 2

@@ -92,3 +92,71 @@ def test_mutate_cli_writes_json_and_prints_the_summary(tmp_path, capsys):
     s = data["summary"]
     assert f"{s['rejected']}/{s['mutants']} mutations rejected" in printed
     assert s["passed"] and s["mutants"] >= 50 and s["controls_admitted"] >= 2
+
+
+# --- a broken baseline stops the battery (like Stryker's failing initial test run) ----------------
+
+
+@pytest.fixture(scope="module")
+def broken_baselines(tmp_path_factory, smollm2_path):
+    """SmolLM2 header copies the SmolLM2 contract does not admit: one metadata value changed
+    (llama.block_count 30 -> 31, the metadata stage), and the header cut short (the container)."""
+    from charter.formats.gguf import read_gguf
+
+    h = read_gguf(smollm2_path)
+    with open(smollm2_path, "rb") as f:
+        head = bytearray(f.read(h.data_offset))
+    folder = tmp_path_factory.mktemp("broken")
+    at = h.kvs["llama.block_count"].value_offset
+    edited = folder / "block-count-31.gguf"
+    head[at:at + 4] = (31).to_bytes(4, "little")
+    with open(edited, "wb") as f:
+        f.write(head)
+        f.truncate(h.file_size)
+    cut = folder / "cut.gguf"
+    cut.write_bytes(bytes(head[:1000]))
+    return {"metadata": edited, "container": cut}
+
+
+def _admit_line(capsys, artifact) -> str:
+    assert main(["admit", str(artifact), "--contract", SMOLLM2]) == 1
+    return capsys.readouterr().out
+
+
+@pytest.mark.parametrize("engine", ["python", "both"])
+@pytest.mark.parametrize("stage", ["metadata", "container"])
+def test_broken_baseline_stops_before_any_mutant(capsys, monkeypatch, broken_baselines, stage, engine):
+    from charter.mutation import run as run_module
+
+    artifact = broken_baselines[stage]
+    expected = _admit_line(capsys, artifact)
+    assert expected.startswith(f"rejected at {stage}: ")
+
+    def no_mutant_runs(*args, **kwargs):
+        raise AssertionError("a mutant ran on a broken baseline")
+
+    monkeypatch.setattr(run_module, "run", no_mutant_runs)
+    monkeypatch.setattr(run_module, "prepare_cpp", no_mutant_runs)
+    code = main(["mutate", "--contract", SMOLLM2, "--artifact", str(artifact), "-j", "1", "--engine", engine])
+    out, err = capsys.readouterr()
+    assert code == 1, (out, err)
+    assert out == expected  # the baseline's diagnostic, printed as admit prints it, and nothing else
+    assert f"does not admit {artifact}: no mutant was run" in err and "Traceback" not in err
+
+
+def test_broken_baseline_is_one_collection_error_of_the_plugin(tmp_path, broken_baselines):
+    """The pytest plugin: one clean error quoting the baseline's rejection, no item per mutant."""
+    import subprocess
+    import sys
+
+    artifact = broken_baselines["metadata"]
+    spec = tmp_path / "broken.battery.yaml"
+    spec.write_text(f"contract: {ROOT / SMOLLM2}\nartifact: {artifact}\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(spec)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    out = done.stdout
+    assert done.returncode == 2, out  # pytest: errors during collection
+    assert "1 error" in out and "passed" not in out and "failed" not in out, out
+    assert out.count("ERROR collecting") == 1, out
+    assert "METADATA_VALUE metadata.llama.block_count: expected 30, got 31" in out, out
+    assert "Traceback" not in out, out

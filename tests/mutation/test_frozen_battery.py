@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from charter.cli import main
 from charter.mutation import report
 from charter.mutation.run import all_mutants, load_battery, run
@@ -17,3 +21,24 @@ def test_frozen_contract_battery_passes(tmp_path, smollm2_path):
     s = report.summary(outcomes)
     assert s["passed"], report.failures(outcomes)
     assert s["mutants"] >= 500 and s["killed"] == s["mutants"]
+
+
+@pytest.mark.parametrize("which, only, least", [("tensorless_gguf", [], 800),
+                                                ("tensorless_padded_gguf", ["--only", "artifact"], 200)])
+def test_frozen_tensorless_battery_passes_with_both_engines(tmp_path, capsys, request, which, only, least):
+    """A vocab-only GGUF (and, artifact side, the same padded as gguf.cpp writes it): every mutant
+    keeps the file's end where the data offset rule puts it, no operator writes a count below zero,
+    and both engines agree on every mutant (Note [Tensor-less GGUF])."""
+    artifact = request.getfixturevalue(which)
+    assert main(["freeze", str(artifact), "--id", "tensorless", "-o", str(tmp_path)]) == 0
+    out = tmp_path / "battery.json"
+    code = main(["mutate", "--contract", str(tmp_path / "artifacts" / "tensorless.yaml"), "--artifact", str(artifact),
+                 "--engine", "both", "-j", "2", "-q", "--json", str(out), *only])
+    printed = capsys.readouterr().out
+    assert code == 0, printed
+    data = json.loads(out.read_text())
+    s = data["summary"]
+    assert s["passed"] and s["killed"] == s["mutants"] >= least, s
+    ids = {o["id"] for o in data["outcomes"]}
+    assert "artifact:header.tensor_count:-1" not in ids and "artifact:header.tensor_count:+1" in ids
+    assert "artifact:tensors.charter_mutant.weight:extra tensor" in ids

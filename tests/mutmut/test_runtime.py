@@ -489,6 +489,9 @@ def test_layout_accepts_packed_aligned_extents():
     assert ctx(_packed(file_size=128)).layout(32, True, True, "alignment", LAT) is None
     assert ctx(_packed(file_size=500)).layout(32, True, True, "allow", LAT) is None
     assert ctx(view(data_offset=64)).layout(32, True, True, "reject", LAT) is None
+    # no tensors, no data section to align: a vocab-only GGUF ends where its header does
+    assert ctx(view(header_end=61, data_offset=61)).layout(32, True, True, "reject", LAT) is None
+    assert ctx(view(header_end=61, data_offset=61, file_size=64)).layout(32, True, True, "alignment", LAT) is None
     # without an alignment, packed means back to back
     ts = [tensor("a", (1,), "U8", 10, 13), tensor("b", (1,), "U8", 13, 20)]
     assert ctx(view(tensors=ts, data_offset=10, alignment=None)).layout(None, True, True, "reject", {}) is None

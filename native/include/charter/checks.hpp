@@ -803,7 +803,8 @@ class Context {
       }
       const bool huge = alignment.huge;
       const std::uint64_t a = alignment.mag;
-      if (huge ? v.data_offset != 0 : v.data_offset % a != 0) {
+      // No tensors, no data section to align (Note [Tensor-less GGUF] in charter/formats/gguf.py).
+      if (!v.tensors.empty() && (huge ? v.data_offset != 0 : v.data_offset % a != 0)) {
         return reject(r_, Code::LAYOUT_DATA_OFFSET, "layout.alignment",
                       "data section starts at " + u64s(v.data_offset) + ", not a multiple of " + alignment.str(),
                       std::nullopt, alignment.str(), u64s(v.data_offset), at.alignment);

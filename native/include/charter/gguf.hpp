@@ -297,6 +297,14 @@ struct RawTensor {
 
 }  // namespace detail
 
+// Where the data section starts (formats/gguf.py `data_offset`, Note [Tensor-less GGUF]): the
+// header end rounded up to the alignment, or, in a file that declares no tensors, the header end
+// itself. `header_end` is at most the header cap, so the sum cannot overflow.
+inline std::uint64_t data_offset(std::uint64_t header_end, std::uint64_t alignment, std::uint64_t tensor_count) {
+  if (tensor_count == 0) return header_end;
+  return (header_end + alignment - 1) / alignment * alignment;
+}
+
 // Parse the GGUF header in [buf, buf+len) of a file of `file_size` bytes into `v`
 // (formats/gguf.py `parse_gguf`). On failure the report holds the one CONTAINER_* diagnostic.
 inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t file_size, View& v, Report& r,
@@ -489,7 +497,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   }
   v.bind_shapes();
   v.header_end = c.pos;
-  v.data_offset = (c.pos + alignment - 1) / alignment * alignment;  // pos <= cap: no overflow
+  v.data_offset = data_offset(c.pos, alignment, tensor_count);
   for (std::size_t i = 0; i < v.tensors.size(); ++i) {
     TensorEntry& t = v.tensors[i];
     const detail::RawTensor& rt = raw[i];

@@ -352,7 +352,8 @@ class Context:
                at: dict[str, str | None]) -> None:
         v = self.view
         if alignment is not None:
-            if v.data_offset % alignment:
+            # No tensors, no data section to align (Note [Tensor-less GGUF] in charter.formats.gguf).
+            if v.tensors and v.data_offset % alignment:
                 self.fail(Code.LAYOUT_DATA_OFFSET, "layout.alignment",
                           f"data section starts at {v.data_offset}, not a multiple of {alignment}",
                           at.get("alignment"), alignment, v.data_offset)

@@ -22,8 +22,25 @@ Policies decided here (later stages and contracts rely on them):
 * The header (through the tensor infos) may not exceed `max_header_bytes` (CONTAINER_HEADER):
   64 MiB by default, 36 times SmolLM2's 1.8 MB header with its 49k-token vocabulary and merges;
   it bounds the work a large file can demand (a parameter, should a real model need more).
+* The data section starts at the header's end rounded up to the alignment, except in a file
+  that declares no tensors, which has none (Note [Tensor-less GGUF], `data_offset`).
 * Not checked here, left to the layout stage that reads this model: tensor overlap, order, gaps,
-  the content of padding, trailing bytes, and whether a tensor-less file holds its padding.
+  the content of padding and trailing bytes.
+
+Note [Tensor-less GGUF]
+~~~~~~~~~~~~~~~~~~~~~~~
+A GGUF that declares no tensors (llama.cpp's vocab-only files) has no data section, and its
+writers disagree on the padding before it: ggml's gguf.cpp (`gguf_write_out`) always pads the
+header to the alignment, while gguf-py pads only in `GGUFWriter.write_tensors_to_file`, which
+convert_hf_to_gguf.py's vocab-only export (`write_vocab`: header, KV data, close) never calls, so
+such a file ends right after its last KV pair. Both loaders (gguf.cpp, `gguf.GGUFReader`) accept
+either, since nothing is read at the data offset. charter's rule: with tensors the data section
+starts at align_up(header end, alignment), as ggml's; with none, the data offset *is* the header
+end, and whatever follows it (gguf.cpp's padding) is trailing bytes, governed by the contract's
+`layout.trailing` (its default, `alignment`, allows exactly that padding) and, with
+`layout.padding: zero`, checked to be zero by the payload stage. The reader, the C++ reader
+(charter/gguf.hpp), the serializer, and hence freeze and the mutation battery, all take the data
+offset from `data_offset` (or its C++ twin).
 
 `read_gguf` maps the file and touches only header pages. A file truncated by another process
 while it is being read can raise SIGBUS; a concurrent writer defeats any check anyway.
@@ -349,8 +366,8 @@ def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES)
     infos_offset = cur.pos
     raw_infos = _read_tensor_infos(cur, tensor_count)
     header_end = cur.pos
-    data_offset = -(-header_end // alignment) * alignment
-    tensors = [_finish_tensor(cur.file_size, alignment, data_offset, *r) for r in raw_infos]
+    start = data_offset(header_end, alignment, tensor_count)
+    tensors = [_finish_tensor(cur.file_size, alignment, start, *r) for r in raw_infos]
     return GGUFHeader(
         version,
         tensor_count,
@@ -360,9 +377,17 @@ def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES)
         tensors,
         infos_offset,
         header_end,
-        data_offset,
+        start,
         cur.file_size,
     )
+
+
+def data_offset(header_end: int, alignment: int, tensor_count: int) -> int:
+    """Where the data section starts: the header end rounded up to the alignment, or, in a file
+    that declares no tensors, the header end itself (Note [Tensor-less GGUF])."""
+    if tensor_count == 0:
+        return header_end
+    return -(-header_end // alignment) * alignment
 
 
 def _read_magic(cur: _Cursor) -> None:
@@ -715,8 +740,9 @@ def _encode_scalar(vtype: GGUFValueType, value) -> bytes:
 
 def serialize_gguf_header(header: GGUFHeader) -> bytes:
     """Write the header back: fields as held (counts included, so a mutation can make them lie),
-    arrays from their raw bytes, then zero padding up to the next multiple of `alignment`.
-    Round-trips byte for byte with any parsed file whose padding is zero."""
+    arrays from their raw bytes, then zero padding up to the data offset (none without tensors:
+    Note [Tensor-less GGUF]). Round-trips byte for byte the header of any parsed file whose
+    padding is zero (up to its data offset, so without a tensor-less file's trailing padding)."""
     out = [
         MAGIC,
         _U32.pack(header.version),
@@ -735,4 +761,4 @@ def serialize_gguf_header(header: GGUFHeader) -> bytes:
         out += [_U64.pack(d) for d in t.dims]
         out += [_U32.pack(t.ggml_type.id), _U64.pack(t.offset)]
     blob = b"".join(out)
-    return blob + bytes(-len(blob) % header.alignment)
+    return blob + bytes(data_offset(len(blob), header.alignment, header.tensor_count) - len(blob))

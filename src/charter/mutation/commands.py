@@ -39,7 +39,7 @@ def run_mutate(args) -> int:
     from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
     from charter.diagnostics import CharterError
     from charter.mutation import report
-    from charter.mutation.run import all_mutants, load_battery, run, stderr_progress
+    from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress
     from charter.spec.contractset import load_set
 
     cs = load_set([args.contract], search_paths([args.contract], args.search))
@@ -78,7 +78,13 @@ def run_mutate(args) -> int:
             print(f"charter: {artifact}: {not_a_file(artifact)}", file=sys.stderr)
             return EXIT_USAGE
         start = time.monotonic()
-        battery = load_battery(cs, ids[0], artifact)
+        try:
+            battery = load_battery(cs, ids[0], artifact)
+        except BrokenBaseline as broken:
+            print(broken.report.render())
+            print(f"charter: the unchanged contract does not admit {artifact}: no mutant was run",
+                  file=sys.stderr)
+            return EXIT_REJECTED
         mutants = all_mutants(battery, args.only)
         if args.engine == "both" and not _prepare_cpp(cs, battery, mutants, args):
             return EXIT_USAGE

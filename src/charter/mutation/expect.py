@@ -192,7 +192,7 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
         alignment, sorted_, packed, trailing = a[0], a[1], a[2], a[3]
         spans = [(t.name, t.start, t.end) for t in v.tensors]
         policy = {"sorted": sorted_, "packed": packed, "trailing": trailing}
-        if alignment is not None and v.data_offset % alignment:
+        if alignment is not None and v.tensors and v.data_offset % alignment:
             return Expect("layout", "LAYOUT_DATA_OFFSET", "layout.alignment")
         return oracle.layout(spans, v.data_offset, v.file_size, alignment, policy)
     if m == "exclusions":

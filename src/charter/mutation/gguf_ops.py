@@ -16,7 +16,15 @@ from collections.abc import Iterator
 import numpy as np
 
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
-from charter.formats.gguf import KV, GGUFArray, GGUFHeader, GGUFValueType, TensorInfo, serialize_gguf_header
+from charter.formats.gguf import (
+    KV,
+    U64_MAX,
+    GGUFArray,
+    GGUFHeader,
+    GGUFValueType,
+    TensorInfo,
+    serialize_gguf_header,
+)
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
 from charter.spec.plan import ArtifactPlan
@@ -45,7 +53,18 @@ def rebuild(h: GGUFHeader, *, kvs=None, tensors=None, kv_count=None, tensor_coun
         alignment=h.alignment if alignment is None else alignment,
         version=h.version if version is None else version)
     blob = serialize_gguf_header(changed)
-    return blob, len(blob) + (h.file_size - h.data_offset)
+    return blob, len(blob) + _tail(h, len(blob))
+
+
+def _tail(h: GGUFHeader, data_offset: int) -> int:
+    """How many bytes follow a rebuilt header that ends at `data_offset`: the data section and any
+    trailing bytes, as they were. A tensor-less file's bytes after its header are its writer's
+    alignment padding, or none (Note [Tensor-less GGUF]): the new header gets the padding its own
+    end needs, as that writer would write it."""
+    tail = h.file_size - h.data_offset
+    if not h.tensors and 0 < tail <= -h.data_offset % h.alignment:
+        return -data_offset % h.alignment
+    return tail
 
 
 def patch(h: GGUFHeader, raw: bytes, offset: int, data: bytes) -> tuple[bytes, int]:
@@ -107,6 +126,8 @@ def _container(h: GGUFHeader, raw: bytes) -> Iterator[Mutant]:
                      lambda v=version: patch(h, raw, 4, struct.pack("<I", v)))
     for field, offset, count in (("header.tensor_count", 8, h.tensor_count), ("header.kv_count", 16, h.kv_count)):
         for delta in (-1, +1):
+            if not 0 <= count + delta <= U64_MAX:
+                continue  # no u64 to write (a tensor count -1 of a tensor-less file): does not apply
             yield Mutant("artifact", field, f"{delta:+d}", oracle.ANY_CONTAINER if delta > 0 else Expect(None),
                          lambda o=offset, c=count, d=delta: patch(h, raw, o, struct.pack("<Q", c + d)))
     # Alignment: the key added (or changed) to another power of two, and to values that are not one.
@@ -386,26 +407,30 @@ def _tensor_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
                      lambda: rebuild(h, tensors=list(h.tensors) + [first]))
     f32 = GGML_TYPES_BY_NAME["F32"]
     extra = TensorInfo(EXTRA_TENSOR, (8,), f32, 0, 32, 0, h.data_offset)
+    # Its extent overlays the data section; a file with (almost) none grows to hold it.
     yield Mutant("artifact", f"tensors.{EXTRA_TENSOR}", "extra tensor",
                  Expect("tensors", "TENSOR_UNEXPECTED", f"tensors.{EXTRA_TENSOR}"),
-                 lambda: rebuild(h, tensors=list(h.tensors) + [extra]))
-    data_len = h.file_size - h.data_offset
-    tail = -(-data_len // h.alignment) * h.alignment
+                 lambda: _holding(rebuild(h, tensors=list(h.tensors) + [extra]), extra.nbytes))
+    last_end = max((t.offset + t.nbytes for t in h.tensors), default=0)  # relative to the data offset
+    tail = -(-last_end // h.alignment) * h.alignment
     for name, patterns in own.exclusions:
         # A well-formed extra extent after the last one: nothing but the exclusion may reject it.
         smuggled = patterns[0].replace("*", "0").replace("?", "0")
         info = TensorInfo(smuggled, (8,), f32, tail, 32, 0, h.data_offset)
         yield Mutant("artifact", f"tensors.{smuggled}", f"smuggle excluded {name}",
                      Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}"),
-                     lambda i=info: _grown(rebuild(h, tensors=list(h.tensors) + [i]), tail - data_len + 32))
+                     lambda i=info: _holding(rebuild(h, tensors=list(h.tensors) + [i]), tail + 32))
     long_name = "t" * 64
     yield Mutant("artifact", "tensors.<64-byte name>", "over-long name",
                  Expect("container", "CONTAINER_TENSOR_NAME", f"tensors[{len(h.tensors)}].name"),
                  lambda: rebuild(h, tensors=list(h.tensors) + [TensorInfo(long_name, (8,), f32, 0, 32, 0, 0)]))
 
 
-def _grown(built: tuple[bytes, int], extra: int) -> tuple[bytes, int]:
-    return built[0], built[1] + extra
+def _holding(built: tuple[bytes, int], data_len: int) -> tuple[bytes, int]:
+    """A rebuilt file grown, if need be, to hold `data_len` bytes after its data offset (the end of
+    the serialized header)."""
+    blob, size = built
+    return blob, max(size, len(blob) + data_len)
 
 
 def _boundary(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
@@ -448,12 +473,13 @@ def _layout_mutants(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
         yield Mutant("artifact", f"tensors.{last.name}", "extent past end of file",
                      Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.offset"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, ordered[-1], offset=past)))
-    yield Mutant("artifact", "file", "truncate data by 1 byte",
-                 Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.offset") if last is not None
-                 and last.end == h.file_size else oracle.layout(
-                     [(x.name, x.start, x.end) for x in h.tensors], h.data_offset, h.file_size - 1, plan.alignment,
-                     plan.layout),
-                 lambda: (rebuild(h)[0], h.file_size - 1))
+    if h.file_size > h.data_offset:  # else nothing follows the header to cut (a tensor-less file)
+        yield Mutant("artifact", "file", "truncate data by 1 byte",
+                     Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.offset") if last is not None
+                     and last.end == h.file_size else oracle.layout(
+                         [(x.name, x.start, x.end) for x in h.tensors], h.data_offset, h.file_size - 1,
+                         plan.alignment, plan.layout),
+                     lambda: (rebuild(h)[0], h.file_size - 1))
     yield Mutant("artifact", "file", "append trailing bytes",
                  oracle.layout([(x.name, x.start, x.end) for x in h.tensors], h.data_offset,
                                h.file_size + h.alignment, plan.alignment, plan.layout),

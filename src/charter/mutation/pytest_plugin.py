@@ -22,6 +22,10 @@ unchanged contract's checker is the one compiled into charter._native when it is
 is compiled with the mutants'. A battery that asks for both engines fails to collect, never
 skips, when charter._native is not built or a checker cannot be compiled.
 
+A battery whose conforming artifact is not admitted by the unchanged contract (a broken
+baseline) is one collection error that quotes the rejection as `charter admit` prints it: no
+mutant becomes an item.
+
 Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
 items too: they pass and report their reason (Note [Mutation verdicts]); nothing is skipped.
@@ -144,9 +148,13 @@ def _built(plan, path: Path, overrides: str | None) -> Path:
 class BatteryFile(pytest.File):
     def collect(self):
         from charter.fixtures import FixtureError
+        from charter.mutation.run import BrokenBaseline
 
         try:
             _, mutants = _battery(str(self.path))
+        except BrokenBaseline as exc:  # one collection error, not one failing item per mutant
+            raise self.CollectError(f"battery {self.path}: the unchanged contract does not admit "
+                                    f"{exc.report.artifact}, so no mutant was run:\n  {exc}") from None
         except (CharterError, FixtureError, OSError, KeyError, ValueError, RuntimeError) as exc:
             # A user's mistake (a broken contract or battery file, a fixture that cannot be built, the
             # C++ engine missing: RuntimeError) is one collection error, its text alone: the same

@@ -23,7 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from charter.admission.runtime import admit_view
+from charter.admission.report import AdmissionReport
+from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.codegen.python.build import Check, checks
@@ -61,14 +62,30 @@ class Battery:
         return self.plan.status
 
 
+class BrokenBaseline(Exception):
+    """The conforming artifact is not admitted by the unchanged contract. Every verdict would
+    measure that one failure, so the battery stops before its first mutant, as Stryker's dry run
+    does when the initial test run fails; `report` says why, as `charter admit` would."""
+
+    def __init__(self, report: AdmissionReport) -> None:
+        super().__init__(report.render())
+        self.report = report
+
+
 def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Battery:
+    """The battery of one contract; raises BrokenBaseline unless the unchanged checker admits the
+    artifact (header stages, with the contract's own status required, as every mutant runs)."""
     loaded = cs.contracts[contract_id]
     plan = cs.artifacts[contract_id]
     model = cs.contracts[plan.model]
+    checker = checker_module(plan)
+    baseline = admit(str(artifact_path), checker, require_status=plan.status)
+    if not baseline.admitted:
+        raise BrokenBaseline(baseline)
     view = read_view(str(artifact_path), plan.format)
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
-    return Battery(artifact_path, loaded, model, plan, checks(plan), checker_module(plan), view, raw)
+    return Battery(artifact_path, loaded, model, plan, checks(plan), checker, view, raw)
 
 
 def checker_module(plan: ArtifactPlan) -> types.ModuleType:
