@@ -23,22 +23,22 @@ def test_frozen_contract_battery_passes(tmp_path, smollm2_path):
     assert s["mutants"] >= 500 and s["killed"] == s["mutants"]
 
 
-@pytest.mark.parametrize("which, only, least", [("tensorless_gguf", [], 800),
-                                                ("tensorless_padded_gguf", ["--only", "artifact"], 200)])
-def test_frozen_tensorless_battery_passes_with_both_engines(tmp_path, capsys, request, which, only, least):
-    """A vocab-only GGUF (and, artifact side, the same padded as gguf.cpp writes it): every mutant
-    keeps the file's end where the data offset rule puts it, no operator writes a count below zero,
-    and both engines agree on every mutant (Note [Tensor-less GGUF])."""
+@pytest.mark.parametrize("which", ["tensorless_gguf", "tensorless_padded_gguf"])
+def test_frozen_tensorless_battery_passes_with_both_engines(tmp_path, capsys, request, which):
+    """A vocab-only GGUF, and the same padded as gguf.cpp writes it: every artifact mutant keeps the
+    file's end where the data offset rule puts it, no operator writes a count below zero, and both
+    engines agree on every mutant (Note [Tensor-less GGUF]). The contract side does not depend on
+    the rule; the frozen real file's battery above covers it (both engines: make demo)."""
     artifact = request.getfixturevalue(which)
     assert main(["freeze", str(artifact), "--id", "tensorless", "-o", str(tmp_path)]) == 0
     out = tmp_path / "battery.json"
     code = main(["mutate", "--contract", str(tmp_path / "artifacts" / "tensorless.yaml"), "--artifact", str(artifact),
-                 "--engine", "both", "-j", "2", "-q", "--json", str(out), *only])
+                 "--engine", "both", "-j", "2", "-q", "--json", str(out), "--only", "artifact"])
     printed = capsys.readouterr().out
     assert code == 0, printed
     data = json.loads(out.read_text())
     s = data["summary"]
-    assert s["passed"] and s["killed"] == s["mutants"] >= least, s
+    assert s["passed"] and s["killed"] == s["mutants"] >= 200, s
     ids = {o["id"] for o in data["outcomes"]}
     assert "artifact:header.tensor_count:-1" not in ids and "artifact:header.tensor_count:+1" in ids
     assert "artifact:tensors.charter_mutant.weight:extra tensor" in ids
