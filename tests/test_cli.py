@@ -77,3 +77,17 @@ def test_mutate_with_an_empty_contract_loads_nothing():
     assert proc.returncode == 2, proc.stdout[-2000:]
     assert proc.stdout == "" and "--contract: an empty path names no file" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_loose_contract_is_searched_for_in_its_own_folder_only(tmp_path):
+    """Outside a specs/ tree, a contract's references are looked up in the tree `charter freeze`
+    writes (DIR/artifacts/x.yaml -> DIR) or in its own folder: /tmp/x.yaml once searched all of /."""
+    from charter.cli import search_paths
+
+    loose = tmp_path / "loose" / "x.yaml"
+    frozen = tmp_path / "out" / "artifacts" / "x.yaml"
+    for p in (loose, frozen):
+        p.parent.mkdir(parents=True)
+        p.write_text("charter: 1\n", "utf-8")
+    assert search_paths([str(loose)], None) == [str(loose.parent.resolve())]
+    assert search_paths([str(frozen)], None) == [str((tmp_path / "out").resolve())]

@@ -49,16 +49,22 @@ def print_diagnostics(diagnostics: list[Diagnostic], fmt: str, stream=None) -> N
 
 def search_paths(paths: list[str], explicit: list[str] | None) -> list[str]:
     """Where referenced contracts are looked up: --search, else each path's enclosing `specs/`
-    tree (or, outside one, the directory above the contract's own)."""
+    tree; outside one, the tree `charter freeze` writes (out/artifacts/x.yaml -> out/) or else the
+    contract's own folder, never a folder above it (/tmp/x.yaml would search the whole disk)."""
     if explicit:
         return list(explicit)
     found: list[str] = []
     for p in map(Path, paths):
         tree = next((d for d in [p.resolve(), *p.resolve().parents] if d.name == "specs" and d.is_dir()), None)
-        if tree is None:  # a loose contract: its siblings' tree (e.g. out/artifacts/x.yaml -> out/)
-            tree = p.resolve().parent.parent if p.is_file() else p.resolve()
-        found.append(str(tree))
+        if tree is None and p.is_file():
+            folder = p.resolve().parent
+            tree = folder.parent if folder.name in KIND_FOLDERS else folder
+        found.append(str(tree or p.resolve()))
     return found
+
+
+# The folders of a contract tree, one per kind (specs/ and what `charter freeze -o DIR` writes).
+KIND_FOLDERS = ("models", "artifacts", "kernels", "provenance")
 
 
 def cmd_check(args: argparse.Namespace) -> int:
