@@ -13,12 +13,12 @@ import fnmatch
 import json
 import math
 import re
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from charter.admission.view import ArtifactView
 from charter.codegen.python.build import Check
+from charter.formats.floatbits import float_bits
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 
@@ -91,8 +91,7 @@ def _config(file: str, facts: tuple, beside: Path | None) -> Expect | None:
 
 
 def _same_float(ctype: str, a: float, b: float) -> bool:
-    fmt = "<f" if ctype == "float32" else "<d"
-    return struct.pack(fmt, a) == struct.pack(fmt, b)
+    return float_bits(ctype, a) == float_bits(ctype, b)
 
 
 def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: tuple[str, ...],

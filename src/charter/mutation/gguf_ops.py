@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from charter.formats.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import KV, GGUFArray, GGUFHeader, GGUFValueType, TensorInfo, serialize_gguf_header
 from charter.mutation import oracle
@@ -191,8 +192,7 @@ def _scalar_edits(t: GGUFValueType, value) -> list[tuple[str, object]]:
 
 def _same(t: GGUFValueType, a, b) -> bool:
     if t in (T.FLOAT32, T.FLOAT64):
-        fmt = "<f" if t is T.FLOAT32 else "<d"
-        return struct.pack(fmt, a) == struct.pack(fmt, b)
+        return float_bits(t.name.lower(), a) == float_bits(t.name.lower(), b)
     return a == b and type(a) is type(b)
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import math
 import re
-import struct
+
+from charter.formats.floatbits import f32_bits, f64_bits
 
 CPP_KEYWORDS = frozenset("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
@@ -98,14 +99,15 @@ def cpp_bool(v: bool) -> str:
 
 
 def _packs(value) -> tuple[bool, int, bool, int]:
-    """What runtime.py's _same_bits does to an expected value: struct.pack of float(value)."""
+    """What runtime.py's _same_bits does to an expected value: the float64 and float32 bits of
+    float(value) (Note [Float bits] in charter/formats/floatbits.py)."""
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):
         return False, 0, False, 0
-    b64 = struct.unpack("<Q", struct.pack("<d", f))[0]
+    b64 = f64_bits(f)
     try:
-        b32 = struct.unpack("<I", struct.pack("<f", f))[0]
+        b32 = f32_bits(f)
     except OverflowError:
         return True, b64, False, 0
     return True, b64, True, b32
