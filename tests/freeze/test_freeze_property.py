@@ -34,7 +34,7 @@ from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
 from charter.cli import main
 from charter.diagnostics import CharterError
-from charter.formats.floatbits import f32_bits, f32_from_bits, f64_from_bits
+from charter.formats.floatbits import f32_from_bits, f64_from_bits, float_bits, float_from_bits
 from charter.formats.gguf import GGUFArray, GGUFValueType, read_gguf
 from charter.formats.safetensors import read_safetensors
 from charter.mutation.gguf_ops import rebuild
@@ -230,7 +230,8 @@ def gguf_edits(path: Path):
     for key, kv in h.kvs.items():
         if key == "general.alignment":
             continue
-        yield f"value of {key!r}", rebuild(h, kvs=_with(h, key, value=_edit_value(kv.type, kv.value)))
+        for what, value in _edited_values(kv.type, kv.value):
+            yield f"{what} of {key!r}", rebuild(h, kvs=_with(h, key, value=value))
         renamed = {k + "x" if k == key else k: dataclasses.replace(v, key=k + "x") if k == key else v
                    for k, v in h.kvs.items()}
         yield f"rename {key!r}", rebuild(h, kvs=renamed)
@@ -256,22 +257,22 @@ def _tensor(h, index, **changes) -> list:
     return tensors
 
 
-def _edit_value(t: GGUFValueType, value):
-    """Another value of the same type: for floats one bit away (the sign of -0.0, a NaN's payload)."""
+def _edited_values(t: GGUFValueType, value) -> list[tuple[str, object]]:
+    """Other values of the same type; a float's one bit away: its last bit, its sign (-0.0 is not
+    0.0) and the top bit of its mantissa (a NaN's quiet bit)."""
     if t is T.BOOL:
-        return not value
+        return [("flip", not value)]
     if t is T.STRING:
-        return value + "x"
+        return [("append", value + "x")]
     if t in INT_RANGES:
-        return value + 1 if value < INT_RANGES[t][1] else value - 1
-    if t is T.FLOAT32:
-        return f32_from_bits(f32_bits(value) ^ 1)
-    if t is T.FLOAT64:
-        return f64_from_bits(struct.unpack("<Q", struct.pack("<d", value))[0] ^ 1)
+        return [("step", value + 1 if value < INT_RANGES[t][1] else value - 1)]
+    if t in (T.FLOAT32, T.FLOAT64):
+        width, top = (32, 22) if t is T.FLOAT32 else (64, 51)
+        bits = float_bits(t.name.lower(), value)
+        return [(f"flip bit {b}", float_from_bits(t.name.lower(), bits ^ 1 << b)) for b in (0, width - 1, top)]
     arr: GGUFArray = value
     items = arr.items()
-    grown = items + (items[-1:] or [_zero(arr.elem_type)])
-    return GGUFArray.from_items(arr.elem_type, grown)
+    return [("grow", GGUFArray.from_items(arr.elem_type, items + (items[-1:] or [_zero(arr.elem_type)])))]
 
 
 def _zero(t: GGUFValueType):
@@ -290,9 +291,14 @@ def safetensors_edits(path: Path):
         return serialize(new, data_len)
 
     for key in (doc.get("__metadata__") or {}):
-        yield f"metadata value {key!r}", edited(lambda d, k=key: d["__metadata__"].__setitem__(k, d["__metadata__"][k] + "x"))
-        yield f"rename metadata {key!r}", edited(lambda d, k=key: d.__setitem__("__metadata__", {
-            (m + "x" if m == k else m): v for m, v in d["__metadata__"].items()}))
+        def append(d, k=key):
+            d["__metadata__"][k] += "x"
+
+        def rename(d, k=key):
+            d["__metadata__"] = {m + "x" if m == k else m: v for m, v in d["__metadata__"].items()}
+
+        yield f"metadata value {key!r}", edited(append)
+        yield f"rename metadata {key!r}", edited(rename)
     for name in (n for n in doc if n != "__metadata__"):
         yield f"rename tensor {name!r}", edited(lambda d, n=name: d.__setitem__(n + "x", d.pop(n)))
         shape = doc[name]["shape"]

@@ -21,22 +21,22 @@ def constant_name(text: str) -> str:
     return name[:MAX_NAME]
 
 
-class ConstantNames:
-    """Injective constant names: keys that read alike once made names (`a-b` and `a_b`, two
-    non-ASCII keys that both become `value`, a name cut at 64 characters) get `_2`, `_3`, ...
-    in the order they are asked for, and no name given out is ever a reserved one."""
-
-    def __init__(self, reserved=()) -> None:
-        self._taken = set(reserved)
-
-    def name(self, text: str) -> str:
+def constant_names(texts: list[str], reserved=()) -> dict[str, str]:
+    """Injective constant names for `texts`: those that read alike once made names (`a-b` and
+    `a_b`, two non-ASCII keys that both become `value`, names cut at 64 characters) get `_2`,
+    `_3`, ...; a text that is a name already keeps it; no name is ever one of `reserved`."""
+    taken = set(reserved)
+    out: dict[str, str] = {}
+    exact = [t for t in texts if constant_name(t) == t and t not in taken]
+    for text in exact + [t for t in texts if t not in exact]:
         base = constant_name(text)
         name, n = base, 2
-        while name in self._taken:
+        while name in taken:
             suffix = f"_{n}"
             name, n = base[:MAX_NAME - len(suffix)] + suffix, n + 1
-        self._taken.add(name)
-        return name
+        taken.add(name)
+        out[text] = name
+    return {t: out[t] for t in texts}
 
 
 def layout_policy(path: str, spans: list[tuple[int, int]], data_offset: int, file_size: int,

@@ -14,7 +14,7 @@ import re
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import GGUFArray, GGUFHeader, GGUFValueType
 from charter.formats.floatbits import float_bits
-from charter.freeze.common import SHORT_ARRAY, SHORT_STRING, ConstantNames, fold_tensors, layout_policy
+from charter.freeze.common import SHORT_ARRAY, SHORT_STRING, constant_names, fold_tensors, layout_policy
 from charter.spec import braces
 
 _SPECIAL = re.compile(r"^tokenizer\.ggml\.(?P<name>[a-z_][a-z0-9_]{0,63})_token_id$")
@@ -37,13 +37,13 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
     prefix = f"{arch}."
     constants: dict[str, int | float] = {}
     const_of_key: dict[str, str] = {}
-    names = ConstantNames(reserved=_OWN_CONSTANTS)
-    for key, kv in h.kvs.items():
-        # A NaN or an infinity is no model constant (constants are finite): its fact pins its bits.
-        if key.startswith(prefix) and kv.type in _NUMBERS and math.isfinite(kv.value):
-            name = names.name(key[len(prefix):])
-            constants[name] = kv.value
-            const_of_key[key] = name
+    # A NaN or an infinity is no model constant (constants are finite): its fact pins its bits.
+    numeric = [k for k, kv in h.kvs.items()
+               if k.startswith(prefix) and kv.type in _NUMBERS and math.isfinite(kv.value)]
+    names = constant_names([k[len(prefix):] for k in numeric], reserved=_OWN_CONSTANTS)
+    for key in numeric:
+        const_of_key[key] = names[key[len(prefix):]]
+        constants[const_of_key[key]] = h.kvs[key].value
 
     tokens = h.kvs.get("tokenizer.ggml.tokens")
     output = next((t for t in h.tensors if t.name == "output.weight"), None) or next(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from charter.formats.safetensors import DTYPE_BITS, SafetensorsHeader
 from charter.admission.runtime import MAX_COMPANION_BYTES, parse_companion, read_companion
-from charter.freeze.common import ConstantNames, fold_tensors, layout_policy
+from charter.freeze.common import constant_names, fold_tensors, layout_policy
 
 # config.json keys whose values are tensor widths worth naming in shapes, in order of preference.
 _DIM_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_key_value_heads",
@@ -24,12 +24,9 @@ def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, pa
     config = _companion(Path(path).parent / "config.json")
     constants: dict[str, int | float] = {}
     config_keys: dict[str, dict] = {}
-    name_of: dict[str, str] = {}
-    names = ConstantNames()
-    for key, value in sorted(config.items()):
-        if not _bindable(key, value):
-            continue
-        name = name_of[key] = names.name(key)
+    name_of = constant_names(sorted(k for k, v in config.items() if _bindable(k, v)))
+    for key, name in name_of.items():
+        value = config[key]
         constants[name] = value
         config_keys[key] = {"type": "int64" if isinstance(value, int) else "float64", "value": name}
     by_value = {constants[name_of[k]]: name_of[k] for k in reversed(_DIM_KEYS)
@@ -37,7 +34,7 @@ def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, pa
     model = {
         "charter": 1, "kind": "model", "id": model_id, "status": "structural",
         "description": f"Frozen by `charter freeze` from {path}.",
-        "architecture": _text((config.get("architectures") or [None])[0]) or "unknown",
+        "architecture": _first_text(config.get("architectures")) or "unknown",
         "family": _text(config.get("model_type")) or "unknown",
         "constants": constants,
     }
@@ -70,6 +67,10 @@ def _bindable(key: str, value) -> bool:
 
 def _text(value) -> str:
     return value if isinstance(value, str) else ""
+
+
+def _first_text(value) -> str:
+    return _text(value[0]) if isinstance(value, list) and value else ""
 
 
 def _geometry(dtype: str) -> dict:

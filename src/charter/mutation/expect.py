@@ -40,6 +40,8 @@ def _plain(value):
         return tuple(_plain(v) for v in value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, float):  # by its bits: every NaN prints `nan` (Note [Float bits])
+        return ("float", float_bits("float64", value))
     return value
 
 

@@ -185,7 +185,8 @@ def _scalar_edits(t: GGUFValueType, value) -> list[tuple[str, object]]:
                 if lo <= v <= hi]
     if t in (T.FLOAT32, T.FLOAT64):
         dtype = np.float32 if t is T.FLOAT32 else np.float64
-        nxt = float(np.nextafter(dtype(value), dtype(np.inf)))
+        with np.errstate(invalid="ignore"):  # the next of a NaN is a NaN: an equivalent edit
+            nxt = float(np.nextafter(dtype(value), dtype(np.inf)))
         return [("next representable", nxt), ("nan", math.nan), ("+inf", math.inf), ("-inf", -math.inf)]
     return []
 

@@ -25,7 +25,8 @@ Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 Expr = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
 FloatBits = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{8}([0-9a-f]{8})?$")]
-Key = Annotated[str, StringConstraints(max_length=65535)]  # empty: safetensors only (ArtifactContract)
+Key = Annotated[str, StringConstraints(min_length=1, max_length=65535)]
+MetadataKey = Annotated[str, StringConstraints(max_length=65535)]  # safetensors allows "" (ArtifactContract)
 IntOrExpr = Union[StrictInt, Expr]
 NumberOrExpr = Union[StrictInt, StrictFloat, Expr]
 Number = Union[StrictInt, StrictFloat]
@@ -207,8 +208,8 @@ def _require_values(keys: dict[str, MetaFact], bound: set[str]) -> None:
 
 class Metadata(Strict):
     extra_keys: Literal["reject", "allow"] = Field("reject", description="Keys the contract does not name.")
-    keys: dict[Key, MetaFact] = Field(default_factory=dict)
-    forbidden: list[Key] = Field(default_factory=list, description="Keys that must not appear.")
+    keys: dict[MetadataKey, MetaFact] = Field(default_factory=dict)
+    forbidden: list[MetadataKey] = Field(default_factory=list, description="Keys that must not appear.")
 
     @model_validator(mode="after")
     def _values_present(self) -> "Metadata":
@@ -431,10 +432,8 @@ class ArtifactContract(Header):
         """What safetensors allows and GGUF never has: empty keys and tensor names, rank-0 tensors."""
         if self.format != "gguf":
             return self
-        for section, keys in (("identity", self.identity), ("metadata", self.metadata.keys),
-                              ("tokenizer", self.tokenizer.keys if self.tokenizer else {})):
-            if "" in keys:
-                raise located((section,) if section == "identity" else (section, "keys"), "a GGUF key is never empty")
+        if "" in self.metadata.keys or "" in self.metadata.forbidden:
+            raise located(("metadata",), "a GGUF key is never empty")
         for i, t in enumerate(self.tensors):
             if not t.name:
                 raise located(("tensors", i, "name"), "a GGUF tensor name is never empty")
