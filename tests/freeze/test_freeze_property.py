@@ -34,7 +34,7 @@ from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
 from charter.cli import main
 from charter.diagnostics import CharterError
-from charter.formats.floatbits import f32_from_bits, f64_from_bits, float_bits, float_from_bits
+from charter.floatbits import f32_from_bits, f64_from_bits, float_bits, float_from_bits
 from charter.formats.gguf import GGUFArray, GGUFValueType, read_gguf
 from charter.formats.safetensors import read_safetensors
 from charter.mutation.gguf_ops import rebuild

@@ -40,7 +40,7 @@ from charter.admission import stores
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
-from charter.formats.floatbits import float_bits
+from charter.floatbits import float_bits
 from charter.formats.gguf import GGUFArray
 
 STATUS_ORDER = ("structural", "pinned-not-supported", "supported")

@@ -43,7 +43,7 @@ from typing import ClassVar
 import numpy as np
 
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.formats.floatbits import f32_bits, f32_from_bits
+from charter.floatbits import f32_bits, f32_from_bits
 from charter.formats.ggml_types import REMOVED, GGMLType, ggml_type
 
 MAGIC = b"GGUF"

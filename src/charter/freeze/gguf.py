@@ -11,9 +11,9 @@ from __future__ import annotations
 import math
 import re
 
+from charter.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import GGUFArray, GGUFHeader, GGUFValueType
-from charter.formats.floatbits import float_bits
 from charter.freeze.common import SHORT_ARRAY, SHORT_STRING, constant_names, fold_tensors, layout_policy
 from charter.spec import braces
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from charter.admission.view import ArtifactView
 from charter.codegen.python.build import Check
-from charter.formats.floatbits import float_bits
+from charter.floatbits import float_bits
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 

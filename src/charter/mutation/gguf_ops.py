@@ -15,7 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from charter.formats.floatbits import float_bits
+from charter.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import KV, GGUFArray, GGUFHeader, GGUFValueType, TensorInfo, serialize_gguf_header
 from charter.mutation import oracle

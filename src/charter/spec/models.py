@@ -248,8 +248,8 @@ class TokenizerBinding(Strict):
 
 
 class TensorFact(Strict):
-    name: str = Field(description="Tensor name; `{i}` placeholders expand over `repeat`, `{{` and `}}` are "
-                                   "literal braces.")
+    name: str = Field(max_length=65535, description="Tensor name; `{i}` placeholders expand over `repeat`, "
+                                                     "`{{` and `}}` are literal braces (empty: safetensors only).")
     repeat: dict[Name, IntOrExpr] | None = Field(None, description="Placeholder -> count: range(count).")
     layer_kind: Name | None = Field(None, description="Only the layers of this kind (model layer_pattern).")
     role: str = Field(min_length=1)

@@ -10,7 +10,7 @@ import hashlib
 import re
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
-from charter.formats.floatbits import f32_bits, f32_from_bits, float_from_bits
+from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
 from charter.spec import braces, expr
 from charter.spec.load import LoadedContract
 from charter.spec.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 
-from charter.formats.floatbits import f32_bits, f64_bits
+from charter.floatbits import f32_bits, f64_bits
 
 CPP_KEYWORDS = frozenset("""
 alignas alignof and and_eq asm auto bitand bitor bool break case catch char char8_t char16_t char32_t
@@ -100,7 +100,7 @@ def cpp_bool(v: bool) -> str:
 
 def _packs(value) -> tuple[bool, int, bool, int]:
     """What runtime.py's _same_bits does to an expected value: the float64 and float32 bits of
-    float(value) (Note [Float bits] in charter/formats/floatbits.py)."""
+    float(value) (Note [Float bits] in charter/floatbits.py)."""
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from charter.admission.runtime import _same_bits
-from charter.formats.floatbits import f32_bits, f32_from_bits, f64_bits, f64_from_bits
+from charter.floatbits import f32_bits, f32_from_bits, f64_bits, f64_from_bits
 from charter.formats.gguf import GGUFArray, GGUFValueType, _encode_scalar, parse_gguf, serialize_gguf_header
 from charter.spec.load import load_contract_text
 
