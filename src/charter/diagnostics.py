@@ -37,6 +37,7 @@ class Code(str, Enum):
 
     # --- contracts: YAML --------------------------------------------------------------------
     FILE_UNREADABLE = "FILE_UNREADABLE"
+    SOURCE_MISMATCH = "SOURCE_MISMATCH"
     YAML_SYNTAX = "YAML_SYNTAX"
     YAML_DUPLICATE_KEY = "YAML_DUPLICATE_KEY"
     YAML_AMBIGUOUS_SCALAR = "YAML_AMBIGUOUS_SCALAR"

@@ -176,3 +176,102 @@ def test_safetensors_weights_that_disagree_with_config_are_rejected(tmp_path, ca
     code, out = admit(other, contract, capsys)
     assert code == 1
     assert "rejected at" in out
+
+
+# --- the frozen contract finds its own file (source) ------------------------------------------------
+
+
+def _no_traceback(capsys) -> tuple[str, str]:
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return out, err
+
+
+def test_frozen_contract_finds_its_file_from_another_directory(tmp_path, header_copy, capsys, monkeypatch):
+    contract = freeze(header_copy, tmp_path / "specs")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    capsys.readouterr()
+    assert main(["admit", "--contract", str(contract)]) == 0
+    out, _ = _no_traceback(capsys)
+    assert out.startswith("admitted:")
+    assert main(["locate", str(contract)]) == 0
+    out, _ = _no_traceback(capsys)
+    assert Path(out.strip()).resolve() == header_copy.resolve()
+
+
+def test_frozen_source_is_relative_to_the_contract_with_size_and_sha256(tmp_path, header_copy):
+    import hashlib
+
+    from charter.spec.load import load_contract
+
+    contract = freeze(header_copy, tmp_path / "specs")
+    source = load_contract(contract).contract.source
+    assert not Path(source.path).is_absolute()
+    assert (contract.parent / source.path).resolve() == header_copy.resolve()
+    assert source.size == header_copy.stat().st_size
+    assert source.sha256 == hashlib.sha256(header_copy.read_bytes()).hexdigest()
+    assert source.package is None
+
+
+def test_a_moved_artifact_says_how_to_pass_the_file(tmp_path, header_copy, capsys):
+    moved = tmp_path / "model.gguf"
+    shutil.copy(header_copy, moved)
+    contract = freeze(moved, tmp_path / "specs")
+    moved.rename(tmp_path / "moved.gguf")
+    capsys.readouterr()
+    for argv in (["admit", "--contract", str(contract)], ["locate", str(contract)]):
+        assert main(argv) == 2
+        out, err = _no_traceback(capsys)
+        text = out + err
+        assert "FILE_UNREADABLE source.path" in text and "pass the file explicitly" in text, text
+    assert main(["admit", str(tmp_path / "moved.gguf"), "--contract", str(contract)]) == 0
+
+
+def test_an_edited_artifact_is_not_taken_for_the_pinned_one(tmp_path, header_copy, capsys):
+    artifact = tmp_path / "model.gguf"
+    shutil.copy(header_copy, artifact)
+    contract = freeze(artifact, tmp_path / "specs")
+    size = artifact.stat().st_size
+    with open(artifact, "ab") as f:  # grown: the size says so at once
+        f.write(b"\0")
+    capsys.readouterr()
+    assert main(["admit", "--contract", str(contract)]) == 2
+    out, err = _no_traceback(capsys)
+    assert "SOURCE_MISMATCH source.size" in out + err and f"source.size pins {size}" in out + err
+    with open(artifact, "r+b") as f:  # same size, one payload byte changed: the sha256 says so
+        f.truncate(size)
+        f.seek(size - 1)
+        f.write(b"\1")
+    for argv in (["locate", str(contract)], ["admit", "--contract", str(contract), "--verify-payload"]):
+        assert main(argv) == 2
+        out, err = _no_traceback(capsys)
+        assert "SOURCE_MISMATCH source.sha256" in out + err, out + err
+
+
+def test_model_source_is_left_to_the_author(tmp_path, capsys):
+    """general.name is a display name (sometimes a git hash), never a repository."""
+    import gguf
+
+    path = tmp_path / "m.gguf"
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_name("3f2c1a9e0b7d4c6a8e5f1b2d3c4a5e6f7a8b9c0d")
+    w.add_tensor("t", np.zeros(4, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    freeze(path, tmp_path / "specs")
+    text = (tmp_path / "specs" / "models" / "frozen-model.yaml").read_text()
+    assert "3f2c1a9e" not in text and "\nsource:" not in text
+    assert "# source: left for you to fill in" in text
+    from charter.spec.load import load_contract
+
+    assert load_contract(tmp_path / "specs" / "models" / "frozen-model.yaml").contract.source is None
+
+
+def test_the_shipped_contract_still_finds_its_file_inside_the_installed_wheel(capsys, smollm2_path):
+    assert main(["locate", "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"]) == 0
+    out, _ = _no_traceback(capsys)
+    assert Path(out.strip()) == smollm2_path

@@ -1135,9 +1135,14 @@ class Context {
     return d;
   }
 
-  // struct.pack of float(actual), as runtime.py's _same_bits computes it.
+  // The bits of `actual` as a float32 or float64 field, as runtime.py's _same_bits computes them. A
+  // stored float32 is its own bits: a NaN keeps its quiet bit and payload (Note [Float bits]).
   bool float_bits(const MetaEntry& e, bool f32, std::uint64_t* out) {
     if (e.type != VType::F32 && e.type != VType::F64) return internal("float comparison of a non-float value", {});
+    if (f32 && e.type == VType::F32) {
+      *out = load_u32(e.scalar);
+      return true;
+    }
     volatile double d = double_of(e);  // volatile: keep the float -> double -> float round trip
     if (!f32) {
       double x = d;

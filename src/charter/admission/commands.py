@@ -26,7 +26,8 @@ def register(sub) -> None:
     p.add_argument("-v", "--verbose", action="store_true", help="say which checker ran")
     p.set_defaults(func=run_admit, format="text")
 
-    p = sub.add_parser("locate", help="print the path of the real artifact a contract pins (source.package)")
+    p = sub.add_parser("locate", help="print the path of the real artifact a contract pins (source), after checking "
+                                      "its size and sha256")
     p.add_argument("contract", type=path_arg, help="artifact contract (YAML)")
     p.set_defaults(func=run_locate, format="text")
 
@@ -65,7 +66,7 @@ def run_admit(args) -> int:
             return EXIT_USAGE
     elif loaded.contract.source is not None:
         try:
-            path = locate(loaded.contract.source, loaded.path.parent)
+            path = locate(loaded.contract.source, loaded.path.parent, digest=args.verify_payload)
         except CharterError as exc:
             print_diagnostics(exc.diagnostics, "text")
             return EXIT_USAGE
@@ -103,7 +104,8 @@ def run_freeze(args) -> int:
 
 def run_locate(args) -> int:
     from charter.admission.locate import locate
-    from charter.cli import EXIT_OK, EXIT_USAGE
+    from charter.cli import EXIT_OK, EXIT_USAGE, print_diagnostics
+    from charter.diagnostics import CharterError
     from charter.spec.load import load_contract
     from charter.spec.models import ArtifactContract
 
@@ -111,5 +113,10 @@ def run_locate(args) -> int:
     if not isinstance(loaded.contract, ArtifactContract) or loaded.contract.source is None:
         print(f"charter: {args.contract} is not an artifact contract with a pinned source", file=sys.stderr)
         return EXIT_USAGE
-    print(locate(loaded.contract.source, Path(args.contract).parent))
+    try:
+        path = locate(loaded.contract.source, Path(args.contract).parent, digest=True)
+    except CharterError as exc:
+        print_diagnostics(exc.diagnostics, "text")
+        return EXIT_USAGE
+    print(path)
     return EXIT_OK

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import stat
-import struct
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -41,6 +40,7 @@ from charter.admission import stores
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
+from charter.floatbits import float_bits
 from charter.formats.gguf import GGUFArray
 
 STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
@@ -66,8 +66,8 @@ def _show(value: object) -> str:
 
 
 def _same_bits(ctype: str, a: float, b: float) -> bool:
-    fmt = "<f" if ctype == "float32" else "<d"
-    return struct.pack(fmt, a) == struct.pack(fmt, b)
+    """Bit for bit, as the field holds them: -0.0 is not 0.0, one NaN is not another (Note [Float bits])."""
+    return float_bits(ctype, a) == float_bits(ctype, b)
 
 
 class Context:
@@ -241,7 +241,7 @@ class Context:
         if len(raw) > MAX_COMPANION_BYTES:
             self.fail(Code.METADATA_CONFIG, "config", f"{file} is more than {MAX_COMPANION_BYTES} bytes (the limit)", at)
         try:
-            return json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+            return parse_companion(raw)
         except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             self.fail(Code.METADATA_CONFIG, "config", f"{file} is not valid JSON: {exc}", at)
 
@@ -496,6 +496,12 @@ def read_companion(path: Path) -> bytes:
         return b"".join(chunks)
     finally:
         os.close(fd)
+
+
+def parse_companion(raw: bytes) -> object:
+    """A companion file's JSON as admission reads it: UTF-8, no duplicate keys, no NaN or Infinity
+    (UnicodeDecodeError, ValueError or RecursionError otherwise)."""
+    return json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
 
 
 def _unique_pairs(pairs: list) -> dict:

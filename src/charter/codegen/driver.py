@@ -8,6 +8,7 @@ and of the output itself, so `charter admit` can tell a committed checker from a
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -40,7 +41,9 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+@functools.lru_cache(maxsize=None)
 def _environment(package: str) -> jinja2.Environment:
+    """One environment per target package, so each template compiles once per process."""
     return environment(package, lit=py_literal)
 
 

@@ -7,6 +7,7 @@ into source text by a template.
 from __future__ import annotations
 
 import math
+import struct
 
 
 def py_literal(value: object) -> str:
@@ -14,7 +15,9 @@ def py_literal(value: object) -> str:
     if value is None or isinstance(value, (bool, int)):
         return repr(value)
     if isinstance(value, float):
-        if math.isnan(value) or math.isinf(value):
+        if math.isnan(value):  # sign, quiet bit and payload are part of the value (Note [Float bits])
+            return f"__import__('struct').unpack('<d', bytes.fromhex('{struct.pack('<d', value).hex()}'))[0]"
+        if math.isinf(value):
             return f"float({repr(value)!r})"
         return repr(value)
     if isinstance(value, str):

@@ -60,6 +60,7 @@ from typing import ClassVar
 import numpy as np
 
 from charter.diagnostics import CharterError, Code, Diagnostic
+from charter.floatbits import f32_bits, f32_from_bits
 from charter.formats.ggml_types import REMOVED, GGMLType, ggml_type
 
 MAGIC = b"GGUF"
@@ -152,6 +153,8 @@ class GGUFArray:
                 out.append(str(raw[pos + 8 : pos + 8 + n], "utf-8"))
                 pos += 8 + n
             return out
+        if t is _T.FLOAT32:  # NaNs keep their exact bits (Note [Float bits])
+            return [f32_from_bits(b) for b in struct.unpack(f"<{self.count}I", raw)]
         values = list(struct.unpack(f"<{self.count}{_SCALARS[t].format[1:]}", raw))
         return [v != 0 for v in values] if t is _T.BOOL else values
 
@@ -462,6 +465,8 @@ def _read_scalar(cur: _Cursor, vtype: GGUFValueType, field: str):
     s = _SCALARS[vtype]
     at = cur.take(s.size, field, f"{vtype.name.lower()} value")
     (value,) = s.unpack_from(cur.buf, at)
+    if vtype is _T.FLOAT32:  # a NaN keeps its exact bits (Note [Float bits])
+        return f32_from_bits(_U32.unpack_from(cur.buf, at)[0])
     if vtype is _T.BOOL:
         if value > 1:
             _fail(
@@ -735,6 +740,8 @@ def _encode_scalar(vtype: GGUFValueType, value) -> bytes:
         return _encode_string(value)
     if vtype is _T.BOOL:
         return b"\x01" if value else b"\x00"
+    if vtype is _T.FLOAT32:
+        return _U32.pack(f32_bits(value))
     return _SCALARS[vtype].pack(value)
 
 

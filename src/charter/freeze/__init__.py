@@ -28,16 +28,36 @@ from charter.spec.yamldump import dump
 CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 
 
-def freeze_file(path: Path, artifact_id: str, model_id: str) -> tuple[dict, dict]:
+def freeze_file(path: Path, artifact_id: str, model_id: str, contract_dir: Path | None = None) -> tuple[dict, dict]:
+    """The model and artifact contracts of `path`; `source.path` is relative to `contract_dir`, the
+    directory the artifact contract will be written to (default: beside the artifact)."""
     head = read_head(path)
     fmt = require_format(*head) if head is not None else "safetensors"  # unreadable: the reader says so
     if fmt == "gguf":
         model, artifact = freeze_gguf(read_gguf(path), artifact_id, model_id, str(path))
     else:
         model, artifact = freeze_safetensors(read_safetensors(path), artifact_id, model_id, str(path))
-    artifact["source"] = {"path": path.name, "sha256": _file_sha256(path), "size": path.stat().st_size}
+    artifact["source"] = {"path": source_path(path, contract_dir or path.parent), "sha256": _file_sha256(path),
+                          "size": path.stat().st_size}
     artifact["payload"] = {"file_sha256": artifact["source"]["sha256"]}
     return model, _ordered(artifact)
+
+
+def source_path(artifact: Path, contract_dir: Path) -> str:
+    """The artifact's path relative to the contract's directory, as `charter admit` resolves it."""
+    return Path(os.path.relpath(artifact.resolve(), contract_dir.resolve())).as_posix()
+
+
+# Comments freeze writes above a top-level key: what a frozen contract leaves to its author.
+NOTES = {
+    "model": {"architecture": (
+        "source: left for you to fill in (repository, revision, license of the weights). freeze cannot\n"
+        "know it: an artifact's general.name or a config's _name_or_path is a display name or a local\n"
+        "path, not a repository.\n")},
+    "artifact": {"source": (
+        "source: the file this contract was frozen from, relative to this file, with its size and\n"
+        "sha256; `charter admit --contract THIS_FILE` and `charter locate` find it there.\n")},
+}
 
 
 _ARTIFACT_ORDER = ("charter", "kind", "id", "status", "model", "format", "source", "container", "identity",
@@ -57,14 +77,47 @@ def _file_sha256(path: Path) -> str:
 
 
 def render(kind: str, data: dict, target: Path) -> str:
-    """YAML text with the editor schema link when the target sits in a tree that has schemas/."""
+    """YAML text with the editor schema link when the target sits in a tree that has schemas/, and
+    the NOTES of its kind as comments above their keys."""
     head = ""
     for parent in target.resolve().parents:
         if (parent / "schemas" / f"{kind}.schema.json").is_file():
             rel = os.path.relpath(parent / "schemas" / f"{kind}.schema.json", target.resolve().parent)
             head = f"# yaml-language-server: $schema={Path(rel).as_posix()}\n"
             break
-    return head + dump(data)
+    text, chunk = [head], {}
+    for key, value in data.items():  # one top-level mapping, dumped in pieces between the comments
+        if key in NOTES[kind]:
+            text += [dump(chunk) if chunk else "", "".join(f"# {line}\n" for line in NOTES[kind][key].splitlines())]
+            chunk = {}
+        chunk[key] = value
+    return "".join(text) + dump(chunk)
+
+
+def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]) -> None:
+    """Freeze is total and exact: the frozen contracts are valid, resolve, and admit their artifact
+    (header-only, Python engine) before anything is written. Anything else is a bug in charter
+    (FreezeError: exit 3, nothing written), never a contract handed to the user to find out."""
+    from types import ModuleType
+
+    from charter.admission.runtime import admit
+    from charter.codegen.driver import render_checker_text
+    from charter.spec.resolve import resolve_artifact, resolve_model
+
+    try:
+        model = resolve_model(load_contract_text(texts["model"], str(targets["model"])))
+        plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
+    except CharterError as exc:
+        raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
+    checker = ModuleType("charter_freeze_self_check")
+    exec(compile(render_checker_text(plan, "# freeze self-check"), checker.__name__, "exec"), checker.__dict__)
+    report = admit(str(path), checker)
+    if not report.admitted:
+        raise FreezeError(f"the frozen contract rejects its own artifact: {report.render()}")
+
+
+class FreezeError(RuntimeError):
+    """A frozen contract that is invalid or rejects its input: a bug in charter, never the user's."""
 
 
 def freeze(args) -> int:
@@ -86,14 +139,13 @@ def freeze(args) -> int:
         print(f"charter: refusing to overwrite {', '.join(existing)} (use --force)", file=sys.stderr)
         return EXIT_USAGE
     try:
-        model, artifact = freeze_file(path, args.id, model_id)
+        model, artifact = freeze_file(path, args.id, model_id, targets["artifact"].parent)
     except CharterError as exc:
         print_diagnostics(exc.diagnostics, "text")
         return 1
     texts = {"model": render("model", model, targets["model"]), "artifact": render("artifact", artifact,
                                                                                     targets["artifact"])}
-    for kind, text in texts.items():  # a frozen contract must itself be a valid contract
-        load_contract_text(text, str(targets[kind]))
+    admits_its_input(path, texts, targets)
     atomic.write_many({targets[kind]: text.encode("utf-8") for kind, text in texts.items()})
     for kind in texts:
         print(f"wrote {targets[kind]}")

@@ -5,17 +5,38 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from charter.spec import braces
+from charter.spec.models import RESERVED_NAMES
+
 SHORT_ARRAY = 16  # arrays up to this many elements are pinned element by element
 SHORT_STRING = 256  # longer strings (chat templates) are pinned by sha256
-_RESERVED = {"min", "max", "align_up", "true", "false"}
+MAX_NAME = 64  # a contract name's length limit (charter.spec.models.Name)
 
 
 def constant_name(text: str) -> str:
     """`attention.head_count_kv` -> `attention_head_count_kv`; always a valid contract name."""
     name = re.sub(r"[^A-Za-z0-9_]", "_", text).strip("_") or "value"
-    if name[0].isdigit() or name in _RESERVED:
+    if name[0].isdigit() or name in RESERVED_NAMES:
         name = f"k_{name}"
-    return name[:64]
+    return name[:MAX_NAME]
+
+
+def constant_names(texts: list[str], reserved=()) -> dict[str, str]:
+    """Injective constant names for `texts`: those that read alike once made names (`a-b` and
+    `a_b`, two non-ASCII keys that both become `value`, names cut at 64 characters) get `_2`,
+    `_3`, ...; a text that is a name already keeps it; no name is ever one of `reserved`."""
+    taken = set(reserved)
+    out: dict[str, str] = {}
+    exact = [t for t in texts if constant_name(t) == t and t not in taken]
+    for text in exact + [t for t in texts if t not in exact]:
+        base = constant_name(text)
+        name, n = base, 2
+        while name in taken:
+            suffix = f"_{n}"
+            name, n = base[:MAX_NAME - len(suffix)] + suffix, n + 1
+        taken.add(name)
+        out[text] = name
+    return {t: out[t] for t in texts}
 
 
 def layout_policy(path: str, spans: list[tuple[int, int]], data_offset: int, file_size: int,
@@ -80,12 +101,13 @@ def fold_tensors(items: list[tuple[str, tuple[int, ...], str]], by_value: dict[i
     groups: dict[str, list] = defaultdict(list)
     singles = []
     for name, dims, codec in items:
+        # A name with braces of its own is stated literally, never folded (Note [Brace escapes]).
         found = None if "{" in name or "}" in name else _template(name)
         if found:
             groups[found[0]].append((found[1], name, dims, codec))
         else:
             singles.append((name, dims, codec))
-    rows = [_row(name, None, dims, codec, by_value) for name, dims, codec in sorted(singles)]
+    rows = [_row(braces.escape(name), None, dims, codec, by_value) for name, dims, codec in sorted(singles)]
     for template in sorted(groups):
         members = sorted(groups[template])
         _, _, dims, codec = members[0]

@@ -8,14 +8,22 @@ and sha256. The result is admitted by its own checker, and any changed fact is r
 
 from __future__ import annotations
 
+import math
 import re
 
+from charter.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import GGUFArray, GGUFHeader, GGUFValueType
-from charter.freeze.common import SHORT_ARRAY, SHORT_STRING, constant_name, fold_tensors, layout_policy
+from charter.freeze.common import SHORT_ARRAY, SHORT_STRING, constant_names, fold_tensors, layout_policy
+from charter.spec import braces
 
-_SPECIAL = re.compile(r"^tokenizer\.ggml\.(?P<name>[a-z0-9_]+)_token_id$")
+_SPECIAL = re.compile(r"^tokenizer\.ggml\.(?P<name>[a-z_][a-z0-9_]{0,63})_token_id$")
 _IDENTITY = ("general.architecture", "general.basename", "general.size_label", "general.finetune")
+_NUMBERS = frozenset(GGUFValueType) - {GGUFValueType.BOOL, GGUFValueType.STRING, GGUFValueType.ARRAY}
+_FLOATS = (GGUFValueType.FLOAT32, GGUFValueType.FLOAT64)
+_U32_MAX = 2**32 - 1
+# Constants freeze itself adds; no key's constant may take these names.
+_OWN_CONSTANTS = ("tokenizer_ids", "logits_rows")
 
 
 def _type(t: GGUFValueType) -> str:
@@ -29,11 +37,13 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
     prefix = f"{arch}."
     constants: dict[str, int | float] = {}
     const_of_key: dict[str, str] = {}
-    for key, kv in h.kvs.items():
-        if key.startswith(prefix) and kv.type not in (GGUFValueType.BOOL, GGUFValueType.STRING, GGUFValueType.ARRAY):
-            name = constant_name(key[len(prefix):])
-            constants[name] = kv.value
-            const_of_key[key] = name
+    # A NaN or an infinity is no model constant (constants are finite): its fact pins its bits.
+    numeric = [k for k, kv in h.kvs.items()
+               if k.startswith(prefix) and kv.type in _NUMBERS and math.isfinite(kv.value)]
+    names = constant_names([k[len(prefix):] for k in numeric], reserved=_OWN_CONSTANTS)
+    for key in numeric:
+        const_of_key[key] = names[key[len(prefix):]]
+        constants[const_of_key[key]] = h.kvs[key].value
 
     tokens = h.kvs.get("tokenizer.ggml.tokens")
     output = next((t for t in h.tensors if t.name == "output.weight"), None) or next(
@@ -42,12 +52,15 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
     if tokens is not None and isinstance(tokens.value, GGUFArray):
         constants["tokenizer_ids"] = tokens.value.count
         model_tok = {"ids": "tokenizer_ids"}
-        if output is not None and len(output.dims) >= 2:
+        if not _binds_logits(output, tokens.value.count):
+            output = None  # the model states logits_rows = ids, the artifact does not bind a tensor
+        if output is not None:
             constants["logits_rows"] = output.dims[1]
             model_tok["logits_rows"] = "logits_rows"
         else:
             model_tok["logits_rows"] = "tokenizer_ids"
 
+    # Identity values are artifact text: their braces are literal (Note [Brace escapes]).
     identity = {k: h.kvs[k].value for k in _IDENTITY if k in h.kvs and h.kvs[k].type is GGUFValueType.STRING}
     ids = constants.get("tokenizer_ids")
     metadata, tok_keys, bindings, stop = {}, {}, {}, []
@@ -55,8 +68,8 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
         if key in identity or key == "general.alignment":
             continue
         match = _SPECIAL.match(key)
-        bound = (match is not None and ids is not None and isinstance(kv.value, int)
-                 and not isinstance(kv.value, bool) and kv.value < ids)
+        bound = (match is not None and ids is not None and kv.type in _NUMBERS and kv.type not in _FLOATS
+                 and 0 <= kv.value < ids)
         fact = _fact(kv, const_of_key.get(key), bound, tokens)
         if not key.startswith("tokenizer."):
             metadata[key] = fact
@@ -73,8 +86,7 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
     model = {
         "charter": 1, "kind": "model", "id": model_id, "status": "structural",
         "description": f"Frozen by `charter freeze` from {path}; rename constants and add derived facts by hand.",
-        "source": {"repository": str(h.value("general.name") or "unknown")},
-        "architecture": arch, "family": str(h.value("general.basename") or arch),
+        "architecture": arch, "family": _text(h, "general.basename") or arch,
         "constants": dict(sorted(constants.items())),
     }
     if model_tok is not None:
@@ -84,14 +96,14 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
         "charter": 1, "kind": "artifact", "id": artifact_id, "status": "structural", "model": model_id,
         "format": "gguf",
         "container": {"version": h.version, "alignment": h.alignment},
-        "identity": identity,
+        "identity": {k: braces.escape(v) for k, v in identity.items()},
         "metadata": {"extra_keys": "reject", "keys": metadata},
     }
     if tok_keys:
         tok: dict = {"keys": tok_keys}
         if tokens is not None and isinstance(tokens.value, GGUFArray):
             tok["tokens"] = "tokenizer.ggml.tokens"
-        if output is not None and len(output.dims) >= 2 and model_tok is not None:
+        if output is not None and model_tok is not None:
             tok["logits"] = {"tensor": output.name, "axis": 1}
         if bindings:
             tok["special"] = bindings
@@ -128,7 +140,21 @@ def _fact(kv, constant: str | None, bound: bool, tokens) -> dict:
         import hashlib
 
         return {"type": t, "sha256": hashlib.sha256(kv.value.encode("utf-8")).hexdigest()}
-    return {"type": t, "value": constant if constant is not None else kv.value}
+    if constant is not None:
+        return {"type": t, "value": constant}
+    if kv.type in _FLOATS and not math.isfinite(kv.value):  # YAML cannot write it: pin its bits
+        return {"type": t, "bits": f"0x{float_bits(t, kv.value):0{8 if t == 'float32' else 16}x}"}
+    return {"type": t, "value": kv.value}
+
+
+def _binds_logits(output, ids: int) -> bool:
+    """Whether the model can name this tensor's rows as its physical logits width (>= the ids)."""
+    return output is not None and len(output.dims) >= 2 and ids <= output.dims[1] <= _U32_MAX
+
+
+def _text(h: GGUFHeader, key: str) -> str:
+    kv = h.kvs.get(key)
+    return kv.value if kv is not None and kv.type is GGUFValueType.STRING else ""
 
 
 def _tensors(h: GGUFHeader, constants: dict) -> list[dict]:

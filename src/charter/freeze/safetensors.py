@@ -8,11 +8,12 @@ written as that constant. So a config.json that disagrees with the weights (say,
 
 from __future__ import annotations
 
-import json
+import math
 from pathlib import Path
 
 from charter.formats.safetensors import DTYPE_BITS, SafetensorsHeader
-from charter.freeze.common import constant_name, fold_tensors, layout_policy
+from charter.admission.runtime import MAX_COMPANION_BYTES, parse_companion, read_companion
+from charter.freeze.common import constant_names, fold_tensors, layout_policy
 
 # config.json keys whose values are tensor widths worth naming in shapes, in order of preference.
 _DIM_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_key_value_heads",
@@ -23,20 +24,18 @@ def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, pa
     config = _companion(Path(path).parent / "config.json")
     constants: dict[str, int | float] = {}
     config_keys: dict[str, dict] = {}
-    for key, value in sorted(config.items()):
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            continue
-        name = constant_name(key)
+    name_of = constant_names(sorted(k for k, v in config.items() if _bindable(k, v)))
+    for key, name in name_of.items():
+        value = config[key]
         constants[name] = value
         config_keys[key] = {"type": "int64" if isinstance(value, int) else "float64", "value": name}
-    by_value = {constants[constant_name(k)]: constant_name(k) for k in reversed(_DIM_KEYS)
-                if constant_name(k) in constants and isinstance(constants[constant_name(k)], int)}
+    by_value = {constants[name_of[k]]: name_of[k] for k in reversed(_DIM_KEYS)
+                if k in name_of and isinstance(constants[name_of[k]], int)}
     model = {
         "charter": 1, "kind": "model", "id": model_id, "status": "structural",
         "description": f"Frozen by `charter freeze` from {path}.",
-        "source": {"repository": str(config.get("_name_or_path") or "unknown")},
-        "architecture": str((config.get("architectures") or ["unknown"])[0]),
-        "family": str(config.get("model_type") or "unknown"),
+        "architecture": _first_text(config.get("architectures")) or "unknown",
+        "family": _text(config.get("model_type")) or "unknown",
         "constants": constants,
     }
     artifact: dict = {
@@ -58,16 +57,34 @@ def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, pa
     return model, artifact
 
 
+def _bindable(key: str, value) -> bool:
+    """A top-level number the config check can find again: a finite int64 or float64 under a key
+    without a dot (config keys are dotted paths)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not key or "." in key:
+        return False
+    return -(2**63) <= value < 2**63 if isinstance(value, int) else math.isfinite(value)
+
+
+def _text(value) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _first_text(value) -> str:
+    return _text(value[0]) if isinstance(value, list) and value else ""
+
+
 def _geometry(dtype: str) -> dict:
     bits = DTYPE_BITS[dtype]
     return {"block": 8 // bits, "bytes": 1} if bits < 8 else {"block": 1, "bytes": bits // 8}
 
 
 def _companion(path: Path) -> dict:
+    """The config as admission will read it (charter.admission.runtime), or {} if it cannot."""
     try:
-        if path.stat().st_size > 1 << 24:
+        raw = read_companion(path)
+        if len(raw) > MAX_COMPANION_BYTES:
             return {}
-        data = json.loads(path.read_text("utf-8"))
-    except (OSError, ValueError, UnicodeDecodeError):
+        data = parse_companion(raw)
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}

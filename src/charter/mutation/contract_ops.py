@@ -2,9 +2,9 @@
 
 Operators follow the leaf's type (ints: ±1, 0, uint32 max; floats: next float32, NaN; strings:
 one-character edit, case, empty; bools: flip; enums: every other member; lists: drop, duplicate;
-digests: one bit; expressions: `(e) + 1`; invariants: negation; mapping keys: rename). A leaf
-whose change provably cannot change what admission checks is declared equivalent here, with the
-reason, by the rules in EQUIVALENT; it is listed, never silently skipped.
+digests and float bit patterns: one bit; expressions: `(e) + 1`; invariants: negation; mapping
+keys: rename). A leaf whose change provably cannot change what admission checks is declared
+equivalent here, with the reason, by the rules in EQUIVALENT; it is listed, never silently skipped.
 """
 
 from __future__ import annotations
@@ -192,18 +192,18 @@ def operators(side: str, path: Path, value: Any) -> Iterator[tuple[str, Any]]:
     elif isinstance(value, str):
         if len(path) > 1 and path[-2] == "values" and isinstance(path[-1], int):
             yield "edit one char", value + "x"  # one element of a pinned array: one edit is its fact
-        elif _is_digest(path, value):
+        elif _is_digest(path, value) or path[-1] == "bits":  # a digest, or a float's bit pattern
             flipped = format(int(value[-1], 16) ^ 1, "x")
             yield "flip one bit", value[:-1] + flipped
         elif _is_expression_leaf(side, path):
             yield "expression +1", f"({value}) + 1"
         else:
-            yield "empty", ""
+            if value:
+                yield "empty", ""
             if value.swapcase() != value:
                 yield "case", value.swapcase()
-            i = len(value) // 2
-            if value:
-                yield "edit one char", value[:i] + ("x" if value[i] != "x" else "y") + value[i + 1:]
+            i = len(value) // 2  # an empty string gains one
+            yield "edit one char", value[:i] + ("x" if value[i:i + 1] != "x" else "y") + value[i + 1:]
 
 
 def mutants(artifact_data: dict, model_data: dict) -> Iterator[Mutant]:

@@ -13,12 +13,12 @@ import fnmatch
 import json
 import math
 import re
-import struct
 from dataclasses import dataclass
 from pathlib import Path
 
 from charter.admission.view import ArtifactView
 from charter.codegen.python.build import Check
+from charter.floatbits import float_bits
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 
@@ -40,6 +40,8 @@ def _plain(value):
         return tuple(_plain(v) for v in value)
     if isinstance(value, dict):
         return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, float):  # by its bits: every NaN prints `nan` (Note [Float bits])
+        return ("float", float_bits("float64", value))
     return value
 
 
@@ -91,8 +93,7 @@ def _config(file: str, facts: tuple, beside: Path | None) -> Expect | None:
 
 
 def _same_float(ctype: str, a: float, b: float) -> bool:
-    fmt = "<f" if ctype == "float32" else "<d"
-    return struct.pack(fmt, a) == struct.pack(fmt, b)
+    return float_bits(ctype, a) == float_bits(ctype, b)
 
 
 def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: tuple[str, ...],

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from charter.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import (
     KV,
@@ -205,15 +206,15 @@ def _scalar_edits(t: GGUFValueType, value) -> list[tuple[str, object]]:
                 if lo <= v <= hi]
     if t in (T.FLOAT32, T.FLOAT64):
         dtype = np.float32 if t is T.FLOAT32 else np.float64
-        nxt = float(np.nextafter(dtype(value), dtype(np.inf)))
+        with np.errstate(invalid="ignore"):  # the next of a NaN is a NaN: an equivalent edit
+            nxt = float(np.nextafter(dtype(value), dtype(np.inf)))
         return [("next representable", nxt), ("nan", math.nan), ("+inf", math.inf), ("-inf", -math.inf)]
     return []
 
 
 def _same(t: GGUFValueType, a, b) -> bool:
     if t in (T.FLOAT32, T.FLOAT64):
-        fmt = "<f" if t is T.FLOAT32 else "<d"
-        return struct.pack(fmt, a) == struct.pack(fmt, b)
+        return float_bits(t.name.lower(), a) == float_bits(t.name.lower(), b)
     return a == b and type(a) is type(b)
 
 

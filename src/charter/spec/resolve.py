@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import struct
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
-from charter.spec import expr
+from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
+from charter.spec import braces, expr
 from charter.spec.load import LoadedContract
-from charter.spec.models import ArtifactContract, KernelContract, MetaFact, ModelContract, Status
+from charter.spec.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
 from charter.spec.plan import (
     ArtifactPlan,
     CodecCheck,
@@ -248,24 +248,23 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
     )
 
 
-IDENTITY_FIELDS = ("architecture", "family")
-
-
 def _identity_value(value: str, model: ModelPlan) -> str:
     """Identity values may name the model's own identity: `{model.architecture}`, `{model.family}`
-    (one source of truth: the artifact cannot drift from the model it claims to be)."""
-    for name in IDENTITY_FIELDS:
-        value = value.replace("{model." + name + "}", getattr(model, name))
-    return value
+    (one source of truth: the artifact cannot drift from the model it claims to be). Substituted in
+    one pass, so a model's own text is never read as a placeholder (Note [Brace escapes])."""
+    return "".join(getattr(model, IDENTITY_PLACEHOLDERS[text]) if kind == "placeholder" else text
+                   for kind, text in braces.parts(value))
 
 
 def _meta(c: _Collector, key: str, fact: MetaFact, env: dict, path: tuple, stage: str) -> MetaCheck:
     loc = c.at(*path)
     value = fact.value
-    if fact.type not in ("string", "bool", "array") and value is not None:
+    if fact.bits is not None:  # exact, whatever YAML can write (Note [Float bits])
+        value = float_from_bits(fact.type, int(fact.bits, 16))
+    elif fact.type not in ("string", "bool", "array") and value is not None:
         value = c.attempt(_value, c, value, env, path + ("value",), fact.type)
         if fact.type == "float32" and value is not None:
-            value = struct.unpack("<f", struct.pack("<f", value))[0]  # the value the file can hold
+            value = f32_from_bits(f32_bits(value))  # the value the file can hold
         elif fact.type == "float64" and value is not None:
             value = float(value)
     length = None
@@ -295,7 +294,7 @@ def _config_fact(c: _Collector, key: str, fact, env: dict) -> MetaCheck:
 def _as_element(value, element: str | None):
     """An element as the file holds it: floats rounded to their width (an int literal becomes a float)."""
     if element == "float32" and isinstance(value, (int, float)) and not isinstance(value, bool):
-        return struct.unpack("<f", struct.pack("<f", float(value)))[0]
+        return f32_from_bits(f32_bits(float(value)))
     if element == "float64" and isinstance(value, (int, float)) and not isinstance(value, bool):
         return float(value)
     return value
@@ -387,8 +386,8 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
         shape = []
         for j, dim in enumerate(t.shape):
             value = _int(c, dim, env, path + ("shape", j), "uint64")
-            if value is not None and value <= 0:
-                c.error(Code.EXPR_RANGE, path + ("shape", j), f"a dim must be positive, got {value}")
+            if value == 0 and a.format == "gguf":  # safetensors allows empty tensors; ggml never has them
+                c.error(Code.EXPR_RANGE, path + ("shape", j), f"a GGUF dim must be positive, got {value}")
             shape.append(value)
         if any(v is None for v in shape):
             continue
@@ -418,8 +417,9 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
             c.error(Code.SPEC_INVALID, path + ("repeat",), f"expands to more than {MAX_EXPANDED_TENSORS} tensors")
             break
         loc = c.at(*path)
-        rows.append(TensorRow(t.name, tuple(counts.items()), t.role, tuple(shape), t.codec, loc))
-        for name in _expand_name(t.name, counts):
+        template = t.name if counts else braces.unescape(t.name)  # Note [Brace escapes]
+        rows.append(TensorRow(template, tuple(counts.items()), t.role, tuple(shape), t.codec, loc))
+        for name in _expand_name(template, counts):
             if name in seen:
                 c.error(Code.SPEC_INVALID, path + ("name",), f"tensor {name!r} is also stated at {seen[name]}")
                 continue

@@ -17,10 +17,9 @@ bytes are exactly the UTF-8 encoding of the string:
 from __future__ import annotations
 
 import math
-import struct
 
 from charter.codegen.naming import identifier  # noqa: F401 - the one identifier policy, re-exported
-
+from charter.floatbits import f32_bits, f64_bits
 
 U64_MAX = 2**64 - 1
 
@@ -90,14 +89,15 @@ def cpp_bool(v: bool) -> str:
 
 
 def _packs(value) -> tuple[bool, int, bool, int]:
-    """What runtime.py's _same_bits does to an expected value: struct.pack of float(value)."""
+    """What runtime.py's _same_bits does to an expected value: the float64 and float32 bits of
+    float(value) (Note [Float bits] in charter/floatbits.py)."""
     try:
         f = float(value)
     except (TypeError, ValueError, OverflowError):
         return False, 0, False, 0
-    b64 = struct.unpack("<Q", struct.pack("<d", f))[0]
+    b64 = f64_bits(f)
     try:
-        b32 = struct.unpack("<I", struct.pack("<f", f))[0]
+        b32 = f32_bits(f)
     except OverflowError:
         return True, b64, False, 0
     return True, b64, True, b32

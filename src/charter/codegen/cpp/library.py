@@ -218,6 +218,16 @@ def compiled_in(cs, plan: ArtifactPlan) -> bool:
     return True
 
 
+def _loaded(key: str) -> bool:
+    from charter import native
+
+    try:
+        native.checker_info(key)
+    except native.NativeUnavailable:
+        return False
+    return True
+
+
 def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
     """(key, origin) of a C++ checker of `plan` as its contracts are now: the one compiled into
     charter._native when it was generated from these contract bytes, else one compiled into a
@@ -227,6 +237,8 @@ def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
     if compiled_in(cs, plan):
         return plan.id, "c++ (charter._native)"
     key = checker_key(plan)
+    if _loaded(key):  # a library holding it is loaded already (the key digests this very rendering)
+        return key, "c++ (a checker library loaded into charter._native)"
     library = build_checkers({key: plan}, cache)
     native.load_library(library)
     return key, f"c++ (compiled into {library}: charter._native holds no current checker of {plan.id})"
