@@ -7,13 +7,18 @@ safetensors. Building it is the container stage: the strict readers raise CONTAI
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from charter.formats.gguf import GGUFArray, GGUFHeader, parse_gguf, read_gguf
+from charter.formats.gguf import GGUFHeader, GGUFValueType, parse_gguf, read_gguf
+from charter.formats.records import gc_paused
 from charter.formats.safetensors import SafetensorsHeader, parse_safetensors, read_safetensors
 
 
-@dataclass(frozen=True)
-class MetaEntry:
+class MetaEntry(NamedTuple):
+    """One metadata entry. (Entries are named tuples: a header holds up to 2**16 of them and 2**17
+    tensors, Note [Reader limits] in charter/formats/gguf.py, and a tuple is built in a third of
+    the time of a frozen dataclass.)"""
+
     key: str
     type: str  # "uint32", "string", "array", ...
     value: object  # scalar, or GGUFArray for arrays
@@ -23,8 +28,7 @@ class MetaEntry:
     value_offset: int  # the first byte of the value
 
 
-@dataclass(frozen=True)
-class TensorEntry:
+class TensorEntry(NamedTuple):
     name: str
     shape: tuple[int, ...]  # in the container's own order (GGUF: ne[0] first)
     codec: str  # ggml type name or safetensors dtype
@@ -60,23 +64,27 @@ def parse_view(buf, file_size: int, fmt: str) -> ArtifactView:
     return safetensors_view(parse_safetensors(buf, file_size))
 
 
-def _type_name(t) -> str:
-    return t.name.lower()
+_TYPE_NAMES = {t: t.name.lower() for t in GGUFValueType}
+_ARRAY = GGUFValueType.ARRAY
 
 
+@gc_paused()
 def gguf_view(h: GGUFHeader) -> ArtifactView:
-    meta = {}
-    for kv in h.kvs.values():
-        element = _type_name(kv.value.elem_type) if isinstance(kv.value, GGUFArray) else None
-        meta[kv.key] = MetaEntry(kv.key, _type_name(kv.type), kv.value, element, kv.offset, kv.type_offset,
-                                 kv.value_offset)
+    names = _TYPE_NAMES
+    meta = {
+        key: MetaEntry(key, names[vtype], value, names[value.elem_type] if vtype is _ARRAY else None, offset,
+                       value_offset - 4, value_offset)
+        for key, vtype, value, offset, value_offset, _ in h.kvs.values()
+    }
     tensors = tuple(
-        TensorEntry(t.name, tuple(t.dims), t.ggml_type.name, t.start, t.end, t.info_offset) for t in h.tensors
+        TensorEntry(name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset)
+        for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
     )
     return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
                         tensors, h)
 
 
+@gc_paused()
 def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
     meta = {k: MetaEntry(k, "string", v, None, 8, 8, 8) for k, v in (h.metadata or {}).items()}
     tensors = tuple(
