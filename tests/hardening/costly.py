@@ -22,6 +22,9 @@ from tests.hardening import corpus
 from tests.hardening.corpus import ARRAY, BOOL, GGML_F32, INT32, STRING, UINT8, gstr, u32, u64
 
 CAP = 64 * 2**20  # the GGUF reader's header cap; the safetensors cases stay under it too
+# The readers' limits (charter.formats.gguf, charter.formats.safetensors), restated here as
+# this module depends on nothing but the standard library; a test compares them.
+KV_LIMIT, TENSOR_LIMIT, STRING_LIMIT, JSON_STRUCTURE_LIMIT = 2**16, 2**17, 2**20, 2**21
 
 
 @dataclass(frozen=True)
@@ -83,8 +86,9 @@ def many_tensors(n: int) -> bytes:
     return gguf(tensors=[_tensor(corpus.Tensor(key(i), (8,), GGML_F32, 352 + 32 * i)) for i in range(n)])
 
 
-def many_tensors_size(n: int, header: int) -> int:
-    return header + 352 + 32 * n + 64
+def tensors_size(n: int) -> int:
+    """The size of `many_tensors(n)` with every tensor's data (a hole past the header)."""
+    return len(many_tensors(0)) + 60 * n + 352 + 32 * n
 
 
 def _array(name: bytes, elem_type: int, count: int, elements: bytes) -> bytes:
@@ -109,6 +113,19 @@ def many_strings(n: int, text: str = "") -> bytes:
 def many_string_arrays(n: int) -> bytes:
     """`n` unpinned string arrays of one empty string each: the per-array work."""
     return gguf(kvs=[_array(key(i), STRING, 1, u64(0)) for i in range(n)])
+
+
+def long_strings(n: int, length: int) -> bytes:
+    """test.strs holding `n` strings of `length` bytes of non-ASCII text: the UTF-8 check."""
+    return many_strings(n, ("é" * length)[: length // 2])
+
+
+def everything(kvs: int, tensors: int, strings: int) -> bytes:
+    """Pairs, tensor infos and string elements, each as many as given, in one header."""
+    pairs = [gstr(key(i)) + u32(UINT8) + b"\x01" for i in range(kvs - 1)]
+    pairs.append(_array(b"~strs", STRING, strings, u64(0) * strings))
+    infos = [_tensor(corpus.Tensor(key(i), (8,), GGML_F32, 352 + 32 * i)) for i in range(tensors)]
+    return gguf(kvs=pairs, tensors=infos)
 
 
 def fill(per_record: int, header: int = CAP) -> int:
@@ -148,10 +165,59 @@ def st_many_metadata_keys(n: int) -> bytes:
 
 
 def st_long_metadata_value(n: int) -> bytes:
-    """An extra metadata value of `n` bytes of template text."""
-    return st_metadata(',"x":' + json.dumps(("{{ x }}," * (n // 8 + 1))[:n]))
+    """An extra metadata value of `n` bytes of template text (none of the characters , : [)."""
+    return st_metadata(',"x":' + json.dumps(("{{ message }} " * (n // 14 + 1))[:n]))
 
 
 def st_nested_lists(n: int) -> bytes:
     """A metadata value that is a list of `n` empty lists: JSON values as dense as they come."""
     return st_metadata(',"x":[' + ",".join(["[]"] * n) + "]")
+
+
+# --- the cases ------------------------------------------------------------------------------------
+
+GGUF_BASE_KVS, GGUF_BASE_TENSORS, GGUF_BASE_STRINGS = 7, 3, 2
+ST_BASE_STRUCTURE = 40  # , : [ in base_safetensors()'s header
+
+
+def cases() -> list[Costly]:
+    """Each kind of record at its limit (the most work a readable file demands) and filling the
+    header (rejected by the limit first), with the diagnostic of the corpus contracts."""
+    kv_room = KV_LIMIT - GGUF_BASE_KVS
+    tensor_room = TENSOR_LIMIT - GGUF_BASE_TENSORS
+    unexpected = ("METADATA_UNEXPECTED", "metadata.~0")
+    strs_length = ("METADATA_ARRAY_LENGTH", "metadata.test.strs.length")
+    st_room = (JSON_STRUCTURE_LIMIT - ST_BASE_STRUCTURE) // 2
+    c = Costly
+    return [
+        c("gguf/kvs-at-limit", "gguf", lambda: many_kvs(kv_room), *unexpected),
+        c("gguf/kvs-filling-64-mib", "gguf", lambda: many_kvs(fill(18)), "CONTAINER_COUNT", "header.kv_count"),
+        c("gguf/string-arrays-at-limit", "gguf", lambda: many_string_arrays(kv_room), *unexpected),
+        c("gguf/tensors-at-limit", "gguf", lambda: many_tensors(tensor_room), "TENSOR_UNEXPECTED", "tensors.~0",
+          size=tensors_size(tensor_room)),
+        c("gguf/tensors-filling-64-mib", "gguf", lambda: many_tensors(fill(37)), "CONTAINER_COUNT",
+          "header.tensor_count", size=tensors_size(fill(37))),
+        c("gguf/bools-filling-64-mib", "gguf", lambda: many_bools(fill(1)), "METADATA_ARRAY_LENGTH",
+          "metadata.test.bools.length"),
+        c("gguf/int32s-filling-64-mib", "gguf", lambda: many_int32(fill(4)), "METADATA_UNEXPECTED", "metadata.x.ints"),
+        c("gguf/strings-at-limit", "gguf", lambda: many_strings(STRING_LIMIT), *strs_length),
+        c("gguf/non-ascii-strings-at-limit", "gguf", lambda: many_strings(STRING_LIMIT, "é"), *strs_length),
+        c("gguf/strings-filling-64-mib", "gguf", lambda: many_strings(fill(8)), "CONTAINER_COUNT", "metadata.test.strs"),
+        c("gguf/non-ascii-text-64-mib", "gguf", lambda: long_strings(64, fill(64)), *strs_length),
+        c("gguf/everything-at-limits", "gguf",
+          lambda: everything(kv_room, tensor_room, STRING_LIMIT - GGUF_BASE_STRINGS), *unexpected,
+          size=tensors_size(tensor_room) + 16 * STRING_LIMIT + 20 * KV_LIMIT),
+        c("safetensors/tensors-at-limit", "safetensors", lambda: st_many_tensors(TENSOR_LIMIT), "TENSOR_UNEXPECTED",
+          "tensors.~0"),
+        c("safetensors/tensors-filling-64-mib", "safetensors", lambda: st_many_tensors(CAP // 64), "CONTAINER_HEADER",
+          "header"),
+        c("safetensors/metadata-keys-at-limit", "safetensors", lambda: st_many_metadata_keys(st_room), *unexpected),
+        c("safetensors/metadata-keys-filling-64-mib", "safetensors", lambda: st_many_metadata_keys(CAP // 11),
+          "CONTAINER_HEADER", "header"),
+        c("safetensors/metadata-value-64-mib", "safetensors", lambda: st_long_metadata_value(CAP - 1024),
+          "METADATA_UNEXPECTED", "metadata.x"),
+        c("safetensors/nested-lists-at-limit", "safetensors", lambda: st_nested_lists(st_room - 1), "CONTAINER_METADATA",
+          "metadata.x"),
+        c("safetensors/nested-lists-filling-64-mib", "safetensors", lambda: st_nested_lists(CAP // 3),
+          "CONTAINER_HEADER", "header"),
+    ]

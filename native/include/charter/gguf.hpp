@@ -23,6 +23,10 @@ inline constexpr std::uint64_t kMaxAlignment = 1ull << 30;
 inline constexpr std::uint64_t kMaxNameBytes = 63;
 inline constexpr std::uint32_t kMaxDims = 4;
 inline constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
+// Count limits (Note [Reader limits] in charter/formats/gguf.py): CONTAINER_COUNT past them.
+inline constexpr std::uint64_t kMaxKvCount = 1ull << 16;
+inline constexpr std::uint64_t kMaxTensorCount = 1ull << 17;
+inline constexpr std::uint64_t kMaxStringElements = 1ull << 20;  // in all string arrays together
 inline constexpr std::uint64_t kI64Max = (1ull << 63) - 1;
 inline constexpr std::uint64_t kMinKv = 8 + 1 + 4 + 1;
 inline constexpr std::uint64_t kMinTensorInfo = 8 + 1 + 4 + 8 + 4 + 8;
@@ -78,6 +82,7 @@ class Cursor {
   }
 
   std::uint64_t pos = 0;
+  std::uint64_t strings_left = kMaxStringElements;  // string elements the limit still allows
   const unsigned char* buf() const { return buf_; }
   std::uint64_t end() const { return end_; }
   std::uint64_t file_size() const { return file_size_; }
@@ -196,6 +201,12 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
                      " bytes each)"; },
         Code::CONTAINER_COUNT);
   }
+  if (et == VType::Str && count > c.strings_left) {
+    return reject(r, Code::CONTAINER_COUNT, field,
+                  u64s(count) + " string elements are more than the " + u64s(c.strings_left) +
+                      " left of the reader's limit on string elements in all arrays",
+                  at + 4, "<= " + u64s(c.strings_left), u64s(count));
+  }
   const std::uint64_t start = c.pos;
   if (et == VType::Str) {
     // Bounds first for every element (`_walk_strings`), then UTF-8 of the elements. Fast path: a
@@ -257,6 +268,7 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
     c.pos = start + need;
   }
   const std::uint64_t stop = c.pos;
+  if (et == VType::Str) c.strings_left -= count;
   if (et == VType::Bool) {
     for (std::uint64_t j = 0; j < count; ++j) {
       const unsigned char b = c.buf()[start + j];
@@ -357,6 +369,16 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     return reject(r, Code::CONTAINER_COUNT, "header.kv_count",
                   u64s(kv_count) + " kv pairs cannot fit in the " + u64s(left) + " bytes left after the tensor infos",
                   16, "<= " + u64s(left / kMinKv), u64s(kv_count));
+  }
+  if (tensor_count > kMaxTensorCount) {
+    return reject(r, Code::CONTAINER_COUNT, "header.tensor_count",
+                  u64s(tensor_count) + " tensor infos are more than the reader's limit of " + u64s(kMaxTensorCount), 8,
+                  "<= " + u64s(kMaxTensorCount), u64s(tensor_count));
+  }
+  if (kv_count > kMaxKvCount) {
+    return reject(r, Code::CONTAINER_COUNT, "header.kv_count",
+                  u64s(kv_count) + " kv pairs are more than the reader's limit of " + u64s(kMaxKvCount), 16,
+                  "<= " + u64s(kMaxKvCount), u64s(kv_count));
   }
   // kv pairs (counts are bounded by the file size now)
   // Reservations are capped: a count bounded by a large file is still no reason to allocate.

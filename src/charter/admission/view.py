@@ -6,6 +6,7 @@ safetensors. Building it is the container stage: the strict readers raise CONTAI
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -46,9 +47,32 @@ class ArtifactView:
     header_end: int  # end of the header records; [header_end, data_offset) is alignment padding
     data_offset: int
     file_size: int
-    meta: dict[str, MetaEntry]
+    meta: Mapping[str, MetaEntry]  # file order; entries built when asked for (`LazyMeta`)
     tensors: tuple[TensorEntry, ...]  # header order
     header: object
+
+
+class LazyMeta(Mapping):
+    """A header's metadata entries, each built from its record when asked for: checking the key
+    set walks the keys alone, so a header of 2**16 pairs (or a safetensors header of a million
+    metadata keys) builds the one entry a diagnostic names, not all of them."""
+
+    __slots__ = ("_records", "_entry")
+
+    def __init__(self, records: Mapping, entry: Callable[[str, object], MetaEntry]) -> None:
+        self._records, self._entry = records, entry
+
+    def __getitem__(self, key: str) -> MetaEntry:
+        return self._entry(key, self._records[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
 
 
 def read_view(path: str, fmt: str) -> ArtifactView:
@@ -68,14 +92,19 @@ _TYPE_NAMES = {t: t.name.lower() for t in GGUFValueType}
 _ARRAY = GGUFValueType.ARRAY
 
 
+def _gguf_entry(key: str, kv) -> MetaEntry:
+    _, vtype, value, offset, value_offset, _ = kv
+    element = _TYPE_NAMES[value.elem_type] if vtype is _ARRAY else None
+    return MetaEntry(key, _TYPE_NAMES[vtype], value, element, offset, value_offset - 4, value_offset)
+
+
+def _safetensors_entry(key: str, value: str) -> MetaEntry:
+    return MetaEntry(key, "string", value, None, 8, 8, 8)
+
+
 @gc_paused()
 def gguf_view(h: GGUFHeader) -> ArtifactView:
-    names = _TYPE_NAMES
-    meta = {
-        key: MetaEntry(key, names[vtype], value, names[value.elem_type] if vtype is _ARRAY else None, offset,
-                       value_offset - 4, value_offset)
-        for key, vtype, value, offset, value_offset, _ in h.kvs.values()
-    }
+    meta = LazyMeta(h.kvs, _gguf_entry)
     tensors = tuple(
         TensorEntry(name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset)
         for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
@@ -86,7 +115,7 @@ def gguf_view(h: GGUFHeader) -> ArtifactView:
 
 @gc_paused()
 def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
-    meta = {k: MetaEntry(k, "string", v, None, 8, 8, 8) for k, v in (h.metadata or {}).items()}
+    meta = LazyMeta(h.metadata or {}, _safetensors_entry)
     tensors = tuple(
         TensorEntry(t.name, tuple(t.shape), t.dtype, h.data_offset + t.begin, h.data_offset + t.end, 8)
         for t in h.tensors

@@ -21,6 +21,9 @@ Policies decided here:
   pad with spaces to 8, and `header_len_aligned` records it so a contract can demand it.
 * JSON nesting depth is bounded by the stdlib decoder's recursion guard (reported as
   CONTAINER_JSON); this module itself only walks two fixed levels.
+* The JSON the decoders build is bounded before it is decoded (Note [JSON structure limit]): at
+  most `max_json_structure` (2**21) of the characters `,` `:` `[` (CONTAINER_HEADER, field
+  `header`).
 
 Two paths, one verdict. Diagnostics carry byte offsets, and knowing them means walking the JSON in
 Python, ~15x the cost of the C decoder on a real header. So the fast path (for speed) decodes the
@@ -29,6 +32,20 @@ or gives up. Offsets are computed only for a diagnostic, by the positional walke
 after a tiling failure, for the one entry named; after an entry fails, the walker re-walks the
 JSON (its errors come first) and re-checks just that entry; after a JSON failure, everything.
 Every diagnostic is thus the walker's own: same code, field and offset.
+
+Note [JSON structure limit]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A decoder builds an object for every JSON value, and values can be as dense as 3 bytes (`[],`):
+a 64 MiB header of them took the Python engine 36 s and 3.3 GiB, the C++ engine 2.5 GiB. Every
+value but the outermost follows one of `[` (an array's first element), `,` (the next element
+or member) and `:` (a member's value), and every key follows `{` or `,` and precedes `:`; so the
+count of those three characters bounds what a decoder builds, before it builds anything. The
+count is of the raw text, strings included: exact and cheap in both engines, and a header whose
+strings hold that many is no real header either. The limit, 2**21, is 2,097,152: 131,072 tensors
+of rank 4 take 13 each (1,703,936), and the largest real headers hold a few thousand tensors and
+a handful of metadata strings. Counted on the header's bytes once they are known to fit, before
+they are decoded (so it comes before any UTF-8 or JSON error, and a header it rejects is never
+decoded); the C++ reader (native/include/charter/safetensors.hpp) counts at the same point.
 """
 
 from __future__ import annotations
@@ -40,10 +57,13 @@ import reprlib
 import struct
 from dataclasses import dataclass
 from json.decoder import scanstring
+from typing import NamedTuple
 
 from charter.diagnostics import CharterError, Code, Diagnostic
+from charter.formats.records import gc_paused
 
 MAX_HEADER_BYTES = 100_000_000
+MAX_JSON_STRUCTURE = 2**21
 U64_MAX = 2**64 - 1
 TENSOR_KEYS = ("dtype", "shape", "data_offsets")
 _TENSOR_KEY_SET = frozenset(TENSOR_KEYS)
@@ -85,9 +105,9 @@ def _fail(code: Code, field: str, message: str, offset: int, expected=None, actu
     raise CharterError([Diagnostic(code, field, message, expected, actual, offset=offset)])
 
 
-@dataclass(frozen=True)
-class SafetensorsTensor:
-    """One tensor entry; `begin`/`end` are relative to the data section, as stored."""
+class SafetensorsTensor(NamedTuple):
+    """One tensor entry; `begin`/`end` are relative to the data section, as stored (a named
+    tuple, as charter.formats.gguf's records)."""
 
     name: str
     dtype: str
@@ -143,9 +163,9 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_dupes, parse_constant=_no_cons
 class _Json:
     """Walks the two object levels safetensors defines, keeping where each value starts."""
 
-    def __init__(self, text: str, raw: bytes):
-        self.text, self.raw = text, raw
-        self.ascii = raw.isascii()
+    def __init__(self, text: str, n: int):
+        self.text = text
+        self.ascii = len(text) == n  # as many characters as UTF-8 bytes
 
     def offset(self, i: int) -> int:
         """File offset of character `i` of the header text."""
@@ -230,8 +250,9 @@ def _join(field: str, key: str) -> str:
     return f"{field}.{key}"
 
 
-def read_safetensors(path: str | os.PathLike) -> SafetensorsHeader:
-    """Parse the header of the safetensors file at `path`, reading only the header bytes."""
+def read_safetensors(path: str | os.PathLike, *, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
+    """Parse the header of the safetensors file at `path`, reading only the header bytes (and
+    holding them only until they are decoded)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -242,18 +263,26 @@ def read_safetensors(path: str | os.PathLike) -> SafetensorsHeader:
                     head += f.read(n)
     except OSError as e:
         _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot read {os.fspath(path)!r}: {e}", 0)
-    return parse_safetensors(head, size)
+    n, text = _header_text(head, size, max_json_structure)
+    del head
+    return _parse_text(n, text, size, True)
 
 
-def parse_safetensors(buf, file_size: int) -> SafetensorsHeader:
+def parse_safetensors(buf, file_size: int, *, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
     """Parse a safetensors header from `buf` (bytes-like, at least 8 + N bytes) of a file of
     `file_size` bytes."""
-    return _parse(buf, file_size, fast=True)
+    return _parse(buf, file_size, True, max_json_structure)
 
 
-def _parse(buf, file_size: int, fast: bool) -> SafetensorsHeader:
+def _parse(buf, file_size: int, fast: bool, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
     """`fast=False` runs the positional walker alone: the reference the fast path is tested
     against."""
+    return _parse_text(*_header_text(buf, file_size, max_json_structure), file_size, fast)
+
+
+def _header_text(buf, file_size: int, max_json_structure: int) -> tuple[int, str]:
+    """The header length N and the N bytes after it decoded as UTF-8, once they are known to fit
+    and to hold no more JSON than Note [JSON structure limit] allows."""
     file_size = max(int(file_size), 0)
     avail = min(len(buf), file_size)
     if avail < 8:
@@ -286,12 +315,31 @@ def _parse(buf, file_size: int, fast: bool) -> SafetensorsHeader:
             f"<= {avail - 8}",
             n,
         )
-    raw = bytes(buf[8 : 8 + n])
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        _fail(Code.CONTAINER_JSON, "header", f"header is not valid UTF-8 ({e.reason})", 8 + e.start)
-    js = _Json(text, raw)
+    with memoryview(buf) as view, view[8 : 8 + n] as body:
+        raw = buf if isinstance(buf, bytes) else bytes(view[: 8 + n])
+        structure = raw.count(b",", 8, 8 + n) + raw.count(b":", 8, 8 + n) + raw.count(b"[", 8, 8 + n)
+        del raw
+        if structure > max_json_structure:
+            _fail(
+                Code.CONTAINER_HEADER,
+                "header",
+                f"the header holds {structure} of the JSON characters , : [ (each may start a value), "
+                f"more than the reader's limit of {max_json_structure}",
+                8,
+                f"<= {max_json_structure}",
+                structure,
+            )
+        try:
+            return n, str(body, "utf-8")
+        except UnicodeDecodeError as e:
+            _fail(Code.CONTAINER_JSON, "header", f"header is not valid UTF-8 ({e.reason})", 8 + e.start)
+
+
+@gc_paused()
+def _parse_text(n: int, text: str, file_size: int, fast: bool) -> SafetensorsHeader:
+    """The header from its text (Note [JSON structure limit], then the fast path or the walker)."""
+    file_size = max(int(file_size), 0)
+    js = _Json(text, n)
     suspect = None
     if fast:
         try:
