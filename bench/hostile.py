@@ -205,9 +205,10 @@ def measure(argv: list[str]) -> None:
           file=sys.stderr)
 
 
-def smollm2_tokens(work: Path, tokens: int, name: str) -> Path:
-    """The real SmolLM2 header with `tokens` empty tokens in place of its vocabulary, over a hole
-    the size of its data section (header-only admission never reads it)."""
+def smollm2_tokens(work: Path, tokens: int | None, name: str) -> Path:
+    """The real SmolLM2 header with `tokens` empty tokens in place of its vocabulary (None: as many
+    as the string limit leaves beside its other string elements, the merges), over a hole the size
+    of its data section (header-only admission never reads it)."""
     import importlib.util
 
     from charter.formats.gguf import GGUFArray, GGUFValueType, read_gguf, serialize_gguf_header
@@ -217,6 +218,12 @@ def smollm2_tokens(work: Path, tokens: int, name: str) -> Path:
     h = read_gguf(real)
     kvs = dict(h.kvs)
     old = kvs["tokenizer.ggml.tokens"]
+    if tokens is None:
+        from charter.formats.gguf import MAX_STRING_ELEMENTS
+
+        tokens = MAX_STRING_ELEMENTS - sum(kv.value.count for kv in kvs.values() if kv is not old
+                                           and isinstance(kv.value, GGUFArray)
+                                           and kv.value.elem_type is GGUFValueType.STRING)
     kvs[old.key] = old._replace(value=GGUFArray(GGUFValueType.STRING, tokens, 0, bytes(8 * tokens)))
     import dataclasses
 
@@ -248,8 +255,7 @@ def cost_cases(work: Path, contracts: dict[str, Path], pattern: str) -> list[tup
                     f.truncate(case.size)
             out.append((case.name, path, contracts[case.contract_key]))
     smollm2 = ROOT / "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
-    merges = 48_900  # the string elements SmolLM2 holds besides its tokens
-    for name, tokens in [("gguf/smollm2-tokens-at-limit", costly.STRING_LIMIT - merges),
+    for name, tokens in [("gguf/smollm2-tokens-at-limit", None),
                          ("gguf/smollm2-tokens-filling-64-mib", (costly.CAP - 2 * 2**20) // 8)]:
         if pattern in name:
             out.append((name, smollm2_tokens(work, tokens, name.replace("/", "__") + ".gguf"), smollm2))

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "charter/checked.hpp"
@@ -389,11 +388,9 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     MetaEntry e;
     if (!c.string(&e.key, kfld, [] { return "key"; }, Code::CONTAINER_KEY)) return false;
     if (e.key.empty()) return reject(r, Code::CONTAINER_KEY, kfld(), "empty key", start);
-    auto found = v.meta_index.find(e.key);
-    if (found != v.meta_index.end()) {
+    if (const MetaEntry* first = v.find(e.key)) {
       return reject(r, Code::CONTAINER_DUPLICATE_KEY, kfld(),
-                    "key " + show_str(e.key) + " already defined at offset " + u64s(v.meta[found->second].offset),
-                    start);
+                    "key " + show_str(e.key) + " already defined at offset " + u64s(first->offset), start);
     }
     const std::string field = cat("metadata.", e.key);
     auto fld = [&] { return field; };
@@ -408,8 +405,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     } else if (!detail::read_scalar(c, e, field)) {
       return false;
     }
-    v.meta_index.emplace(e.key, v.meta.size());
-    v.meta.push_back(e);
+    v.add_meta(e);
   }
   // alignment
   std::uint64_t alignment = kDefaultAlignment;
@@ -433,8 +429,8 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   const std::uint64_t reserve = tensor_count < 4096 ? tensor_count : 4096;
   raw.reserve(reserve);
   v.tensors.reserve(reserve);
-  std::unordered_map<std::string_view, std::uint64_t> seen;
-  seen.reserve(reserve);
+  KeyIndex seen;  // name -> position in v.tensors
+  const auto name_of = [&v](std::size_t k) { return v.tensors[k].name; };
   for (std::uint64_t i = 0; i < tensor_count; ++i) {
     const std::uint64_t start = c.pos;
     auto nfld = [&] { return "tensors[" + u64s(i) + "].name"; };
@@ -445,12 +441,12 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                     "tensor name must be 1.." + u64s(kMaxNameBytes) + " bytes, got " + u64s(t.name.size()), start,
                     "1.." + u64s(kMaxNameBytes) + " bytes", u64s(t.name.size()));
     }
-    auto dup = seen.find(t.name);
-    if (dup != seen.end()) {
+    if (const auto dup = seen.find(t.name, name_of)) {
       return reject(r, Code::CONTAINER_TENSOR_NAME, nfld(),
-                    "duplicate tensor name " + show_str(t.name) + " (first at offset " + u64s(dup->second) + ")", start);
+                    "duplicate tensor name " + show_str(t.name) + " (first at offset " + u64s(v.tensors[*dup].offset) +
+                        ")",
+                    start);
     }
-    seen.emplace(t.name, start);
     const std::string field = cat("tensors.", t.name);
     const std::uint64_t rank_at = c.pos;
     std::uint32_t n_dims{};
@@ -508,6 +504,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     t.offset = start;
     raw.push_back({n_dims, gt, offset, nbytes, off_at});
     v.tensors.push_back(std::move(t));
+    seen.insert(v.tensors.back().name, v.tensors.size() - 1, name_of);
   }
   v.bind_shapes();
   v.header_end = c.pos;
@@ -515,15 +512,15 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   for (std::size_t i = 0; i < v.tensors.size(); ++i) {
     TensorEntry& t = v.tensors[i];
     const detail::RawTensor& rt = raw[i];
-    const std::string field = cat(cat("tensors.", t.name), ".offset");
+    const auto field = [&] { return cat(cat("tensors.", t.name), ".offset"); };  // on failure only
     if (rt.offset % alignment) {
-      return reject(r, Code::CONTAINER_OFFSET, field,
+      return reject(r, Code::CONTAINER_OFFSET, field(),
                     "offset " + u64s(rt.offset) + " is not a multiple of the alignment " + u64s(alignment), rt.off_at,
                     "multiple of " + u64s(alignment), u64s(rt.offset));
     }
     std::uint64_t begin{}, end{};
     if (add_overflows(v.data_offset, rt.offset, &begin) || add_overflows(begin, rt.nbytes, &end) || end > file_size) {
-      return reject(r, Code::CONTAINER_EXTENT, field, "data ends past the end of the file (" + u64s(file_size) + ")",
+      return reject(r, Code::CONTAINER_EXTENT, field(), "data ends past the end of the file (" + u64s(file_size) + ")",
                     rt.off_at, "end <= " + u64s(file_size), std::nullopt);
     }
     t.start = begin;

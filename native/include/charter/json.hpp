@@ -17,10 +17,10 @@
 #include <forward_list>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "charter/checked.hpp"
+#include "charter/flat.hpp"
 
 namespace charter::rt::json {
 
@@ -433,10 +433,10 @@ class Doc {
       }
       return false;
     }
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(n);
+    KeyIndex seen;
+    const auto key_of = [this](std::size_t k) { return mstack_[k].key; };
     for (std::size_t i = mark; i < mstack_.size(); ++i) {
-      if (!seen.insert(mstack_[i].key).second) return true;
+      if (seen.insert(mstack_[i].key, i, key_of)) return true;
     }
     return false;
   }

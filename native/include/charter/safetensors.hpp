@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "charter/checked.hpp"
@@ -96,8 +95,8 @@ struct Walker {
       *end = i + 1;
       return true;
     }
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(64);
+    KeyIndex seen;  // key -> position in `pairs`
+    const auto key_of = [&pairs](std::size_t k) { return pairs[k].key; };
     while (true) {
       if (i >= n || js.at(i) != '"') return bad(i, "expected a string key");
       Member m;
@@ -105,7 +104,7 @@ struct Walker {
       std::size_t j{};
       if (!js.scanstring(i + 1, &j, &m.key, &m.lone)) return bad(js.err_pos, "invalid JSON");
       if (m.lone) return bad(i, "string holds a lone surrogate escape", "header");
-      if (!seen.insert(m.key).second) {
+      if (seen.find(m.key, key_of)) {
         return bad(i, "duplicate key " + show_str(m.key), join("header", m.key), Code::CONTAINER_DUPLICATE_KEY);
       }
       j = js.ws(j);
@@ -113,6 +112,7 @@ struct Walker {
       const std::size_t v_at = js.ws(j + 1);
       if (!value(v_at, join("header", m.key), &j, &m.value)) return false;
       pairs.push_back(m);
+      seen.insert(m.key, pairs.size() - 1, key_of);
       i = js.ws(j);
       if (i < n && js.at(i) == ',') {
         i = js.ws(i + 1);
@@ -156,8 +156,7 @@ struct Walker {
       e.type = VType::Str;
       e.offset = e.type_offset = e.value_offset = 8;
       e.str = js.node(m[k].value).s;
-      view.meta_index.emplace(e.key, view.meta.size());
-      view.meta.push_back(e);
+      view.add_meta(e);  // the keys are unique: the object parsed
     }
     return true;
   }
@@ -393,10 +392,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     e.key = k;
     e.str = own(e.str);
   }
-  if (moved) {
-    v.meta_index.clear();
-    for (std::size_t i = 0; i < v.meta.size(); ++i) v.meta_index.emplace(v.meta[i].key, i);
-  }
+  if (moved) v.reindex_meta();
   for (auto& t : v.tensors) t.name = own(t.name);
   return true;
 }

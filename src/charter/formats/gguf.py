@@ -124,6 +124,7 @@ _ARRAY_HEAD = struct.Struct("<IQ")  # element type, count
 _HIGH_BYTES = 0x8080808080808080  # a length prefix with a byte >= 0x80 is not ASCII
 _DIMS_TAIL = {n: struct.Struct(f"<{n}QIQ") for n in range(1, MAX_DIMS + 1)}  # dims, ggml type, offset
 _UTF8_CHUNK = 1 << 20
+FAST_PATHS = True  # False: every record through the checked path (tests compare the two)
 
 
 def _fail(code: Code, field: str, message: str, offset: int, expected=None, actual=None):
@@ -457,8 +458,9 @@ def _read_version(cur: _Cursor) -> int:
 
 def _read_kvs(cur: _Cursor, kv_count: int) -> dict[str, KV]:
     kvs: dict[str, KV] = {}
+    fast = FAST_PATHS
     for i in range(kv_count):
-        if not _fast_kv(cur, kvs):
+        if not (fast and _fast_kv(cur, kvs)):
             _read_kv(cur, i, kvs)
     return kvs
 
@@ -762,8 +764,9 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
     u64, u32, tails, types = _U64.unpack_from, _U32.unpack_from, _DIMS_TAIL, GGML_TYPES
     seen: dict[str, int] = {}
     out = []
+    fast = FAST_PATHS
     for i in range(tensor_count):
-        if pos + 8 <= end:
+        if fast and pos + 8 <= end:
             n = u64(buf, pos)[0]
             rank_at = pos + 8 + n
             tail = tails.get(u32(buf, rank_at)[0]) if 0 < n <= MAX_NAME_BYTES and rank_at + 4 <= end else None
