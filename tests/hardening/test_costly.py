@@ -200,3 +200,38 @@ def test_fast_and_checked_paths_agree_on_the_corpus_and_every_byte_edit(monkeypa
     checked = [_outcome(d, n) for d, n in inputs]
     assert len(inputs) > 2000
     assert [i for i, (a, b) in enumerate(zip(fast, checked)) if a != b] == []
+
+
+@pytest.mark.parametrize("edit,duplicate", [
+    (lambda t: t.replace('"b":', '"a":'), True),  # a tensor
+    (lambda t: t.replace('"format":"pt"', '"format":"pt","format":"pt"'), True),  # a metadata key
+    (lambda t: t.replace('"dtype":"F32"', '"dtype":"F32","dtype":"F32"', 1), True),  # an entry's field
+    (lambda t: t.replace('"format":"pt"', '"format":"p:t","f:x":"y"'), False),  # colons in metadata
+    (lambda t: t.replace('"b":', '"b:1":'), False),  # a colon in a tensor name
+])
+def test_the_plain_decoder_never_hides_a_duplicate(edit, duplicate):
+    """A header without a backslash is decoded without the duplicate hook first (a third faster)
+    and kept only when every `:` is a member or inside a string (charter.formats.safetensors
+    `_no_key_dropped`): a duplicate is still found, and colons in strings are not taken for one.
+    Either way the result is the positional walker's."""
+    import json as _json
+
+    from tests.hardening import corpus
+
+    data = corpus.st_file(edit(_json.dumps(corpus.st_header(), separators=(",", ":"))))
+    assert b"\\" not in data
+    try:
+        got = safetensors.parse_safetensors(data, len(data))
+    except CharterError as exc:
+        got = exc.diagnostics
+        assert duplicate and got[0].code.value == "CONTAINER_DUPLICATE_KEY"
+    else:
+        assert not duplicate
+    assert got == _walker(data)
+
+
+def _walker(data: bytes):
+    try:
+        return safetensors._parse(data, len(data), False)
+    except CharterError as exc:
+        return exc.diagnostics

@@ -105,8 +105,9 @@ def _safetensors_entry(key: str, value: str) -> MetaEntry:
 @gc_paused()
 def gguf_view(h: GGUFHeader) -> ArtifactView:
     meta = LazyMeta(h.kvs, _gguf_entry)
+    new = tuple.__new__  # a named tuple from its fields, without the call's argument binding
     tensors = tuple(
-        TensorEntry(name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset)
+        new(TensorEntry, (name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset))
         for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
     )
     return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
@@ -117,8 +118,8 @@ def gguf_view(h: GGUFHeader) -> ArtifactView:
 def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
     meta = LazyMeta(h.metadata or {}, _safetensors_entry)
     tensors = tuple(
-        TensorEntry(t.name, tuple(t.shape), t.dtype, h.data_offset + t.begin, h.data_offset + t.end, 8)
-        for t in h.tensors
+        tuple.__new__(TensorEntry, (name, shape, dtype, h.data_offset + begin, h.data_offset + end, 8))
+        for name, dtype, shape, begin, end in h.tensors
     )
     return ArtifactView("safetensors", None, None, h.header_len_aligned, h.data_offset, h.data_offset, h.file_size,
                         meta, tensors, h)
