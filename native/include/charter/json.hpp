@@ -96,6 +96,15 @@ class Doc {
   Err err = Err::None;
   std::uint64_t err_pos = 0;  // Syntax: JSONDecodeError.pos
 
+  // Room for `values` values and members at once (a bound known before parsing: the safetensors
+  // walker's count of , : [), so that the vectors are never copied while they grow: reserved
+  // pages cost address space only until they are used.
+  void reserve(std::size_t values) {
+    nodes.reserve(values);
+    members.reserve(values);
+    mstack_.reserve(values);
+  }
+
   std::size_t size() const { return n_; }
   unsigned char at(std::size_t i) const { return t_[i]; }
 

@@ -150,6 +150,7 @@ struct Walker {
       }
       if (x.lone) return bad(x.pos, "string holds a lone surrogate escape", field);
     }
+    view.meta.reserve(view.meta.size() + v.count);  // once: no copy of a growing vector at its peak
     for (std::uint32_t k = 0; k < v.count; ++k) {
       MetaEntry e;
       e.key = m[k].key;
@@ -322,6 +323,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   const std::size_t bad = utf8_error(text, n);
   if (bad != n) return reject(r, Code::CONTAINER_JSON, "header", "header is not valid UTF-8", 8 + bad);
   json::Doc js(text, n);
+  js.reserve(structure + 1);  // every value but the first follows one of , : [
   detail::Walker w{js, r};
   std::vector<json::Member> pairs;
   std::size_t end{};
