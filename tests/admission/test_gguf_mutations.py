@@ -8,7 +8,6 @@ it, so several cases assert an *earlier* stage than the field's name suggests, w
 
 from __future__ import annotations
 
-import dataclasses
 import struct
 
 import pytest
@@ -269,7 +268,7 @@ def test_tensor_row_width_changed_by_a_whole_block(capsys, sparse_copy, real_hea
 
 
 def test_tensor_rank_changed(capsys, sparse_copy, real_header):
-    tensors = [dataclasses.replace(t, dims=t.dims + (1,)) if t.name == Q else t for t in real_header.tensors]
+    tensors = [t._replace(dims=t.dims + (1,)) if t.name == Q else t for t in real_header.tensors]
     rewrite_header(sparse_copy, real_header, tensors=tensors)
     assert_rejected(admit(capsys, sparse_copy), "tensors", "TENSOR_RANK", f"tensors.{Q}.rank",
                     fact="blk.{i}.attn_q.weight")
@@ -287,9 +286,9 @@ def test_tensor_codec_q4_1_to_q4_0(capsys, sparse_copy, real_header):
 def test_unexpected_tensor(capsys, sparse_copy, real_header):
     """An extra tensor appended after the last extent (file grown to hold it)."""
     last = max(real_header.tensors, key=lambda t: t.end)
-    extra = dataclasses.replace(last, name="rope_freqs.weight", dims=(32,),
-                                ggml_type=tensor(real_header, "output_norm.weight").ggml_type,
-                                offset=last.offset + last.nbytes, nbytes=128)
+    extra = last._replace(name="rope_freqs.weight", dims=(32,),
+                          ggml_type=tensor(real_header, "output_norm.weight").ggml_type,
+                          offset=last.offset + last.nbytes, nbytes=128)
     rewrite_header(sparse_copy, real_header, tensors=real_header.tensors + [extra],
                    tensor_count=real_header.tensor_count + 1, grow=128)
     assert_rejected(admit(capsys, sparse_copy), "tensors", "TENSOR_UNEXPECTED", "tensors.rope_freqs.weight",

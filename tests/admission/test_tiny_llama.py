@@ -101,7 +101,7 @@ def _add_vision_tensor(path: Path) -> None:
     last = h.tensors[-1]
     f32 = tensor(h, "output_norm.weight").ggml_type
     offset = -(-(last.offset + last.nbytes) // h.alignment) * h.alignment
-    extra = dataclasses.replace(last, name="v.patch_embd.weight", dims=(64,), ggml_type=f32, offset=offset, nbytes=256)
+    extra = last._replace(name="v.patch_embd.weight", dims=(64,), ggml_type=f32, offset=offset, nbytes=256)
     blob = serialize_gguf_header(dataclasses.replace(h, tensors=h.tensors + [extra], tensor_count=h.tensor_count + 1))
     write_sparse(path, blob, len(blob) + offset + 256)
 

@@ -686,16 +686,17 @@ class Context {
         }
       }
     }
-    std::unordered_map<std::string_view, const TensorEntry*> actual;
-    actual.reserve(v_.tensors.size());
-    for (const TensorEntry& t : v_.tensors) {
-      if (!actual.emplace(t.name, &t).second) {
+    KeyIndex actual;  // name -> position in v_.tensors
+    const auto name_of = [this](std::size_t k) { return v_.tensors[k].name; };
+    for (std::size_t k = 0; k < v_.tensors.size(); ++k) {
+      const TensorEntry& t = v_.tensors[k];
+      if (actual.insert(t.name, k, name_of)) {
         return reject(r_, Code::TENSOR_DUPLICATE, "tensors." + std::string(t.name),
                       "tensor " + show_str(t.name) + " appears twice", t.offset, std::string("1"), std::string("2"));
       }
     }
     for (std::size_t i = 0; i < names.size(); ++i) {
-      if (!actual.count(names[i])) {
+      if (!actual.find(names[i], name_of)) {
         return reject(r_, Code::TENSOR_MISSING, "tensors." + names[i], "tensor " + show_str(names[i]) + " is missing",
                       std::nullopt, std::string("present"), std::string("missing"), rows[i]->at);
       }
@@ -709,7 +710,7 @@ class Context {
     }
     for (std::size_t i = 0; i < names.size(); ++i) {
       const TensorRow& row = *rows[i];
-      const TensorEntry& t = *actual[names[i]];
+      const TensorEntry& t = v_.tensors[*actual.find(names[i], name_of)];
       const std::string field = "tensors." + names[i];
       if (t.shape.size != row.shape.size) {
         return mismatch(Code::TENSOR_RANK, field + ".rank", u64s(row.shape.size), u64s(t.shape.size), row.at, t.offset,

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "charter/checked.hpp"
@@ -23,6 +22,10 @@ inline constexpr std::uint64_t kMaxAlignment = 1ull << 30;
 inline constexpr std::uint64_t kMaxNameBytes = 63;
 inline constexpr std::uint32_t kMaxDims = 4;
 inline constexpr std::uint64_t kMaxHeaderBytes = 64ull << 20;
+// Count limits (Note [Reader limits] in charter/formats/gguf.py): CONTAINER_COUNT past them.
+inline constexpr std::uint64_t kMaxKvCount = 1ull << 16;
+inline constexpr std::uint64_t kMaxTensorCount = 1ull << 17;
+inline constexpr std::uint64_t kMaxStringElements = 1ull << 20;  // in all string arrays together
 inline constexpr std::uint64_t kI64Max = (1ull << 63) - 1;
 inline constexpr std::uint64_t kMinKv = 8 + 1 + 4 + 1;
 inline constexpr std::uint64_t kMinTensorInfo = 8 + 1 + 4 + 8 + 4 + 8;
@@ -78,6 +81,7 @@ class Cursor {
   }
 
   std::uint64_t pos = 0;
+  std::uint64_t strings_left = kMaxStringElements;  // string elements the limit still allows
   const unsigned char* buf() const { return buf_; }
   std::uint64_t end() const { return end_; }
   std::uint64_t file_size() const { return file_size_; }
@@ -196,6 +200,12 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
                      " bytes each)"; },
         Code::CONTAINER_COUNT);
   }
+  if (et == VType::Str && count > c.strings_left) {
+    return reject(r, Code::CONTAINER_COUNT, field,
+                  u64s(count) + " string elements are more than the " + u64s(c.strings_left) +
+                      " left of the reader's limit on string elements in all arrays",
+                  at + 4, "<= " + u64s(c.strings_left), u64s(count));
+  }
   const std::uint64_t start = c.pos;
   if (et == VType::Str) {
     // Bounds first for every element (`_walk_strings`), then UTF-8 of the elements. Fast path: a
@@ -257,6 +267,7 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
     c.pos = start + need;
   }
   const std::uint64_t stop = c.pos;
+  if (et == VType::Str) c.strings_left -= count;
   if (et == VType::Bool) {
     for (std::uint64_t j = 0; j < count; ++j) {
       const unsigned char b = c.buf()[start + j];
@@ -366,6 +377,16 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                   u64s(kv_count) + " kv pairs cannot fit in the " + u64s(left) + " bytes left after the tensor infos",
                   16, "<= " + u64s(left / kMinKv), u64s(kv_count));
   }
+  if (tensor_count > kMaxTensorCount) {
+    return reject(r, Code::CONTAINER_COUNT, "header.tensor_count",
+                  u64s(tensor_count) + " tensor infos are more than the reader's limit of " + u64s(kMaxTensorCount), 8,
+                  "<= " + u64s(kMaxTensorCount), u64s(tensor_count));
+  }
+  if (kv_count > kMaxKvCount) {
+    return reject(r, Code::CONTAINER_COUNT, "header.kv_count",
+                  u64s(kv_count) + " kv pairs are more than the reader's limit of " + u64s(kMaxKvCount), 16,
+                  "<= " + u64s(kMaxKvCount), u64s(kv_count));
+  }
   // kv pairs (counts are bounded by the file size now)
   // Reservations are capped: a count bounded by a large file is still no reason to allocate.
   v.meta.reserve(kv_count < 1024 ? kv_count : 1024);
@@ -375,11 +396,9 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     MetaEntry e;
     if (!c.string(&e.key, kfld, [] { return "key"; }, Code::CONTAINER_KEY)) return false;
     if (e.key.empty()) return reject(r, Code::CONTAINER_KEY, kfld(), "empty key", start);
-    auto found = v.meta_index.find(e.key);
-    if (found != v.meta_index.end()) {
+    if (const MetaEntry* first = v.find(e.key)) {
       return reject(r, Code::CONTAINER_DUPLICATE_KEY, kfld(),
-                    "key " + show_str(e.key) + " already defined at offset " + u64s(v.meta[found->second].offset),
-                    start);
+                    "key " + show_str(e.key) + " already defined at offset " + u64s(first->offset), start);
     }
     const std::string field = cat("metadata.", e.key);
     auto fld = [&] { return field; };
@@ -394,8 +413,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     } else if (!detail::read_scalar(c, e, field)) {
       return false;
     }
-    v.meta_index.emplace(e.key, v.meta.size());
-    v.meta.push_back(e);
+    v.add_meta(e);
   }
   // alignment
   std::uint64_t alignment = kDefaultAlignment;
@@ -419,8 +437,8 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   const std::uint64_t reserve = tensor_count < 4096 ? tensor_count : 4096;
   raw.reserve(reserve);
   v.tensors.reserve(reserve);
-  std::unordered_map<std::string_view, std::uint64_t> seen;
-  seen.reserve(reserve);
+  KeyIndex seen;  // name -> position in v.tensors
+  const auto name_of = [&v](std::size_t k) { return v.tensors[k].name; };
   for (std::uint64_t i = 0; i < tensor_count; ++i) {
     const std::uint64_t start = c.pos;
     auto nfld = [&] { return "tensors[" + u64s(i) + "].name"; };
@@ -431,12 +449,12 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                     "tensor name must be 1.." + u64s(kMaxNameBytes) + " bytes, got " + u64s(t.name.size()), start,
                     "1.." + u64s(kMaxNameBytes) + " bytes", u64s(t.name.size()));
     }
-    auto dup = seen.find(t.name);
-    if (dup != seen.end()) {
+    if (const auto dup = seen.find(t.name, name_of)) {
       return reject(r, Code::CONTAINER_TENSOR_NAME, nfld(),
-                    "duplicate tensor name " + show_str(t.name) + " (first at offset " + u64s(dup->second) + ")", start);
+                    "duplicate tensor name " + show_str(t.name) + " (first at offset " + u64s(v.tensors[*dup].offset) +
+                        ")",
+                    start);
     }
-    seen.emplace(t.name, start);
     const std::string field = cat("tensors.", t.name);
     const std::uint64_t rank_at = c.pos;
     std::uint32_t n_dims{};
@@ -494,6 +512,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     t.offset = start;
     raw.push_back({n_dims, gt, offset, nbytes, off_at});
     v.tensors.push_back(std::move(t));
+    seen.insert(v.tensors.back().name, v.tensors.size() - 1, name_of);
   }
   v.bind_shapes();
   v.header_end = c.pos;
@@ -501,15 +520,15 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   for (std::size_t i = 0; i < v.tensors.size(); ++i) {
     TensorEntry& t = v.tensors[i];
     const detail::RawTensor& rt = raw[i];
-    const std::string field = cat(cat("tensors.", t.name), ".offset");
+    const auto field = [&] { return cat(cat("tensors.", t.name), ".offset"); };  // on failure only
     if (rt.offset % alignment) {
-      return reject(r, Code::CONTAINER_OFFSET, field,
+      return reject(r, Code::CONTAINER_OFFSET, field(),
                     "offset " + u64s(rt.offset) + " is not a multiple of the alignment " + u64s(alignment), rt.off_at,
                     "multiple of " + u64s(alignment), u64s(rt.offset));
     }
     std::uint64_t begin{}, end{};
     if (add_overflows(v.data_offset, rt.offset, &begin) || add_overflows(begin, rt.nbytes, &end) || end > file_size) {
-      return reject(r, Code::CONTAINER_EXTENT, field, "data ends past the end of the file (" + u64s(file_size) + ")",
+      return reject(r, Code::CONTAINER_EXTENT, field(), "data ends past the end of the file (" + u64s(file_size) + ")",
                     rt.off_at, "end <= " + u64s(file_size), std::nullopt);
     }
     t.start = begin;

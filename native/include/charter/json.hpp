@@ -21,10 +21,10 @@
 #include <forward_list>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "charter/checked.hpp"
+#include "charter/flat.hpp"
 
 namespace charter::rt::json {
 
@@ -101,6 +101,15 @@ class Doc {
   std::vector<Member>& members;
   Err err = Err::None;
   std::uint64_t err_pos = 0;  // Syntax: JSONDecodeError.pos
+
+  // Room for `values` values and members at once (a bound known before parsing: the safetensors
+  // walker's count of , : [), so that the vectors are never copied while they grow: reserved
+  // pages cost address space only until they are used.
+  void reserve(std::size_t values) {
+    nodes.reserve(values);
+    members.reserve(values);
+    mstack_.reserve(values);
+  }
 
   std::size_t size() const { return n_; }
   unsigned char at(std::size_t i) const { return t_[i]; }
@@ -440,10 +449,10 @@ class Doc {
       }
       return false;
     }
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(n);
+    KeyIndex seen;
+    const auto key_of = [this](std::size_t k) { return mstack_[k].key; };
     for (std::size_t i = mark; i < mstack_.size(); ++i) {
-      if (!seen.insert(mstack_[i].key).second) return true;
+      if (seen.insert(mstack_[i].key, i, key_of)) return true;
     }
     return false;
   }

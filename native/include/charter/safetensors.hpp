@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "charter/checked.hpp"
@@ -20,6 +19,15 @@
 namespace charter::rt::safetensors {
 
 inline constexpr std::uint64_t kMaxHeaderBytes = 100000000;
+// Note [JSON structure limit] in charter/formats/safetensors.py: at most this many of the bytes
+// , : [ in the header (strings included), or CONTAINER_HEADER before it is decoded.
+inline constexpr std::uint64_t kMaxJsonStructure = 1ull << 21;
+
+inline std::uint64_t json_structure(const unsigned char* text, std::uint64_t n) {
+  std::uint64_t count = 0;
+  for (std::uint64_t i = 0; i < n; ++i) count += text[i] == ',' || text[i] == ':' || text[i] == '[';
+  return count;
+}
 
 struct Dtype {
   std::string_view name;
@@ -87,8 +95,8 @@ struct Walker {
       *end = i + 1;
       return true;
     }
-    std::unordered_set<std::string_view> seen;
-    seen.reserve(64);
+    KeyIndex seen;  // key -> position in `pairs`
+    const auto key_of = [&pairs](std::size_t k) { return pairs[k].key; };
     while (true) {
       if (i >= n || js.at(i) != '"') return bad(i, "expected a string key");
       Member m;
@@ -96,7 +104,7 @@ struct Walker {
       std::size_t j{};
       if (!js.scanstring(i + 1, &j, &m.key, &m.lone)) return bad(js.err_pos, "invalid JSON");
       if (m.lone) return bad(i, "string holds a lone surrogate escape", "header");
-      if (!seen.insert(m.key).second) {
+      if (seen.find(m.key, key_of)) {
         return bad(i, "duplicate key " + show_str(m.key), join("header", m.key), Code::CONTAINER_DUPLICATE_KEY);
       }
       j = js.ws(j);
@@ -104,6 +112,7 @@ struct Walker {
       const std::size_t v_at = js.ws(j + 1);
       if (!value(v_at, join("header", m.key), &j, &m.value)) return false;
       pairs.push_back(m);
+      seen.insert(m.key, pairs.size() - 1, key_of);
       i = js.ws(j);
       if (i < n && js.at(i) == ',') {
         i = js.ws(i + 1);
@@ -141,14 +150,14 @@ struct Walker {
       }
       if (x.lone) return bad(x.pos, "string holds a lone surrogate escape", field);
     }
+    view.meta.reserve(view.meta.size() + v.count);  // once: no copy of a growing vector at its peak
     for (std::uint32_t k = 0; k < v.count; ++k) {
       MetaEntry e;
       e.key = m[k].key;
       e.type = VType::Str;
       e.offset = e.type_offset = e.value_offset = 8;
       e.str = js.node(m[k].value).s;
-      view.meta_index.emplace(e.key, view.meta.size());
-      view.meta.push_back(e);
+      view.add_meta(e);  // the keys are unique: the object parsed
     }
     return true;
   }
@@ -303,9 +312,18 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                   0, "<= " + u64s(avail - 8), u64s(n));
   }
   const unsigned char* text = buf + 8;
+  const std::uint64_t structure = json_structure(text, n);
+  if (structure > kMaxJsonStructure) {
+    return reject(r, Code::CONTAINER_HEADER, "header",
+                  "the header holds " + u64s(structure) +
+                      " of the JSON characters , : [ (each may start a value), more than the reader's limit of " +
+                      u64s(kMaxJsonStructure),
+                  8, "<= " + u64s(kMaxJsonStructure), u64s(structure));
+  }
   const std::size_t bad = utf8_error(text, n);
   if (bad != n) return reject(r, Code::CONTAINER_JSON, "header", "header is not valid UTF-8", 8 + bad);
   json::Doc js(text, n, json::Numbers::Serde);
+  js.reserve(structure + 1);  // every value but the first follows one of , : [
   detail::Walker w{js, r};
   std::vector<json::Member> pairs;
   std::size_t end{};
@@ -376,10 +394,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     e.key = k;
     e.str = own(e.str);
   }
-  if (moved) {
-    v.meta_index.clear();
-    for (std::size_t i = 0; i < v.meta.size(); ++i) v.meta_index.emplace(v.meta[i].key, i);
-  }
+  if (moved) v.reindex_meta();
   for (auto& t : v.tensors) t.name = own(t.name);
   return true;
 }

@@ -7,10 +7,10 @@
 #include <forward_list>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "charter/checked.hpp"
+#include "charter/flat.hpp"
 #include "charter/tables.hpp"
 
 namespace charter::rt {
@@ -101,14 +101,31 @@ struct View {
   std::uint64_t data_offset = 0;
   std::uint64_t file_size = 0;
   std::vector<MetaEntry> meta;  // file order
-  std::unordered_map<std::string_view, std::size_t> meta_index;
+  KeyIndex meta_index;                // key -> position in `meta`
   std::vector<TensorEntry> tensors;  // header order
   std::vector<Int> dims;             // every tensor's shape, one after another
   std::forward_list<std::string> arena;  // decoded strings the views above may point into
 
   const MetaEntry* find(std::string_view key) const {
-    auto it = meta_index.find(key);
-    return it == meta_index.end() ? nullptr : &meta[it->second];
+    const auto at = meta_index.find(key, [this](std::size_t i) { return meta[i].key; });
+    return at ? &meta[*at] : nullptr;
+  }
+
+  // Append `e` to `meta` unless its key is there already: then the entry that holds it.
+  const MetaEntry* add_meta(const MetaEntry& e) {
+    if (const auto at = meta_index.insert(e.key, meta.size(), [this](std::size_t i) { return meta[i].key; })) {
+      return &meta[*at];
+    }
+    meta.push_back(e);
+    return nullptr;
+  }
+
+  // Index `meta` again (after its keys moved).
+  void reindex_meta() {
+    meta_index.clear();
+    for (std::size_t i = 0; i < meta.size(); ++i) {
+      meta_index.insert(meta[i].key, i, [this](std::size_t j) { return meta[j].key; });
+    }
   }
 
   // Point each tensor's shape into `dims` (once `dims` no longer grows).

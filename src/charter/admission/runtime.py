@@ -162,8 +162,9 @@ class Context:
                           "absent", "present", self.view.meta[key].offset)
         if extra == "reject":
             pinned = set(pinned) | CONTAINER_KEYS.get(self.view.format, set())
-            for key, entry in self.view.meta.items():
+            for key in self.view.meta:  # the keys only: entries are built on demand (LazyMeta)
                 if key not in pinned:
+                    entry = self.view.meta[key]
                     self.fail(Code.METADATA_UNEXPECTED, f"metadata.{key}",
                               f"key {key!r} ({entry.type}) is not in the contract (extra_keys: reject)", at,
                               "absent", "present", entry.offset)

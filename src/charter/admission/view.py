@@ -6,15 +6,21 @@ safetensors. Building it is the container stage: the strict readers raise CONTAI
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
-from charter.formats.gguf import GGUFArray, GGUFHeader, parse_gguf, read_gguf
+from charter.formats.gguf import GGUFHeader, GGUFValueType, parse_gguf, read_gguf
+from charter.formats.records import gc_paused
 from charter.formats.safetensors import SafetensorsHeader, parse_safetensors, read_safetensors
 from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
 
 
-@dataclass(frozen=True)
-class MetaEntry:
+class MetaEntry(NamedTuple):
+    """One metadata entry. (Entries are named tuples: a header holds up to 2**16 of them and 2**17
+    tensors, Note [Reader limits] in charter/formats/gguf.py, and a tuple is built in a third of
+    the time of a frozen dataclass.)"""
+
     key: str
     type: str  # "uint32", "string", "array", ...
     value: object  # scalar, or GGUFArray for arrays
@@ -24,8 +30,7 @@ class MetaEntry:
     value_offset: int  # the first byte of the value
 
 
-@dataclass(frozen=True)
-class TensorEntry:
+class TensorEntry(NamedTuple):
     name: str
     shape: tuple[int, ...]  # in the container's own order (GGUF: ne[0] first)
     codec: str  # ggml type name or safetensors dtype
@@ -43,9 +48,32 @@ class ArtifactView:
     header_end: int  # end of the header records; [header_end, data_offset) is alignment padding
     data_offset: int
     file_size: int
-    meta: dict[str, MetaEntry]
+    meta: Mapping[str, MetaEntry]  # file order; entries built when asked for (`LazyMeta`)
     tensors: tuple[TensorEntry, ...]  # header order
     header: object
+
+
+class LazyMeta(Mapping):
+    """A header's metadata entries, each built from its record when asked for: checking the key
+    set walks the keys alone, so a header of 2**16 pairs (or a safetensors header of a million
+    metadata keys) builds the one entry a diagnostic names, not all of them."""
+
+    __slots__ = ("_records", "_entry")
+
+    def __init__(self, records: Mapping, entry: Callable[[str, object], MetaEntry]) -> None:
+        self._records, self._entry = records, entry
+
+    def __getitem__(self, key: str) -> MetaEntry:
+        return self._entry(key, self._records[key])
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._records
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._records)
+
+    def __len__(self) -> int:
+        return len(self._records)
 
 
 def read_view(path: str, fmt: str) -> ArtifactView:
@@ -67,28 +95,38 @@ def parse_view(buf, file_size: int, fmt: str) -> ArtifactView:
     return safetensors_view(parse_safetensors(buf, file_size))
 
 
-def _type_name(t) -> str:
-    return t.name.lower()
+_TYPE_NAMES = {t: t.name.lower() for t in GGUFValueType}
+_ARRAY = GGUFValueType.ARRAY
 
 
+def _gguf_entry(key: str, kv) -> MetaEntry:
+    _, vtype, value, offset, value_offset, _ = kv
+    element = _TYPE_NAMES[value.elem_type] if vtype is _ARRAY else None
+    return MetaEntry(key, _TYPE_NAMES[vtype], value, element, offset, value_offset - 4, value_offset)
+
+
+def _safetensors_entry(key: str, value: str) -> MetaEntry:
+    return MetaEntry(key, "string", value, None, 8, 8, 8)
+
+
+@gc_paused()
 def gguf_view(h: GGUFHeader) -> ArtifactView:
-    meta = {}
-    for kv in h.kvs.values():
-        element = _type_name(kv.value.elem_type) if isinstance(kv.value, GGUFArray) else None
-        meta[kv.key] = MetaEntry(kv.key, _type_name(kv.type), kv.value, element, kv.offset, kv.type_offset,
-                                 kv.value_offset)
+    meta = LazyMeta(h.kvs, _gguf_entry)
+    new = tuple.__new__  # a named tuple from its fields, without the call's argument binding
     tensors = tuple(
-        TensorEntry(t.name, tuple(t.dims), t.ggml_type.name, t.start, t.end, t.info_offset) for t in h.tensors
+        new(TensorEntry, (name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset))
+        for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
     )
     return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
                         tensors, h)
 
 
+@gc_paused()
 def safetensors_view(h: SafetensorsHeader) -> ArtifactView:
-    meta = {k: MetaEntry(k, "string", v, None, 8, 8, 8) for k, v in (h.metadata or {}).items()}
+    meta = LazyMeta(h.metadata or {}, _safetensors_entry)
     tensors = tuple(
-        TensorEntry(t.name, tuple(t.shape), t.dtype, h.data_offset + t.begin, h.data_offset + t.end, 8)
-        for t in h.tensors
+        tuple.__new__(TensorEntry, (name, shape, dtype, h.data_offset + begin, h.data_offset + end, 8))
+        for name, dtype, shape, begin, end in h.tensors
     )
     return ArtifactView("safetensors", None, None, h.header_len_aligned, h.data_offset, h.data_offset, h.file_size,
                         meta, tensors, h)

@@ -20,10 +20,12 @@ Policies decided here (later stages and contracts rely on them):
 * Tensor rank 1..4; every dim in [1, 2**63-1] and their product <= 2**63-1 (ggml's ne is int64);
   ne[0] a multiple of the type's block size; byte size <= 2**64-1.
 * The header (through the tensor infos) may not exceed `max_header_bytes` (CONTAINER_HEADER):
-  64 MiB by default, 36 times SmolLM2's 1.8 MB header with its 49k-token vocabulary and merges;
-  it bounds the work a large file can demand (a parameter, should a real model need more).
+  64 MiB by default, 36 times SmolLM2's 1.8 MB header with its 49k-token vocabulary and merges.
 * The data section starts at the header's end rounded up to the alignment, except in a file
   that declares no tensors, which has none (Note [Tensor-less GGUF], `data_offset`).
+* Counts are limited too (CONTAINER_COUNT, Note [Reader limits]): at most `max_kv_count` pairs
+  (2**16), `max_tensor_count` tensor infos (2**17) and `max_string_elements` string elements in
+  all arrays together (2**20). Parameters, like the header cap, should a real model need more.
 * Not checked here, left to the layout stage that reads this model: tensor overlap, order, gaps,
   the content of padding and trailing bytes.
 
@@ -44,24 +46,43 @@ offset from `data_offset` (or its C++ twin).
 
 `read_gguf` maps the file and touches only header pages. A file truncated by another process
 while it is being read can raise SIGBUS; a concurrent writer defeats any check anyway.
+
+Note [Reader limits]
+~~~~~~~~~~~~~~~~~~~~
+A header of 64 MiB holds up to 4.8 million kv pairs, 1.7 million tensor infos or 8 million string
+elements, and each costs the reader (and every stage after it) some work of its own: a file of
+3 million one-byte pairs once took the Python engine 39 s and 1.8 GiB. The counts are therefore
+limited far above any real model: GGUF files hold tens of kv pairs and up to a few thousand
+tensors (10,000-tensor files must work: the tensor limit is 13 times that), and the largest
+tokenizers hold about 200k-260k tokens and up to 450k-500k merges (2**20 string elements hold
+both). A count past its limit is rejected with CONTAINER_COUNT, on the count itself, before a
+record it counts is read: `header.tensor_count` and `header.kv_count` once both counts are
+known to fit the file (those checks come first), a string array's count (field `metadata.<key>`,
+offset the count) before its elements are walked. The C++ reader (native/include/charter/gguf.hpp)
+has the same limits, in the same order.
+
+The records are read by a fast path that handles every well-formed record without naming
+fields; anything it does not accept outright (a bound, a bad byte, a duplicate, a limit) is read
+again from the record's start by the checked path, which owns every diagnostic. So the two agree
+by construction, and the fast path only needs to never accept what the checked path rejects.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import mmap
 import os
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
-from typing import ClassVar
-
-import numpy as np
+from typing import ClassVar, NamedTuple
 
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.floatbits import f32_bits, f32_from_bits
-from charter.formats.ggml_types import REMOVED, GGMLType, ggml_type
+from charter.formats.ggml_types import GGML_TYPES, REMOVED, GGMLType, ggml_type
+from charter.formats.records import gc_paused
 
 MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -70,6 +91,9 @@ MAX_ALIGNMENT = 2**30
 MAX_NAME_BYTES = 63
 MAX_DIMS = 4
 MAX_HEADER_BYTES = 64 * 2**20
+MAX_KV_COUNT = 2**16
+MAX_TENSOR_COUNT = 2**17
+MAX_STRING_ELEMENTS = 2**20
 U64_MAX = 2**64 - 1
 I64_MAX = 2**63 - 1
 
@@ -111,6 +135,16 @@ _MIN_KV = 8 + 1 + 4 + 1  # key length + 1-byte key + type tag + smallest value
 _MIN_TENSOR_INFO = (
     8 + 1 + 4 + 8 + 4 + 8
 )  # name length + 1-byte name + n_dims + 1 dim + type + offset
+_VTYPES = tuple(GGUFValueType)  # by tag, without calling the enum
+_BOOL, _STRING, _ARRAY, _FLOAT32 = int(_T.BOOL), int(_T.STRING), int(_T.ARRAY), int(_T.FLOAT32)  # plain ints: the
+# fast paths compare tags
+_SCALAR_BY_TAG = {int(t): s for t, s in _SCALARS.items()}
+_ARRAY_HEAD = struct.Struct("<IQ")  # element type, count
+_HIGH_BYTES = 0x8080808080808080  # a length prefix with a byte >= 0x80 is not ASCII
+_DIMS_TAIL = {n: struct.Struct(f"<{n}QIQ") for n in range(1, MAX_DIMS + 1)}  # dims, ggml type, offset
+_UTF8_CHUNK = 1 << 20
+FAST_PATHS = True  # False: every record through the checked path (tests compare the two)
+_new = tuple.__new__  # builds a named tuple from its fields in half the time of calling the class
 
 
 def _fail(code: Code, field: str, message: str, offset: int, expected=None, actual=None):
@@ -168,9 +202,10 @@ class GGUFArray:
         return cls(elem_type, len(items), offset, raw)
 
 
-@dataclass(frozen=True)
-class KV:
-    """One metadata pair; offsets point into the file so a tool can patch one field in place."""
+class KV(NamedTuple):
+    """One metadata pair; offsets point into the file so a tool can patch one field in place.
+    (Records are named tuples, not dataclasses: a header holds up to 2**16 of them and 2**17
+    tensor infos, and a tuple is built in a third of the time; `_replace` edits one.)"""
 
     key: str
     type: GGUFValueType
@@ -184,8 +219,7 @@ class KV:
         return self.value_offset - 4
 
 
-@dataclass(frozen=True)
-class TensorInfo:
+class TensorInfo(NamedTuple):
     """One tensor info record; `dims` as stored (ne[0], the row width, first)."""
 
     name: str
@@ -257,11 +291,12 @@ class GGUFHeader:
 class _Cursor:
     """Bounds-checked reads: `end` is the first byte we may not read, whatever the reason."""
 
-    __slots__ = ("buf", "pos", "file_size", "cap", "end")
+    __slots__ = ("buf", "pos", "file_size", "cap", "end", "strings_left")
 
     def __init__(self, buf, file_size: int, cap: int):
         self.buf, self.pos, self.file_size, self.cap = buf, 0, file_size, cap
         self.end = min(len(buf), file_size, cap)
+        self.strings_left = MAX_STRING_ELEMENTS  # string elements the limit still allows
 
     def short(self, n: int, field: str, what: str, code: Code = Code.CONTAINER_TRUNCATED):
         """Raise for a read of `n` bytes at `pos` that does not fit; `code` if the file is short."""
@@ -316,28 +351,34 @@ class _Cursor:
             _fail(code, field, f"{what} is not valid UTF-8 ({e.reason})", start + e.start)
 
 
-def read_gguf(path: str | os.PathLike, *, max_header_bytes: int = MAX_HEADER_BYTES) -> GGUFHeader:
-    """Parse the header of the GGUF file at `path`, touching only the header's pages."""
+def read_gguf(path: str | os.PathLike, *, max_header_bytes: int = MAX_HEADER_BYTES, **limits) -> GGUFHeader:
+    """Parse the header of the GGUF file at `path`, touching only the header's pages. `limits`:
+    the counts of `parse_gguf`."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if size == 0:
-                return parse_gguf(b"", 0, max_header_bytes=max_header_bytes)
+                return parse_gguf(b"", 0, max_header_bytes=max_header_bytes, **limits)
             mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     except OSError as e:
         _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot read {os.fspath(path)!r}: {e}", 0)
     except ValueError as e:  # mmap of a non-regular file
         _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot map {os.fspath(path)!r}: {e}", 0)
     try:
-        return parse_gguf(mm, size, max_header_bytes=max_header_bytes)
+        return parse_gguf(mm, size, max_header_bytes=max_header_bytes, **limits)
     finally:
         with contextlib.suppress(BufferError):  # a live traceback holds a view; freed later
             mm.close()
 
 
-def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES) -> GGUFHeader:
-    """Parse the GGUF header held in `buf` (bytes-like) of a file of `file_size` bytes."""
+@gc_paused()
+def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES, max_kv_count: int = MAX_KV_COUNT,
+               max_tensor_count: int = MAX_TENSOR_COUNT,
+               max_string_elements: int = MAX_STRING_ELEMENTS) -> GGUFHeader:
+    """Parse the GGUF header held in `buf` (bytes-like) of a file of `file_size` bytes, within the
+    limits of Note [Reader limits]."""
     cur = _Cursor(buf, max(int(file_size), 0), max_header_bytes)
+    cur.strings_left = max_string_elements
     _read_magic(cur)
     version = _read_version(cur)
     tensor_count = cur.u64("header.tensor_count", "tensor count")
@@ -364,13 +405,15 @@ def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES)
             f"<= {left // _MIN_KV}",
             kv_count,
         )
+    _within_limit(tensor_count, max_tensor_count, "header.tensor_count", "tensor infos", 8)
+    _within_limit(kv_count, max_kv_count, "header.kv_count", "kv pairs", 16)
     kvs = _read_kvs(cur, kv_count)
     alignment = _alignment(kvs)
     infos_offset = cur.pos
     raw_infos = _read_tensor_infos(cur, tensor_count)
     header_end = cur.pos
     start = data_offset(header_end, alignment, tensor_count)
-    tensors = [_finish_tensor(cur.file_size, alignment, start, *r) for r in raw_infos]
+    tensors = _finish_tensors(raw_infos, cur.file_size, alignment, start)
     return GGUFHeader(
         version,
         tensor_count,
@@ -391,6 +434,18 @@ def data_offset(header_end: int, alignment: int, tensor_count: int) -> int:
     if tensor_count == 0:
         return header_end
     return -(-header_end // alignment) * alignment
+
+
+def _within_limit(count: int, limit: int, field: str, what: str, offset: int) -> None:
+    if count > limit:
+        _fail(
+            Code.CONTAINER_COUNT,
+            field,
+            f"{count} {what} are more than the reader's limit of {limit}",
+            offset,
+            f"<= {limit}",
+            count,
+        )
 
 
 def _read_magic(cur: _Cursor) -> None:
@@ -428,35 +483,125 @@ def _read_version(cur: _Cursor) -> int:
     )
 
 
+# --- kv pairs ------------------------------------------------------------------------------------
+
+
 def _read_kvs(cur: _Cursor, kv_count: int) -> dict[str, KV]:
     kvs: dict[str, KV] = {}
+    fast = FAST_PATHS
     for i in range(kv_count):
-        start = cur.pos
-        key, n = cur.string(f"kv[{i}].key", "key", Code.CONTAINER_KEY)
-        if n == 0:
-            _fail(Code.CONTAINER_KEY, f"kv[{i}].key", "empty key", start)
-        if key in kvs:
-            _fail(
-                Code.CONTAINER_DUPLICATE_KEY,
-                f"kv[{i}].key",
-                f"key {key!r} already defined at offset {kvs[key].offset}",
-                start,
-            )
-        field = f"metadata.{key}"
-        type_at = cur.pos
-        vtype = _value_type(cur.u32(field, "value type"), field, type_at)
-        value_at = cur.pos
-        array = vtype is _T.ARRAY
-        value = _read_array(cur, field) if array else _read_scalar(cur, vtype, field)
-        kvs[key] = KV(key, vtype, value, start, value_at, cur.pos)
+        if not (fast and _fast_kv(cur, kvs)):
+            _read_kv(cur, i, kvs)
     return kvs
 
 
-def _value_type(tag: int, field: str, offset: int) -> GGUFValueType:
+def _fast_kv(cur: _Cursor, kvs: dict[str, KV]) -> bool:
+    """Read the pair at `cur.pos` into `kvs` if it is well-formed (Note [Reader limits]); else
+    leave everything as it was and return False, for `_read_kv` to say why."""
+    buf, end, start = cur.buf, cur.end, cur.pos
+    if start + 8 > end:
+        return False
+    key_end = start + 8 + _U64.unpack_from(buf, start)[0]
+    if key_end == start + 8 or key_end + 4 > end:
+        return False
     try:
-        return GGUFValueType(tag)
-    except ValueError:
-        _fail(Code.CONTAINER_VALUE_TYPE, field, f"unknown value type {tag}", offset, "0..12", tag)
+        key = str(buf[start + 8 : key_end], "utf-8")
+    except UnicodeDecodeError:
+        return False
+    if key in kvs:
+        return False
+    tag = _U32.unpack_from(buf, key_end)[0]
+    at = key_end + 4
+    if tag == _STRING:
+        if at + 8 > end:
+            return False
+        stop = at + 8 + _U64.unpack_from(buf, at)[0]
+        if stop > end:
+            return False
+        try:
+            value = str(buf[at + 8 : stop], "utf-8")
+        except UnicodeDecodeError:
+            return False
+    elif tag == _ARRAY:
+        value = _fast_array(cur, at)
+        if value is None:
+            return False
+        stop = at + 12 + len(value.raw)
+    elif tag < len(_VTYPES):
+        s = _SCALAR_BY_TAG[tag]
+        stop = at + s.size
+        if stop > end:
+            return False
+        value = s.unpack_from(buf, at)[0]
+        if tag == _BOOL:
+            if value > 1:
+                return False
+            value = value == 1
+        elif tag == _FLOAT32:  # a NaN keeps its exact bits (Note [Float bits])
+            value = f32_from_bits(_U32.unpack_from(buf, at)[0])
+    else:
+        return False
+    kvs[key] = _new(KV, (key, _VTYPES[tag], value, start, at, stop))
+    cur.pos = stop
+    return True
+
+
+def _fast_array(cur: _Cursor, at: int) -> GGUFArray | None:
+    """The array value at `at` if it is well-formed and within the string limit, else None."""
+    buf, end = cur.buf, cur.end
+    if at + 12 > end:
+        return None
+    tag, count = _ARRAY_HEAD.unpack_from(buf, at)
+    if tag >= len(_VTYPES) or tag == _ARRAY:
+        return None
+    start = at + 12
+    if tag == _STRING:
+        if count > cur.strings_left or count * 8 > end - start:
+            return None
+        walked = _walk_strings(buf, start, count, end)
+        if walked is None:
+            return None
+        stop, splits = walked
+        raw = bytes(buf[start:stop])
+        if _utf8_error(raw, start, splits) is not None:
+            return None
+        cur.strings_left -= count
+    else:
+        stop = start + count * _SCALAR_BY_TAG[tag].size
+        if stop > end:
+            return None
+        raw = bytes(buf[start:stop])
+        if tag == _BOOL and raw.translate(None, b"\x00\x01"):
+            return None
+    return GGUFArray(_VTYPES[tag], count, at, raw)
+
+
+def _read_kv(cur: _Cursor, i: int, kvs: dict[str, KV]) -> None:
+    """The checked read of pair `i`: every field named, the first fault raised."""
+    start = cur.pos
+    key, n = cur.string(f"kv[{i}].key", "key", Code.CONTAINER_KEY)
+    if n == 0:
+        _fail(Code.CONTAINER_KEY, f"kv[{i}].key", "empty key", start)
+    if key in kvs:
+        _fail(
+            Code.CONTAINER_DUPLICATE_KEY,
+            f"kv[{i}].key",
+            f"key {key!r} already defined at offset {kvs[key].offset}",
+            start,
+        )
+    field = f"metadata.{key}"
+    type_at = cur.pos
+    vtype = _value_type(cur.u32(field, "value type"), field, type_at)
+    value_at = cur.pos
+    array = vtype is _T.ARRAY
+    value = _read_array(cur, field) if array else _read_scalar(cur, vtype, field)
+    kvs[key] = KV(key, vtype, value, start, value_at, cur.pos)
+
+
+def _value_type(tag: int, field: str, offset: int) -> GGUFValueType:
+    if tag < len(_VTYPES):
+        return _VTYPES[tag]
+    _fail(Code.CONTAINER_VALUE_TYPE, field, f"unknown value type {tag}", offset, "0..12", tag)
 
 
 def _read_scalar(cur: _Cursor, vtype: GGUFValueType, field: str):
@@ -502,15 +647,32 @@ def _read_array(cur: _Cursor, field: str) -> GGUFArray:
             f"{count} {etype.name.lower()} elements (at least {size} bytes each)",
             Code.CONTAINER_COUNT,
         )
+    if etype is _T.STRING and count > cur.strings_left:
+        _fail(
+            Code.CONTAINER_COUNT,
+            field,
+            f"{count} string elements are more than the {cur.strings_left} left of the reader's "
+            "limit on string elements in all arrays",
+            at + 4,
+            f"<= {cur.strings_left}",
+            count,
+        )
     start = cur.pos
     if etype is _T.STRING:
-        stop, prefixes = _walk_strings(cur, start, count, field)
+        walked = _walk_strings(cur.buf, start, count, cur.end)
+        if walked is None:
+            _string_overrun(cur, start, count, field)
+        stop, splits = walked
     else:
         stop = start + count * size
     raw = bytes(cur.buf[start:stop])
     cur.pos = stop
-    if etype is _T.STRING and not raw.isascii():
-        _check_utf8(raw, start, prefixes, field)
+    if etype is _T.STRING:
+        bad = _utf8_error(raw, start, splits)
+        if bad is not None:
+            j = _element_at(raw, bad[0] - start)
+            _fail(Code.CONTAINER_STRING, f"{field}[{j}]", f"string element is not valid UTF-8 ({bad[1]})", bad[0])
+        cur.strings_left -= count
     if etype is _T.BOOL:
         bad = raw.translate(None, b"\x00\x01")
         if bad:
@@ -526,21 +688,21 @@ def _read_array(cur: _Cursor, field: str) -> GGUFArray:
     return GGUFArray(etype, count, at, raw)
 
 
-def _walk_strings(cur: _Cursor, start: int, count: int, field: str) -> tuple[int, list[int]]:
-    """Bounds-check `count` length-prefixed strings at `start`: (end, offset of each length)."""
-    buf, end, unpack = cur.buf, cur.end, _U64.unpack_from
-    last = end - 8
-    prefixes: list[int] = []
-    note = prefixes.append
+def _walk_strings(buf, start: int, count: int, end: int) -> tuple[int, list[int]] | None:
+    """Bounds-check `count` length-prefixed strings at `start`: (end of the last, offsets of the
+    length prefixes holding a byte >= 0x80), or None if one overruns `end`. No list of every
+    element: a header's 2**20 of them would cost more memory than the header."""
+    unpack, last = _U64.unpack_from, end - 8
+    splits: list[int] = []
     p = start
     for _ in range(count):
         if p > last:
-            break
-        note(p)
-        p += 8 + unpack(buf, p)[0]
-    if len(prefixes) < count or p > end:
-        _string_overrun(cur, start, count, field)
-    return p, prefixes
+            return None
+        n = unpack(buf, p)[0]
+        if n & _HIGH_BYTES:
+            splits.append(p)
+        p += 8 + n
+    return (p, splits) if p <= end else None
 
 
 def _string_overrun(cur: _Cursor, start: int, count: int, field: str) -> None:
@@ -552,24 +714,50 @@ def _string_overrun(cur: _Cursor, start: int, count: int, field: str) -> None:
     _fail(Code.CONTAINER_TRUNCATED, field, "string elements overrun the header", start)
 
 
-def _check_utf8(raw: bytes, base: int, prefixes: list[int], field: str) -> None:
-    """Validate every element at once: zeroing the length prefixes puts an ASCII NUL between
-    elements, so a sequence can neither be completed nor continued across an element boundary
-    and the whole region decodes iff every element does."""
-    masked = np.frombuffer(raw, dtype=np.uint8).copy()
-    rel = np.fromiter(prefixes, dtype=np.int64, count=len(prefixes)) - base
-    for k in range(8):
-        masked[rel + k] = 0
-    try:
-        str(masked.data, "utf-8")
-    except UnicodeDecodeError as e:
-        j = int(np.searchsorted(rel, e.start, side="right")) - 1
-        _fail(
-            Code.CONTAINER_STRING,
-            f"{field}[{j}]",
-            f"string element is not valid UTF-8 ({e.reason})",
-            base + e.start,
-        )
+def _utf8_error(raw: bytes, base: int, splits: list[int]) -> tuple[int, str] | None:
+    """(file offset, reason) of the first byte that makes a string element of `raw` (the elements
+    with their length prefixes, from file offset `base`) invalid UTF-8, or None. A prefix whose
+    bytes are all ASCII is decoded with the text: an ASCII byte can neither continue nor complete
+    a sequence, so the region is valid iff every element is, and the first error is the same. The
+    other prefixes (`splits`) are skipped. Decoded in chunks of about 1 MiB, cut where no sequence
+    can span the cut."""
+    if raw.isascii():
+        return None
+    view = memoryview(raw)
+    a = 0
+    for p in [*(s - base for s in splits), len(raw)]:
+        while a < p:
+            c = _safe_cut(view, a, p)
+            try:
+                str(view[a:c], "utf-8")
+            except UnicodeDecodeError as e:
+                return base + a + e.start, e.reason
+            a = c
+        a = p + 8
+    return None
+
+
+def _safe_cut(view: memoryview, a: int, b: int) -> int:
+    """A cut in (a, b] at most _UTF8_CHUNK bytes after `a` that ends no sequence early: `b`, or a
+    byte that is ASCII or a lead byte. If the 4 bytes before the cut are all continuation bytes,
+    the text is invalid before it (a sequence has at most 3), and the cut stands."""
+    c = a + _UTF8_CHUNK
+    if c >= b:
+        return b
+    for k in range(c, c - 4, -1):
+        if not 0x80 <= view[k] < 0xC0:
+            return k
+    return c
+
+
+def _element_at(raw: bytes, rel: int) -> int:
+    """Index of the string element of `raw` that holds byte `rel` (a diagnostic's slow path)."""
+    p = j = 0
+    while True:
+        p += 8 + _U64.unpack_from(raw, p)[0]
+        if rel < p:
+            return j
+        j += 1
 
 
 def _alignment(kvs: dict[str, KV]) -> int:
@@ -599,94 +787,131 @@ def _alignment(kvs: dict[str, KV]) -> int:
     return a
 
 
+# --- tensor infos --------------------------------------------------------------------------------
+
+
 def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
-    """Read and check each record's own fields; offsets wait until the data start is known."""
+    """Each record's own fields, as (name, dims, type, offset, nbytes, start, offset_at); offsets
+    wait until the data start is known. The loop is the fast path of Note [Reader limits]: a
+    record it does not accept outright is read again by the checked `_read_tensor_info`."""
+    buf, end, pos = cur.buf, cur.end, cur.pos
+    u64, u32, tails, types = _U64.unpack_from, _U32.unpack_from, _DIMS_TAIL, GGML_TYPES
     seen: dict[str, int] = {}
     out = []
+    fast = FAST_PATHS
     for i in range(tensor_count):
-        start = cur.pos
-        name, n = cur.string(f"tensors[{i}].name", "tensor name", Code.CONTAINER_TENSOR_NAME)
-        if not 0 < n <= MAX_NAME_BYTES:
+        if fast and pos + 8 <= end:
+            n = u64(buf, pos)[0]
+            rank_at = pos + 8 + n
+            tail = tails.get(u32(buf, rank_at)[0]) if 0 < n <= MAX_NAME_BYTES and rank_at + 4 <= end else None
+            if tail is not None and rank_at + 4 + tail.size <= end:
+                try:
+                    name = str(buf[pos + 8 : rank_at], "utf-8")
+                except UnicodeDecodeError:
+                    name = None
+                fields = tail.unpack_from(buf, rank_at + 4)
+                dims, gtype = fields[:-2], types.get(fields[-2])
+                n_elements = math.prod(dims)
+                if (name is not None and gtype is not None and 0 not in dims and n_elements <= I64_MAX
+                        and not dims[0] % gtype.block_size and name not in seen):
+                    nbytes = n_elements // gtype.block_size * gtype.block_bytes
+                    if nbytes <= U64_MAX:
+                        seen[name] = pos
+                        stop = rank_at + 4 + tail.size
+                        out.append((name, dims, gtype, fields[-1], nbytes, pos, stop - 8))
+                        pos = stop
+                        continue
+        cur.pos = pos
+        out.append(_read_tensor_info(cur, i, seen))
+        pos = cur.pos
+    cur.pos = pos
+    return out
+
+
+def _read_tensor_info(cur: _Cursor, i: int, seen: dict[str, int]) -> tuple:
+    """The checked read of tensor info `i`: every field named, the first fault raised."""
+    start = cur.pos
+    name, n = cur.string(f"tensors[{i}].name", "tensor name", Code.CONTAINER_TENSOR_NAME)
+    if not 0 < n <= MAX_NAME_BYTES:
+        _fail(
+            Code.CONTAINER_TENSOR_NAME,
+            f"tensors[{i}].name",
+            f"tensor name must be 1..{MAX_NAME_BYTES} bytes, got {n}",
+            start,
+            f"1..{MAX_NAME_BYTES} bytes",
+            n,
+        )
+    if name in seen:
+        _fail(
+            Code.CONTAINER_TENSOR_NAME,
+            f"tensors[{i}].name",
+            f"duplicate tensor name {name!r} (first at offset {seen[name]})",
+            start,
+        )
+    seen[name] = start
+    field = f"tensors.{name}"
+    rank_at = cur.pos
+    n_dims = cur.u32(f"{field}.n_dims", "n_dims")
+    if not 1 <= n_dims <= MAX_DIMS:
+        _fail(
+            Code.CONTAINER_TENSOR_RANK,
+            f"{field}.n_dims",
+            f"rank must be 1..{MAX_DIMS}, got {n_dims}",
+            rank_at,
+            f"1..{MAX_DIMS}",
+            n_dims,
+        )
+    dims = []
+    n_elements = 1
+    for k in range(n_dims):
+        at = cur.pos
+        d = cur.u64(f"{field}.dims", f"dim {k}")
+        if not 1 <= d <= I64_MAX:
             _fail(
-                Code.CONTAINER_TENSOR_NAME,
-                f"tensors[{i}].name",
-                f"tensor name must be 1..{MAX_NAME_BYTES} bytes, got {n}",
-                start,
-                f"1..{MAX_NAME_BYTES} bytes",
-                n,
-            )
-        if name in seen:
-            _fail(
-                Code.CONTAINER_TENSOR_NAME,
-                f"tensors[{i}].name",
-                f"duplicate tensor name {name!r} (first at offset {seen[name]})",
-                start,
-            )
-        seen[name] = start
-        field = f"tensors.{name}"
-        rank_at = cur.pos
-        n_dims = cur.u32(f"{field}.n_dims", "n_dims")
-        if not 1 <= n_dims <= MAX_DIMS:
-            _fail(
-                Code.CONTAINER_TENSOR_RANK,
-                f"{field}.n_dims",
-                f"rank must be 1..{MAX_DIMS}, got {n_dims}",
-                rank_at,
-                f"1..{MAX_DIMS}",
-                n_dims,
-            )
-        dims = []
-        n_elements = 1
-        for k in range(n_dims):
-            at = cur.pos
-            d = cur.u64(f"{field}.dims", f"dim {k}")
-            if not 1 <= d <= I64_MAX:
-                _fail(
-                    Code.CONTAINER_TENSOR_DIM,
-                    f"{field}.dims",
-                    f"dim {k} must be in [1, 2**63-1], got {d}",
-                    at,
-                    "1..2**63-1",
-                    d,
-                )
-            dims.append(d)
-            n_elements *= d
-            if n_elements > I64_MAX:
-                _fail(
-                    Code.CONTAINER_OVERFLOW,
-                    f"{field}.dims",
-                    f"element count of dims {dims} exceeds 2**63-1",
-                    at,
-                    "<= 2**63-1",
-                    n_elements,
-                )
-        type_at = cur.pos
-        type_id = cur.u32(f"{field}.type", "ggml type")
-        gtype = _tensor_type(type_id, f"{field}.type", type_at)
-        if dims[0] % gtype.block_size:
-            _fail(
-                Code.CONTAINER_TENSOR_BLOCK,
+                Code.CONTAINER_TENSOR_DIM,
                 f"{field}.dims",
-                f"ne[0]={dims[0]} is not a multiple of {gtype.name}'s block size "
-                f"{gtype.block_size}",
-                rank_at + 4,
-                f"multiple of {gtype.block_size}",
-                dims[0],
+                f"dim {k} must be in [1, 2**63-1], got {d}",
+                at,
+                "1..2**63-1",
+                d,
             )
-        nbytes = gtype.nbytes(n_elements)
-        if nbytes > U64_MAX:
+        dims.append(d)
+        n_elements *= d
+        if n_elements > I64_MAX:
             _fail(
                 Code.CONTAINER_OVERFLOW,
                 f"{field}.dims",
-                f"byte size {nbytes} exceeds 2**64-1",
-                rank_at + 4,
-                "<= 2**64-1",
-                nbytes,
+                f"element count of dims {dims} exceeds 2**63-1",
+                at,
+                "<= 2**63-1",
+                n_elements,
             )
-        off_at = cur.pos
-        offset = cur.u64(f"{field}.offset", "data offset")
-        out.append((name, tuple(dims), gtype, offset, nbytes, start, off_at))
-    return out
+    type_at = cur.pos
+    type_id = cur.u32(f"{field}.type", "ggml type")
+    gtype = _tensor_type(type_id, f"{field}.type", type_at)
+    if dims[0] % gtype.block_size:
+        _fail(
+            Code.CONTAINER_TENSOR_BLOCK,
+            f"{field}.dims",
+            f"ne[0]={dims[0]} is not a multiple of {gtype.name}'s block size "
+            f"{gtype.block_size}",
+            rank_at + 4,
+            f"multiple of {gtype.block_size}",
+            dims[0],
+        )
+    nbytes = gtype.nbytes(n_elements)
+    if nbytes > U64_MAX:
+        _fail(
+            Code.CONTAINER_OVERFLOW,
+            f"{field}.dims",
+            f"byte size {nbytes} exceeds 2**64-1",
+            rank_at + 4,
+            "<= 2**64-1",
+            nbytes,
+        )
+    off_at = cur.pos
+    offset = cur.u64(f"{field}.offset", "data offset")
+    return name, tuple(dims), gtype, offset, nbytes, start, off_at
 
 
 def _tensor_type(type_id: int, field: str, at: int) -> GGMLType:
@@ -701,9 +926,19 @@ def _tensor_type(type_id: int, field: str, at: int) -> GGMLType:
     _fail(Code.CONTAINER_TENSOR_TYPE, field, why, at, "a known ggml type", type_id)
 
 
-def _finish_tensor(
-    file_size, alignment, data_start, name, dims, gtype, offset, nbytes, start, off_at
-) -> TensorInfo:
+def _finish_tensors(raw_infos: list[tuple], file_size: int, alignment: int, data_start: int) -> list[TensorInfo]:
+    """Each record's offset, now that the data section's start is known: aligned, and the
+    extent inside the file."""
+    out = []
+    for name, dims, gtype, offset, nbytes, start, off_at in raw_infos:
+        if offset % alignment or data_start + offset + nbytes > file_size:
+            _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at)
+        out.append(_new(TensorInfo, (name, dims, gtype, offset, nbytes, start, data_start)))
+    return out
+
+
+def _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at) -> None:
+    """Raise the diagnostic of a misplaced tensor."""
     field = f"tensors.{name}.offset"
     if offset % alignment:
         _fail(
@@ -715,16 +950,14 @@ def _finish_tensor(
             offset,
         )
     end = data_start + offset + nbytes
-    if end > file_size:
-        _fail(
-            Code.CONTAINER_EXTENT,
-            field,
-            f"data [{data_start + offset}, {end}) ends past the end of the file ({file_size})",
-            off_at,
-            f"end <= {file_size}",
-            end,
-        )
-    return TensorInfo(name, dims, gtype, offset, nbytes, start, data_start)
+    _fail(
+        Code.CONTAINER_EXTENT,
+        field,
+        f"data [{data_start + offset}, {end}) ends past the end of the file ({file_size})",
+        off_at,
+        f"end <= {file_size}",
+        end,
+    )
 
 
 # --- writing -------------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ Policies decided here:
   pad with spaces to 8, and `header_len_aligned` records it so a contract can demand it.
 * JSON nesting depth is bounded by the stdlib decoder's recursion guard (reported as
   CONTAINER_JSON); this module itself only walks two fixed levels.
+* The JSON the decoders build is bounded before it is decoded (Note [JSON structure limit]): at
+  most `max_json_structure` (2**21) of the characters `,` `:` `[` (CONTAINER_HEADER, field
+  `header`).
 
 Note [Safetensors numbers]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -44,6 +47,20 @@ or gives up. Offsets are computed only for a diagnostic, by the positional walke
 after a tiling failure, for the one entry named; after an entry fails, the walker re-walks the
 JSON (its errors come first) and re-checks just that entry; after a JSON failure, everything.
 Every diagnostic is thus the walker's own: same code, field and offset.
+
+Note [JSON structure limit]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~
+A decoder builds an object for every JSON value, and values can be as dense as 3 bytes (`[],`):
+a 64 MiB header of them took the Python engine 36 s and 3.3 GiB, the C++ engine 2.5 GiB. Every
+value but the outermost follows one of `[` (an array's first element), `,` (the next element
+or member) and `:` (a member's value), and every key follows `{` or `,` and precedes `:`; so the
+count of those three characters bounds what a decoder builds, before it builds anything. The
+count is of the raw text, strings included: exact and cheap in both engines, and a header whose
+strings hold that many is no real header either. The limit, 2**21, is 2,097,152: 131,072 tensors
+of rank 4 take 13 each (1,703,936), and the largest real headers hold a few thousand tensors and
+a handful of metadata strings. Counted on the header's bytes once they are known to fit, before
+they are decoded (so it comes before any UTF-8 or JSON error, and a header it rejects is never
+decoded); the C++ reader (native/include/charter/safetensors.hpp) counts at the same point.
 """
 
 from __future__ import annotations
@@ -55,10 +72,13 @@ import reprlib
 import struct
 from dataclasses import dataclass
 from json.decoder import scanstring
+from typing import NamedTuple
 
 from charter.diagnostics import CharterError, Code, Diagnostic
+from charter.formats.records import gc_paused
 
 MAX_HEADER_BYTES = 100_000_000
+MAX_JSON_STRUCTURE = 2**21
 U64_MAX = 2**64 - 1
 TENSOR_KEYS = ("dtype", "shape", "data_offsets")
 _TENSOR_KEY_SET = frozenset(TENSOR_KEYS)
@@ -100,9 +120,9 @@ def _fail(code: Code, field: str, message: str, offset: int, expected=None, actu
     raise CharterError([Diagnostic(code, field, message, expected, actual, offset=offset)])
 
 
-@dataclass(frozen=True)
-class SafetensorsTensor:
-    """One tensor entry; `begin`/`end` are relative to the data section, as stored."""
+class SafetensorsTensor(NamedTuple):
+    """One tensor entry; `begin`/`end` are relative to the data section, as stored (a named
+    tuple, as charter.formats.gguf's records)."""
 
     name: str
     dtype: str
@@ -162,14 +182,17 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_no_dupes, parse_constant=_no_cons
 _WALK_DECODER = json.JSONDecoder(object_pairs_hook=_no_dupes, parse_constant=_no_constant, parse_int=_serde_int)
 # A `-0` integer can only follow `[`, `,` or `:`; the match also finds it inside strings.
 _MINUS_ZERO = re.compile(r"[\[,:][ \t\n\r]*-0")
+# Without the hook: builds each object in C, a third faster on a header of 2**17 tensors, but keeps
+# one of two equal keys silently. `_fast` uses it only where it can count that none was dropped.
+_PLAIN = json.JSONDecoder(parse_constant=_no_constant)
 
 
 class _Json:
     """Walks the two object levels safetensors defines, keeping where each value starts."""
 
-    def __init__(self, text: str, raw: bytes):
-        self.text, self.raw = text, raw
-        self.ascii = raw.isascii()
+    def __init__(self, text: str, n: int):
+        self.text = text
+        self.ascii = len(text) == n  # as many characters as UTF-8 bytes
 
     def offset(self, i: int) -> int:
         """File offset of character `i` of the header text."""
@@ -254,8 +277,9 @@ def _join(field: str, key: str) -> str:
     return f"{field}.{key}"
 
 
-def read_safetensors(path: str | os.PathLike) -> SafetensorsHeader:
-    """Parse the header of the safetensors file at `path`, reading only the header bytes."""
+def read_safetensors(path: str | os.PathLike, *, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
+    """Parse the header of the safetensors file at `path`, reading only the header bytes (and
+    holding them only until they are decoded)."""
     try:
         with open(path, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -266,18 +290,26 @@ def read_safetensors(path: str | os.PathLike) -> SafetensorsHeader:
                     head += f.read(n)
     except OSError as e:
         _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot read {os.fspath(path)!r}: {e}", 0)
-    return parse_safetensors(head, size)
+    n, text = _header_text(head, size, max_json_structure)
+    del head
+    return _parse_text(n, text, size, True)
 
 
-def parse_safetensors(buf, file_size: int) -> SafetensorsHeader:
+def parse_safetensors(buf, file_size: int, *, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
     """Parse a safetensors header from `buf` (bytes-like, at least 8 + N bytes) of a file of
     `file_size` bytes."""
-    return _parse(buf, file_size, fast=True)
+    return _parse(buf, file_size, True, max_json_structure)
 
 
-def _parse(buf, file_size: int, fast: bool) -> SafetensorsHeader:
+def _parse(buf, file_size: int, fast: bool, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
     """`fast=False` runs the positional walker alone: the reference the fast path is tested
     against."""
+    return _parse_text(*_header_text(buf, file_size, max_json_structure), file_size, fast)
+
+
+def _header_text(buf, file_size: int, max_json_structure: int) -> tuple[int, str]:
+    """The header length N and the N bytes after it decoded as UTF-8, once they are known to fit
+    and to hold no more JSON than Note [JSON structure limit] allows."""
     file_size = max(int(file_size), 0)
     avail = min(len(buf), file_size)
     if avail < 8:
@@ -310,12 +342,31 @@ def _parse(buf, file_size: int, fast: bool) -> SafetensorsHeader:
             f"<= {avail - 8}",
             n,
         )
-    raw = bytes(buf[8 : 8 + n])
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as e:
-        _fail(Code.CONTAINER_JSON, "header", f"header is not valid UTF-8 ({e.reason})", 8 + e.start)
-    js = _Json(text, raw)
+    with memoryview(buf) as view, view[8 : 8 + n] as body:
+        raw = buf if isinstance(buf, bytes) else bytes(view[: 8 + n])
+        structure = raw.count(b",", 8, 8 + n) + raw.count(b":", 8, 8 + n) + raw.count(b"[", 8, 8 + n)
+        del raw
+        if structure > max_json_structure:
+            _fail(
+                Code.CONTAINER_HEADER,
+                "header",
+                f"the header holds {structure} of the JSON characters , : [ (each may start a value), "
+                f"more than the reader's limit of {max_json_structure}",
+                8,
+                f"<= {max_json_structure}",
+                structure,
+            )
+        try:
+            return n, str(body, "utf-8")
+        except UnicodeDecodeError as e:
+            _fail(Code.CONTAINER_JSON, "header", f"header is not valid UTF-8 ({e.reason})", 8 + e.start)
+
+
+@gc_paused()
+def _parse_text(n: int, text: str, file_size: int, fast: bool) -> SafetensorsHeader:
+    """The header from its text (Note [JSON structure limit], then the fast path or the walker)."""
+    file_size = max(int(file_size), 0)
+    js = _Json(text, n)
     suspect = None
     if fast:
         try:
@@ -333,15 +384,29 @@ class _Recheck(Exception):
         self.key = key
 
 
+class _Dropped(Exception):
+    """The plain decoder may have dropped a duplicate key: decode again with the hook."""
+
+
 def _fast(js: _Json, n: int, file_size: int) -> SafetensorsHeader:
     """Every check of the walker, on the header decoded whole by the C decoder: the walker's own
     decoder and hooks, so duplicates, NaN/Infinity, deep nesting and oversized integers fail here
-    too. No positions: any failure but tiling raises _Recheck, for the walker to report."""
+    too. No positions: any failure but tiling raises _Recheck, for the walker to report. A header
+    without a backslash is decoded first without the duplicate hook (`_fast_with`)."""
+    if "\\" not in js.text:
+        try:
+            return _fast_with(js, n, file_size, _PLAIN)
+        except _Dropped:
+            pass
+    return _fast_with(js, n, file_size, _DECODER)
+
+
+def _fast_with(js: _Json, n: int, file_size: int, decoder: json.JSONDecoder) -> SafetensorsHeader:
     text = js.text
     if _MINUS_ZERO.search(text):  # the C decoder would read it as 0 (Note [Safetensors numbers])
         raise _Recheck()
     try:
-        top = _DECODER.decode(text)  # leading/trailing whitespace as the walker's _WS
+        top = decoder.decode(text)  # leading/trailing whitespace as the walker's _WS
     except (ValueError, RecursionError, _Dup):  # JSONDecodeError is a ValueError
         raise _Recheck() from None
     # Lone surrogates can only come from \u escapes: the text itself is valid UTF-8. Checked for
@@ -362,8 +427,21 @@ def _fast(js: _Json, n: int, file_size: int) -> SafetensorsHeader:
             metadata = value
         else:
             tensors.append(_fast_tensor(name, value, data_len))
+    if decoder is _PLAIN and not _no_key_dropped(text, top, metadata, len(tensors)):
+        raise _Dropped()
     _check_tiling(tensors, data_len, 8 + n, js.value_offset)
     return SafetensorsHeader(n, metadata, tensors, 8 + n, file_size, n % 8 == 0)
+
+
+def _no_key_dropped(text: str, top: dict, metadata: dict | None, tensors: int) -> bool:
+    """Whether every `:` of a text without backslashes is accounted for by a member the plain
+    decoder kept or by a string that holds it: then no duplicate key was dropped (a dropped one
+    leaves its `:` over). Only for a header the fast path accepts: objects are the top level,
+    __metadata__ (strings to strings) and tensor entries (three fixed keys; a dtype, ints)."""
+    meta = metadata or {}
+    members = len(top) + len(meta) + 3 * tensors
+    in_strings = sum(k.count(":") for k in top) + sum(k.count(":") + v.count(":") for k, v in meta.items())
+    return text.count(":") == members + in_strings
 
 
 def _lone_surrogate(strings) -> bool:
@@ -403,7 +481,7 @@ def _fast_tensor(name: str, value, data_len: int) -> SafetensorsTensor:
         and end <= data_len
     ):
         raise _Recheck(name)
-    return SafetensorsTensor(name, dtype, tuple(shape), begin, end)
+    return tuple.__new__(SafetensorsTensor, (name, dtype, tuple(shape), begin, end))  # the fields, unbound
 
 
 def _walk(js: _Json, n: int, file_size: int, suspect: str | None = None) -> SafetensorsHeader:

@@ -160,7 +160,7 @@ def _with_alignment(h: GGUFHeader, value: int) -> tuple[bytes, int]:
 
 def _replace_kv(h: GGUFHeader, kv: KV, **changes) -> dict:
     kvs = dict(h.kvs)
-    kvs[kv.key] = dataclasses.replace(kv, **changes)
+    kvs[kv.key] = kv._replace(**changes)
     return kvs
 
 
@@ -308,7 +308,7 @@ def _key_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
         target = f"metadata.{kv.key}"
         kvs = {k: v for k, v in h.kvs.items() if k != kv.key}
         yield Mutant("artifact", target, "delete key", own.missing(kv.key), lambda k=kvs: rebuild(h, kvs=k))
-        renamed = {(k if k != kv.key else kv.key + "_"): (v if k != kv.key else dataclasses.replace(v, key=kv.key + "_"))
+        renamed = {(k if k != kv.key else kv.key + "_"): (v if k != kv.key else v._replace(key=kv.key + "_"))
                    for k, v in h.kvs.items()}
         yield Mutant("artifact", target, "rename key", own.missing(kv.key) or own.extra(kv.key + "_"),
                      lambda k=renamed: rebuild(h, kvs=k))
@@ -333,7 +333,7 @@ def _key_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
 
 def _replace_tensor(h: GGUFHeader, index: int, **changes) -> list[TensorInfo]:
     tensors = list(h.tensors)
-    tensors[index] = dataclasses.replace(tensors[index], **changes)
+    tensors[index] = tensors[index]._replace(**changes)
     return tensors
 
 

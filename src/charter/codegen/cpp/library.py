@@ -30,6 +30,11 @@ from charter.codegen.cpp.escape import cpp_sv
 from charter.spec.plan import ArtifactPlan
 
 FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")
+# One checker compiled for `charter admit` (a contract charter._native does not hold) is optimized
+# like the module's: at -O0 its byte loops (UTF-8 of a 64 MiB array, 64 million bools) cost more
+# than the Python engine's (docs/security.md, "What a header can cost"). A battery's many checkers
+# keep -O0, where compile time dominates.
+OPTIMIZED = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden")
 
 
 class LibraryError(RuntimeError):
@@ -72,21 +77,22 @@ def _namespace(key: str) -> str:
     return "k_" + key.removeprefix("sha256:")[:32]
 
 
-def build_checkers(plans: dict[str, ArtifactPlan], cache: Path, jobs: int = 2) -> Path:
-    """The path of a shared library holding the C++ checkers of `plans` ({checker_key(plan): plan}).
-    The keys digest the renderings already, so a cached library is found without rendering any
-    checker; they are rendered only to compile one."""
+def build_checkers(plans: dict[str, ArtifactPlan], cache: Path, jobs: int = 2, flags: tuple[str, ...] = FLAGS) -> Path:
+    """The path of a shared library holding the C++ checkers of `plans` ({checker_key(plan): plan}),
+    compiled with `flags`. The keys digest the renderings already, so a cached library is found
+    without rendering any checker; they are rendered only to compile one."""
     from charter import __version__
     from charter.codegen.cpp.build import template_hash
 
     identity = "\0".join([__version__, *template_hash().values(), *sorted(plans)])
-    return _build(sorted(plans), lambda key: checker_source(plans[key], key), identity, cache, jobs)
+    return _build(sorted(plans), lambda key: checker_source(plans[key], key), identity, cache, jobs, flags)
 
 
-def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: Path, jobs: int) -> Path:
+def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: Path, jobs: int,
+           flags: tuple[str, ...] = FLAGS) -> Path:
     cxx = compiler()
     include = include_dir()
-    digest = _digest(identity, include, cxx, compiler_version(cxx))
+    digest = _digest(identity, include, cxx, compiler_version(cxx), flags)
     target = cache / f"checkers-{digest[:24]}.so"
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f".checkers-{digest[:24]}.lock", "w") as lock:
@@ -96,7 +102,7 @@ def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: 
         with tempfile.TemporaryDirectory(prefix="checkers-", dir=cache) as tmp:
             work = Path(tmp)
             units = _write_units(work, {key: source(key) for key in keys}, max(1, jobs))
-            objects = _compile(cxx, include, work, units, max(1, jobs))
+            objects = _compile(cxx, include, work, units, max(1, jobs), flags)
             built = work / "library.so"
             _run([cxx, "-shared", "-o", str(built), *map(str, objects)], work)
             os.replace(built, target)
@@ -111,10 +117,10 @@ def compiler_version(cxx: str) -> str:
     return done.stdout
 
 
-def _digest(identity: str, include: Path, cxx: str, version: str) -> str:
+def _digest(identity: str, include: Path, cxx: str, version: str, flags: tuple[str, ...] = FLAGS) -> str:
     """Everything a build depends on: what identifies its sources, the runtime headers, the compiler
     and its flags."""
-    h = hashlib.sha256(f"{cxx}|{version}|{' '.join(FLAGS)}\0".encode())
+    h = hashlib.sha256(f"{cxx}|{version}|{' '.join(flags)}\0".encode())
     for p in sorted((include / "charter").glob("*.hpp")):
         h.update(p.name.encode() + b"\0" + p.read_bytes() + b"\0")
     h.update(identity.encode("utf-8", "surrogatepass"))
@@ -174,13 +180,14 @@ extern "C" __attribute__((visibility("default"))) const ::charter::rt::CheckerEn
 """
 
 
-def _compile(cxx: str, include: Path, work: Path, units: list[Path], jobs: int) -> list[Path]:
+def _compile(cxx: str, include: Path, work: Path, units: list[Path], jobs: int,
+             flags: tuple[str, ...] = FLAGS) -> list[Path]:
     """Compile the units, `jobs` at a time; the first failure stops the build (and the others)."""
     objects, running = [], []
     try:
         for unit in units:
             objects.append(unit.with_suffix(".o"))
-            cmd = [cxx, *FLAGS, f"-I{include}", "-c", str(unit), "-o", str(objects[-1])]
+            cmd = [cxx, *flags, f"-I{include}", "-c", str(unit), "-o", str(objects[-1])]
             running.append((cmd, subprocess.Popen(cmd, cwd=work, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                                   text=True)))
             if len(running) >= jobs:
@@ -239,6 +246,6 @@ def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
     key = checker_key(plan)
     if _loaded(key):  # a library holding it is loaded already (the key digests this very rendering)
         return key, "c++ (a checker library loaded into charter._native)"
-    library = build_checkers({key: plan}, cache)
+    library = build_checkers({key: plan}, cache, flags=OPTIMIZED)
     native.load_library(library)
     return key, f"c++ (compiled into {library}: charter._native holds no current checker of {plan.id})"

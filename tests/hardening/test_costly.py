@@ -1,0 +1,237 @@
+"""Item 3 of issue 12: what a header can cost is bounded by the readers' limits (Note [Reader
+limits] in charter/formats/gguf.py, Note [JSON structure limit] in charter/formats/safetensors.py).
+
+Each limit is checked at its boundary in both engines: a file holding exactly as many records as
+the limit allows passes the reader (it is rejected later, by the contract), one more is rejected
+by the reader with its CONTAINER_* diagnostic, at the same field and offset in both engines (the
+old readers read the records and let the contract reject them: METADATA_UNEXPECTED and friends).
+No CPU time is asserted here (bench/hostile.py --cost measures it); memory is, with tracemalloc.
+"""
+
+from __future__ import annotations
+
+import re
+import tracemalloc
+
+import pytest
+
+from charter.admission.view import parse_view
+from charter.diagnostics import CharterError
+from charter.formats import gguf, safetensors
+from tests.conftest import ROOT
+from tests.hardening import costly
+from tests.hardening.corpus import STRING, u64
+
+KV_ROOM = costly.KV_LIMIT - costly.GGUF_BASE_KVS
+TENSOR_ROOM = costly.TENSOR_LIMIT - costly.GGUF_BASE_TENSORS
+ST_ROOM = (costly.JSON_STRUCTURE_LIMIT - costly.ST_BASE_STRUCTURE) // 2
+SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
+
+
+def extra_strings(n: int) -> bytes:
+    """The base file with an unpinned string array of `n` empty strings after its test.strs (2)."""
+    return costly.gguf(kvs=[costly._array(b"~strs", STRING, n, u64(0) * n)])
+
+
+# (name, bytes, size or None, expected reader diagnostic (code, field, offset) or None: read)
+BOUNDARIES = [
+    ("kvs-at-limit", lambda: costly.many_kvs(KV_ROOM), None, None),
+    ("kvs-over-limit", lambda: costly.many_kvs(KV_ROOM + 1), None, ("CONTAINER_COUNT", "header.kv_count", 16)),
+    ("tensors-at-limit", lambda: costly.many_tensors(TENSOR_ROOM), costly.tensors_size(TENSOR_ROOM), None),
+    ("tensors-over-limit", lambda: costly.many_tensors(TENSOR_ROOM + 1), costly.tensors_size(TENSOR_ROOM + 1),
+     ("CONTAINER_COUNT", "header.tensor_count", 8)),
+    ("strings-at-limit", lambda: costly.many_strings(costly.STRING_LIMIT), None, None),
+    ("strings-over-limit", lambda: costly.many_strings(costly.STRING_LIMIT + 1), None,
+     ("CONTAINER_COUNT", "metadata.test.strs", "count")),
+    # the limit is on all arrays together: test.strs holds 2 before this one
+    ("strings-over-limit-together", lambda: extra_strings(costly.STRING_LIMIT - 1), None,
+     ("CONTAINER_COUNT", "metadata.~strs", "count")),
+    ("json-at-limit", lambda: costly.st_nested_lists(ST_ROOM - 1), None, ("CONTAINER_METADATA", "metadata.x", None)),
+    ("json-over-limit", lambda: costly.st_nested_lists(ST_ROOM), None, ("CONTAINER_HEADER", "header", 8)),
+]
+
+
+def _count_offset(data: bytes, key: bytes) -> int:
+    """Offset of the u64 count of the array whose key is `key` (after its type tag and element tag)."""
+    return data.index(u64(len(key)) + key) + 8 + len(key) + 4 + 4
+
+
+@pytest.fixture(scope="module")
+def native():
+    from charter import native
+
+    assert set(SHIPPED.values()) <= set(native.contracts()), "charter._native lacks a shipped checker"
+    return native
+
+
+@pytest.mark.parametrize("name,build,size,want", BOUNDARIES, ids=[b[0] for b in BOUNDARIES])
+def test_each_limit_at_its_boundary_in_both_engines(name, build, size, want, native):
+    data = build()
+    fmt = "safetensors" if name.startswith("json") else "gguf"
+    size = len(data) if size is None else size
+    try:
+        parse_view(data, size, fmt)
+        python = None
+    except CharterError as exc:
+        d = exc.diagnostics[0]
+        python = (d.code.value, d.field, d.offset)
+    cpp = native.verdict(SHIPPED[fmt], data, size)
+    if want is None:  # read whole: the reader is not what rejects it
+        assert python is None
+        assert cpp["stage"] != "container", cpp
+        return
+    code, field, offset = want
+    if offset == "count":
+        offset = _count_offset(data, field.removeprefix("metadata.").encode())
+    if offset is None:
+        offset = python[2]
+    assert python == (code, field, offset)
+    assert (cpp["code"], cpp["field"], cpp["offset"]) == (code, field, offset), cpp
+
+
+def test_python_limits_are_parameters():
+    """Like max_header_bytes, each limit is a parameter of the reader."""
+    data = costly.many_kvs(10)
+    with pytest.raises(CharterError) as exc:
+        gguf.parse_gguf(data, len(data), max_kv_count=16)
+    assert exc.value.diagnostics[0].field == "header.kv_count"
+    data = costly.st_nested_lists(10)
+    with pytest.raises(CharterError) as exc:
+        safetensors.parse_safetensors(data, len(data), max_json_structure=50)
+    assert exc.value.diagnostics[0].field == "header"
+
+
+def _cpp_constant(header: str, name: str) -> int:
+    text = (ROOT / "native" / "include" / "charter" / header).read_text("utf-8")
+    m = re.search(rf"{name} = 1ull << (\d+);", text)
+    assert m, name
+    return 1 << int(m.group(1))
+
+
+def test_the_engines_and_the_corpus_state_the_same_limits():
+    assert gguf.MAX_KV_COUNT == costly.KV_LIMIT == _cpp_constant("gguf.hpp", "kMaxKvCount")
+    assert gguf.MAX_TENSOR_COUNT == costly.TENSOR_LIMIT == _cpp_constant("gguf.hpp", "kMaxTensorCount")
+    assert gguf.MAX_STRING_ELEMENTS == costly.STRING_LIMIT == _cpp_constant("gguf.hpp", "kMaxStringElements")
+    assert (safetensors.MAX_JSON_STRUCTURE == costly.JSON_STRUCTURE_LIMIT
+            == _cpp_constant("safetensors.hpp", "kMaxJsonStructure"))
+
+
+def test_costly_cases_name_their_limits():
+    """Each `-at-limit` case of the bench holds exactly as many records as its limit allows."""
+    by = {c.name: c for c in costly.cases()}
+    h = gguf.parse_gguf(by["gguf/kvs-at-limit"].build(), 2**40)
+    assert h.kv_count == costly.KV_LIMIT
+    h = gguf.parse_gguf(by["gguf/strings-at-limit"].build(), 2**40)
+    assert h.kvs["test.strs"].value.count == costly.STRING_LIMIT
+    data = by["safetensors/metadata-keys-at-limit"].build()
+    head = data[8 : 8 + int.from_bytes(data[:8], "little")]
+    assert sum(head.count(c) for c in (b",", b":", b"[")) == costly.JSON_STRUCTURE_LIMIT
+
+
+@pytest.mark.parametrize("text", ["", "é"])
+def test_string_arrays_are_read_in_memory_proportional_to_their_bytes(text):
+    """2**20 strings were once read with a list of every element's offset (and, for non-ASCII
+    text, a numpy copy of the array): about 50 MiB of bookkeeping for an 8-10 MiB array. Now the
+    array's own bytes and a bounded decoding buffer."""
+    data = costly.many_strings(costly.STRING_LIMIT, text)
+    raw = costly.STRING_LIMIT * (8 + len(text.encode()))
+    tracemalloc.start()
+    try:
+        gguf.parse_gguf(data, len(data))
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < raw + 4 * 2**20, f"peak {peak} bytes for {raw} bytes of elements"
+
+
+def test_metadata_entries_are_built_on_demand():
+    """The view of 2**16 pairs builds no entry until one is asked for (it once built one per pair,
+    13 MiB of them, and checking the key set needs none but the one its diagnostic names); the
+    entries still read as a mapping."""
+    from charter.admission.view import gguf_view
+
+    data = costly.many_kvs(KV_ROOM)
+    header = gguf.parse_gguf(data, len(data))
+    tracemalloc.start()
+    try:
+        view = gguf_view(header)
+    finally:
+        _, peak = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+    assert peak < 2**16
+    assert len(view.meta) == costly.KV_LIMIT and list(view.meta)[-1] == costly.key(KV_ROOM - 1).decode()
+    entry = view.meta["~0"]
+    assert (entry.key, entry.type, entry.value) == ("~0", "uint8", 1)
+    assert dict(view.meta.items())["test.u32"].value == 42 and "x" not in view.meta
+
+
+@pytest.mark.parametrize("case", ["gguf/kvs-at-limit", "gguf/tensors-at-limit", "gguf/string-arrays-at-limit"])
+def test_the_fast_path_reads_what_the_checked_path_reads(case, monkeypatch):
+    """Note [Reader limits]: every well-formed record is read by the fast path; the checked path
+    alone reads the same header."""
+    c = {x.name: x for x in costly.cases()}[case]
+    data = c.build()
+    size = c.size or len(data)
+    fast = gguf.parse_gguf(data, size)
+    monkeypatch.setattr(gguf, "FAST_PATHS", False)
+    assert gguf.parse_gguf(data, size) == fast
+
+
+def _outcome(data: bytes, size: int):
+    try:
+        return gguf.parse_gguf(data, size)
+    except CharterError as exc:
+        return exc.diagnostics
+
+
+def test_fast_and_checked_paths_agree_on_the_corpus_and_every_byte_edit(monkeypatch):
+    """The fast path never accepts what the checked path rejects, nor reads a record otherwise:
+    the same header or the same diagnostic (message and offset included) for every GGUF case of
+    the hostile corpus and every byte of the base file set to 0x00, 0x01, 0x80 and 0xFF."""
+    from tests.hardening import corpus
+
+    base = corpus.base_gguf()
+    inputs = [(c.data, c.size or len(c.data)) for c in corpus.gguf_cases() if len(c.data) < 2**20]
+    for i in range(len(base)):
+        for b in (0x00, 0x01, 0x80, 0xFF):
+            inputs.append((base[:i] + bytes([b]) + base[i + 1 :], len(base)))
+    fast = [_outcome(d, n) for d, n in inputs]
+    monkeypatch.setattr(gguf, "FAST_PATHS", False)
+    checked = [_outcome(d, n) for d, n in inputs]
+    assert len(inputs) > 2000
+    assert [i for i, (a, b) in enumerate(zip(fast, checked)) if a != b] == []
+
+
+@pytest.mark.parametrize("edit,duplicate", [
+    (lambda t: t.replace('"b":', '"a":'), True),  # a tensor
+    (lambda t: t.replace('"format":"pt"', '"format":"pt","format":"pt"'), True),  # a metadata key
+    (lambda t: t.replace('"dtype":"F32"', '"dtype":"F32","dtype":"F32"', 1), True),  # an entry's field
+    (lambda t: t.replace('"format":"pt"', '"format":"p:t","f:x":"y"'), False),  # colons in metadata
+    (lambda t: t.replace('"b":', '"b:1":'), False),  # a colon in a tensor name
+])
+def test_the_plain_decoder_never_hides_a_duplicate(edit, duplicate):
+    """A header without a backslash is decoded without the duplicate hook first (a third faster)
+    and kept only when every `:` is a member or inside a string (charter.formats.safetensors
+    `_no_key_dropped`): a duplicate is still found, and colons in strings are not taken for one.
+    Either way the result is the positional walker's."""
+    import json as _json
+
+    from tests.hardening import corpus
+
+    data = corpus.st_file(edit(_json.dumps(corpus.st_header(), separators=(",", ":"))))
+    assert b"\\" not in data
+    try:
+        got = safetensors.parse_safetensors(data, len(data))
+    except CharterError as exc:
+        got = exc.diagnostics
+        assert duplicate and got[0].code.value == "CONTAINER_DUPLICATE_KEY"
+    else:
+        assert not duplicate
+    assert got == _walker(data)
+
+
+def _walker(data: bytes):
+    try:
+        return safetensors._parse(data, len(data), False)
+    except CharterError as exc:
+        return exc.diagnostics
