@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import dataclasses
 import json
 import os
 import struct
@@ -232,7 +231,7 @@ def gguf_edits(path: Path):
             continue
         for what, value in _edited_values(kv.type, kv.value):
             yield f"{what} of {key!r}", rebuild(h, kvs=_with(h, key, value=value))
-        renamed = {k + "x" if k == key else k: dataclasses.replace(v, key=k + "x") if k == key else v
+        renamed = {k + "x" if k == key else k: v._replace(key=k + "x") if k == key else v
                    for k, v in h.kvs.items()}
         yield f"rename {key!r}", rebuild(h, kvs=renamed)
     for i, t in enumerate(h.tensors):
@@ -247,13 +246,13 @@ def gguf_edits(path: Path):
 
 def _with(h, key, **changes) -> dict:
     kvs = dict(h.kvs)
-    kvs[key] = dataclasses.replace(kvs[key], **changes)
+    kvs[key] = kvs[key]._replace(**changes)
     return kvs
 
 
 def _tensor(h, index, **changes) -> list:
     tensors = list(h.tensors)
-    tensors[index] = dataclasses.replace(tensors[index], **changes)
+    tensors[index] = tensors[index]._replace(**changes)
     return tensors
 
 
