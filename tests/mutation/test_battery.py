@@ -51,14 +51,14 @@ def _leaf(outcomes, target):
 
 def test_weakened_generator_fails_the_battery_naming_the_key(smollm2_set, smollm2_path, monkeypatch):
     """A generator that drops the value check of one metadata key: its contract mutants survive."""
-    from charter.codegen.python import build
+    from charter.spec import checks
 
-    original = build._values
+    original = checks._values
 
     def weakened(stage, facts):
         return original(stage, [m for m in facts if m.key != "llama.block_count"])
 
-    monkeypatch.setattr(build, "_values", weakened)
+    monkeypatch.setattr(checks, "_values", weakened)
     battery = load_battery(smollm2_set, "smollm2-135m-instruct-q4_1", smollm2_path)
     mutants = [m for m in all_mutants(battery, "contract")
                if m.target == "artifact:metadata.keys.llama.block_count.value"]
