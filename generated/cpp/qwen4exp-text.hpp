@@ -309,8 +309,8 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds), "specs/artifacts/qwen4exp-text.yaml:102:10"sv)) return false;
   // specs/models/qwen4exp.yaml:55:8
   if (!ctx.token_domain("tokenizer.ggml.tokens"sv, rt::Int(248077ull), "specs/models/qwen4exp.yaml:55:8"sv)) return false;
-  // specs/models/qwen4exp.yaml:56:16
-  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(248320ull), "specs/models/qwen4exp.yaml:56:16"sv)) return false;
+  // specs/artifacts/qwen4exp-text.yaml:98:11
+  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(248320ull), "specs/artifacts/qwen4exp-text.yaml:98:11"sv)) return false;
   return true;
 }
 

@@ -233,8 +233,8 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10"sv)) return false;
   // specs/models/smollm2-135m-instruct.yaml:39:8
   if (!ctx.token_domain("tokenizer.ggml.tokens"sv, rt::Int(49152ull), "specs/models/smollm2-135m-instruct.yaml:39:8"sv)) return false;
-  // specs/models/smollm2-135m-instruct.yaml:40:16
-  if (!ctx.logits_rows("token_embd.weight"sv, std::int64_t{1}, rt::Int(49152ull), "specs/models/smollm2-135m-instruct.yaml:40:16"sv)) return false;
+  // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:73:11
+  if (!ctx.logits_rows("token_embd.weight"sv, std::int64_t{1}, rt::Int(49152ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:73:11"sv)) return false;
   return true;
 }
 

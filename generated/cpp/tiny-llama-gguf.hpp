@@ -721,8 +721,8 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds), "specs/artifacts/tiny-llama-gguf.yaml:94:10"sv)) return false;
   // specs/models/tiny-llama.yaml:45:8
   if (!ctx.token_domain("tokenizer.ggml.tokens"sv, rt::Int(259ull), "specs/models/tiny-llama.yaml:45:8"sv)) return false;
-  // specs/models/tiny-llama.yaml:46:16
-  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(260ull), "specs/models/tiny-llama.yaml:46:16"sv)) return false;
+  // specs/artifacts/tiny-llama-gguf.yaml:89:11
+  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(260ull), "specs/artifacts/tiny-llama-gguf.yaml:89:11"sv)) return false;
   return true;
 }
 

@@ -103,8 +103,8 @@ inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
 
 // Tokenizer values, special and stop ids, id domain vs physical logits rows.
 inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
-  // specs/models/tiny-llama.yaml:46:16
-  if (!ctx.logits_rows("lm_head.weight"sv, std::int64_t{0}, rt::Int(260ull), "specs/models/tiny-llama.yaml:46:16"sv)) return false;
+  // specs/artifacts/tiny-llama-safetensors.yaml:22:11
+  if (!ctx.logits_rows("lm_head.weight"sv, std::int64_t{0}, rt::Int(260ull), "specs/artifacts/tiny-llama-safetensors.yaml:22:11"sv)) return false;
   return true;
 }
 

@@ -286,7 +286,12 @@ def check_tokenizer(ctx):
     )
     ctx.stop_id(key='tokenizer.ggml.eos_token_id', ids=(2,), at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10')
     ctx.token_domain(key='tokenizer.ggml.tokens', ids=49152, at='specs/models/smollm2-135m-instruct.yaml:39:8')
-    ctx.logits_rows(tensor='token_embd.weight', axis=1, rows=49152, at='specs/models/smollm2-135m-instruct.yaml:40:16')
+    ctx.logits_rows(
+        tensor='token_embd.weight',
+        axis=1,
+        rows=49152,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:73:11',
+    )
 
 
 def check_tensors(ctx):

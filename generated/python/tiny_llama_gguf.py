@@ -230,7 +230,7 @@ def check_tokenizer(ctx):
     )
     ctx.stop_id(key='tokenizer.ggml.eos_token_id', ids=(2,), at='specs/artifacts/tiny-llama-gguf.yaml:94:10')
     ctx.token_domain(key='tokenizer.ggml.tokens', ids=259, at='specs/models/tiny-llama.yaml:45:8')
-    ctx.logits_rows(tensor='output.weight', axis=1, rows=260, at='specs/models/tiny-llama.yaml:46:16')
+    ctx.logits_rows(tensor='output.weight', axis=1, rows=260, at='specs/artifacts/tiny-llama-gguf.yaml:89:11')
 
 
 def check_tensors(ctx):

@@ -52,7 +52,7 @@ def check_metadata(ctx):
 
 def check_tokenizer(ctx):
     """Tokenizer values, special and stop ids, id domain vs physical logits rows."""
-    ctx.logits_rows(tensor='lm_head.weight', axis=0, rows=260, at='specs/models/tiny-llama.yaml:46:16')
+    ctx.logits_rows(tensor='lm_head.weight', axis=0, rows=260, at='specs/artifacts/tiny-llama-safetensors.yaml:22:11')
 
 
 def check_tensors(ctx):

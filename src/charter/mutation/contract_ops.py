@@ -239,7 +239,7 @@ def _mutant(side: str, path: Path, op: str, new: Any, make) -> Mutant:
     reason = equivalence(side, path, new)
     if side == "model" and path[:1] == ("invariants",) and op in ("drop item", "duplicate item"):
         reason = "an invariant constrains the contract's constants when it loads; no artifact check changes"
-    return Mutant("contract", f"{side}:{dotted(path)}", op, None, make, equivalent=reason)
+    return Mutant("contract", f"{side}:{dotted(path)}", op, None, make, equivalent=reason, leaf=path)
 
 
 def _containers(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:

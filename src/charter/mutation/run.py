@@ -29,7 +29,7 @@ from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError
-from charter.mutation import contract_ops, gguf_ops, safetensors_ops, store_ops
+from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
 from charter.spec import checks
@@ -224,7 +224,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         plan = _resolve(b, artifact_data, model_data)
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
-        refused = Mutant(m.side, m.target, m.operator, Expect("spec"), m.make, m.equivalent)
+        refused = dataclasses.replace(m, expect=Expect("spec"))
         outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
@@ -254,8 +254,23 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         d = report.diagnostic
         return Outcome(m, Verdict.REGRESSION, d.stage, d.code, d.field, f"predicted admission; {d.message}",
                        enforced)
-    outcome = _from_report(Mutant(m.side, m.target, m.operator, expect, m.make, m.equivalent), report)
-    return dataclasses.replace(outcome, enforced_by=enforced)
+    outcome = _from_report(dataclasses.replace(m, expect=expect), report)
+    return _cited(b, dataclasses.replace(outcome, enforced_by=enforced), report.diagnostic)
+
+
+def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
+    """A killed contract mutant must cite the fact it changed (Note [Location oracle])."""
+    if outcome.verdict is not Verdict.KILLED or d is None:
+        return outcome
+    m = outcome.mutant
+    where = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
+                              dropped=m.operator.startswith("drop"))
+    cited = str(d.location) if d.location is not None else None
+    if cited in where:
+        return outcome
+    return dataclasses.replace(outcome, verdict=Verdict.REGRESSION,
+                               detail=f"cites {cited or 'no contract location'}, not the changed fact "
+                                      f"({' or '.join(sorted(where)) or 'unlocated'}); {outcome.detail}")
 
 
 def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | None:

@@ -329,7 +329,7 @@ def _tokenizer_plan(c: _Collector, a: ArtifactContract, model: ModelPlan) -> Tok
         tokens_key=t.tokens, ids=model.tokenizer_ids,
         ids_location=model.locations.get("tokenizer.ids"),
         logits_tensor=t.logits.tensor if t.logits else None, logits_axis=t.logits.axis if t.logits else None,
-        logits_rows=model.logits_rows, logits_location=model.locations.get("tokenizer.logits_rows"),
+        logits_rows=model.logits_rows, logits_location=c.at("tokenizer", "logits") if t.logits else None,
         special=tuple(special), stop_keys=tuple((k, c.at("tokenizer", "stop", i)) for i, k in enumerate(t.stop)),
         stop_ids=model.stop_ids,
     )
