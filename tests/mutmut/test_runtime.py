@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from charter.admission import runtime
-from charter.admission.runtime import Context, Rejected, _align_up, _expand, _json_type, _same_bits, _show
+from charter.admission.runtime import Context, Rejected, _json_type, _same_bits, _show
+from charter.language import align_up as _align_up
+from charter.language import expand as _expand
 from charter.formats.gguf import GGUFValueType as VT
 from tests.mutmut.views import array, ctx, diag, meta, rejection, tensor, view
 

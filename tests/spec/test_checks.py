@@ -96,3 +96,11 @@ def test_prediction_ignores_a_moved_fact(every_check):
     moved = dataclasses.replace(c, at=dataclasses.replace(c.at, line=c.at.line + 1))
     assert expect._key(moved) == expect._key(c)
     assert expect._key(dataclasses.replace(c, value=f"not {c.value!r}")) != expect._key(c)
+
+
+def test_the_status_enum_is_the_language_order():
+    from charter.language import STATUSES
+    from charter.spec.models import Status
+
+    assert tuple(s.value for s in Status) == STATUSES
+    assert [s.rank for s in Status] == [0, 1, 2]

@@ -42,8 +42,8 @@ from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_vi
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
 from charter.floatbits import float_bits
 from charter.formats.gguf import GGUFArray
+from charter.language import align_up, expand, meets
 
-STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
 # Keys the container stage owns (container.alignment), never "extra" metadata.
 CONTAINER_KEYS = {"gguf": {"general.alignment"}}
 PAYLOAD_CHUNK = 1 << 20
@@ -295,7 +295,7 @@ class Context:
         at_set = at
         expected: dict[str, tuple] = {}
         for name, repeat, role, shape, codec, at in rows:
-            for concrete in _expand(name, repeat):
+            for concrete in expand(name, repeat):
                 expected[concrete] = (role, shape, codec, at)
         actual: dict[str, TensorEntry] = {}
         for t in self.view.tensors:
@@ -387,20 +387,20 @@ class Context:
         if packed:
             cursor = v.data_offset
             for t in spans:
-                if t.start != _align_up(cursor, step) and not (cursor == v.data_offset and t.start == cursor):
+                if t.start != align_up(cursor, step) and not (cursor == v.data_offset and t.start == cursor):
                     self.fail(Code.LAYOUT_GAP, f"tensors.{t.name}.offset",
-                              f"{t.name} starts at {t.start}; packed layout puts it at {_align_up(cursor, step)} "
+                              f"{t.name} starts at {t.start}; packed layout puts it at {align_up(cursor, step)} "
                               f"(unowned bytes beyond alignment padding)", packed_at,
-                              _align_up(cursor, step), t.start, t.offset)
+                              align_up(cursor, step), t.start, t.offset)
                 cursor = t.end
         end = spans[-1].end if spans else v.data_offset
         if trailing == "reject" and v.file_size != end:
             self.fail(Code.LAYOUT_TRAILING, "layout.trailing", f"{v.file_size - end} bytes after the last extent",
                       trailing_at, end, v.file_size, end)
-        if trailing == "alignment" and v.file_size > _align_up(end, step):
+        if trailing == "alignment" and v.file_size > align_up(end, step):
             self.fail(Code.LAYOUT_TRAILING, "layout.trailing",
                       f"{v.file_size - end} bytes after the last extent, more than alignment padding",
-                      trailing_at, _align_up(end, step), v.file_size, end)
+                      trailing_at, align_up(end, step), v.file_size, end)
 
     # --- stores (charter.admission.stores) ----------------------------------------------------
 
@@ -428,7 +428,7 @@ class Context:
 
     def status(self, *, status: str, at: str | None) -> None:
         required = self.require_status
-        if required and STATUS_ORDER.index(status) < STATUS_ORDER.index(required):
+        if not meets(status, required):
             self.fail(Code.POLICY_STATUS, "status",
                       f"the contract's status is {status!r}; --require-status {required} refuses it", at,
                       required, status)
@@ -533,20 +533,6 @@ def _json_type(value: object) -> str:
 
 def _by_extent(tensors) -> list:
     return sorted(tensors, key=lambda t: (t.start, t.end))
-
-
-def _align_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-def _expand(template: str, repeat) -> list[str]:
-    """`repeat` pairs a placeholder with a count (range(count)) or with the indices it takes."""
-    names = [template]
-    for placeholder, count in repeat or ():
-        token = "{" + placeholder + "}"
-        indices = range(count) if isinstance(count, int) else count
-        names = [n.replace(token, str(i)) for n in names for i in indices]
-    return names
 
 
 # --- running a checker -----------------------------------------------------------------------

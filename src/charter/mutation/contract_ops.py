@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from charter.language import STATUSES
 from charter.mutation.mutant import Mutant
 
 Path = tuple
 
 ENUMS = {
-    "status": ("structural", "pinned-not-supported", "supported"),
+    "status": STATUSES,
     "format": ("gguf", "safetensors"),
     "metadata.extra_keys": ("reject", "allow"),
     "layout.trailing": ("reject", "alignment", "allow"),

@@ -20,12 +20,12 @@ from typing import assert_never
 from charter.admission.view import ArtifactView
 from charter.diagnostics import Location
 from charter.floatbits import float_bits
+from charter.language import expand, meets
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 from charter.spec import checks
 from charter.spec.checks import Check
 
-STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
 
 
 @dataclass(frozen=True)
@@ -195,7 +195,7 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
                     return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}")
             return None
         case checks.Status():
-            if require_status and STATUS_ORDER.index(c.status) < STATUS_ORDER.index(require_status):
+            if not meets(c.status, require_status):
                 return Expect("policy", "POLICY_STATUS", "status")
             return None
         case checks.ExpertMajorStore():
@@ -217,18 +217,10 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
             assert_never(c)
 
 
-def _expand(template: str, repeat) -> list[str]:
-    names = [template]
-    for placeholder, count in repeat or ():
-        indices = range(count) if isinstance(count, int) else count
-        names = [n.replace("{" + placeholder + "}", str(i)) for n in names for i in indices]
-    return names
-
-
 def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None:
     expected: dict[str, tuple] = {}
     for template, repeat, _role, shape, codec, _ in table:
-        for name in _expand(template, repeat):
+        for name in expand(template, repeat):
             expected[name] = (shape, codec)
     actual = {t.name: t for t in v.tensors}
     for name in expected:
