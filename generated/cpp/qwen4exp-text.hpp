@@ -331,7 +331,7 @@ inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
 // Extents aligned, in order, disjoint, packed; trailing bytes per policy.
 inline bool check_layout([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/qwen4exp-text.yaml:138:3
-  if (!ctx.layout(true, rt::Int(32ull), true, true, "reject"sv, rt::LayoutAt{{}, "specs/artifacts/qwen4exp-text.yaml:138:3"sv, "specs/artifacts/qwen4exp-text.yaml:139:11"sv, "specs/artifacts/qwen4exp-text.yaml:138:11"sv, "specs/artifacts/qwen4exp-text.yaml:140:13"sv})) return false;
+  if (!ctx.layout(true, rt::Int(32ull), true, true, "reject"sv, rt::LayoutAt{"specs/artifacts/qwen4exp-text.yaml:18:14"sv, "specs/artifacts/qwen4exp-text.yaml:138:3"sv, "specs/artifacts/qwen4exp-text.yaml:139:11"sv, "specs/artifacts/qwen4exp-text.yaml:138:11"sv, "specs/artifacts/qwen4exp-text.yaml:140:13"sv})) return false;
   return true;
 }
 

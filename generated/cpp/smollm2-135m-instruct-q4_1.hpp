@@ -255,7 +255,7 @@ inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
 // Extents aligned, in order, disjoint, packed; trailing bytes per policy.
 inline bool check_layout([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3
-  if (!ctx.layout(true, rt::Int(32ull), true, true, "reject"sv, rt::LayoutAt{{}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13"sv})) return false;
+  if (!ctx.layout(true, rt::Int(32ull), true, true, "reject"sv, rt::LayoutAt{"specs/artifacts/smollm2-135m-instruct-q4_1.yaml:18:14"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13"sv})) return false;
   return true;
 }
 

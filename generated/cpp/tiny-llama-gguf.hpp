@@ -743,7 +743,7 @@ inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
 // Extents aligned, in order, disjoint, packed; trailing bytes per policy.
 inline bool check_layout([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/tiny-llama-gguf.yaml:113:3
-  if (!ctx.layout(true, rt::Int(32ull), true, true, "reject"sv, rt::LayoutAt{{}, "specs/artifacts/tiny-llama-gguf.yaml:113:3"sv, "specs/artifacts/tiny-llama-gguf.yaml:114:11"sv, "specs/artifacts/tiny-llama-gguf.yaml:113:11"sv, "specs/artifacts/tiny-llama-gguf.yaml:115:13"sv})) return false;
+  if (!ctx.layout(true, rt::Int(32ull), true, true, "reject"sv, rt::LayoutAt{"specs/artifacts/tiny-llama-gguf.yaml:15:14"sv, "specs/artifacts/tiny-llama-gguf.yaml:113:3"sv, "specs/artifacts/tiny-llama-gguf.yaml:114:11"sv, "specs/artifacts/tiny-llama-gguf.yaml:113:11"sv, "specs/artifacts/tiny-llama-gguf.yaml:115:13"sv})) return false;
   return true;
 }
 

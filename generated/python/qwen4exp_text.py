@@ -262,7 +262,7 @@ def check_layout(ctx):
         packed=True,
         trailing='reject',
         at='specs/artifacts/qwen4exp-text.yaml:138:3',
-        alignment_at=None,
+        alignment_at='specs/artifacts/qwen4exp-text.yaml:18:14',
         sorted_at='specs/artifacts/qwen4exp-text.yaml:138:11',
         packed_at='specs/artifacts/qwen4exp-text.yaml:139:11',
         trailing_at='specs/artifacts/qwen4exp-text.yaml:140:13',

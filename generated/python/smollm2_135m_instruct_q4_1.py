@@ -334,7 +334,7 @@ def check_layout(ctx):
         packed=True,
         trailing='reject',
         at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3',
-        alignment_at=None,
+        alignment_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:18:14',
         sorted_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11',
         packed_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11',
         trailing_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13',

@@ -274,7 +274,7 @@ def check_layout(ctx):
         packed=True,
         trailing='reject',
         at='specs/artifacts/tiny-llama-gguf.yaml:113:3',
-        alignment_at=None,
+        alignment_at='specs/artifacts/tiny-llama-gguf.yaml:15:14',
         sorted_at='specs/artifacts/tiny-llama-gguf.yaml:113:11',
         packed_at='specs/artifacts/tiny-llama-gguf.yaml:114:11',
         trailing_at='specs/artifacts/tiny-llama-gguf.yaml:115:13',

@@ -294,55 +294,56 @@ def beside(tmp_path):
 def test_config_values(beside):
     c = beside(json.dumps({"a": 1, "b": {"c": 0.5, "d": "x", "e": True}}))
     rows = [("a", "int64", 1, AT), ("b.c", "float64", 0.5, AT), ("b.d", "string", "x", AT), ("b.e", "bool", True, AT)]
-    assert c.config(file="config.json", facts=rows) is None
-    assert c.config(file="config.json", facts=iter(rows)) is None
-    assert c.config(file="config.json", facts=[]) is None
-    assert rejection(c.config, "config.json", [("a", "int64", 2, AT2)]) == diag(
+    assert c.config(file="config.json", facts=rows, at=AT) is None
+    assert c.config(file="config.json", facts=iter(rows), at=AT) is None
+    assert c.config(file="config.json", facts=[], at=AT) is None
+    assert rejection(c.config, "config.json", [("a", "int64", 2, AT2)], AT) == diag(
         "METADATA_VALUE", "config.a", "expected 2, got 1 (config.json)", "2", "1", AT2)
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT), ("b.d", "int64", 1, AT2)]) == diag(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT), ("b.d", "int64", 1, AT2)], AT) == diag(
         "METADATA_TYPE", "config.b.d", "expected 'int64', got 'string' (config.json)", "'int64'", "'string'", AT2)
-    assert rejection(c.config, "config.json", [("b.x", "int64", 1, AT2)]) == diag(
+    assert rejection(c.config, "config.json", [("b.x", "int64", 1, AT2)], AT) == diag(
         "METADATA_MISSING", "config.b.x", "config.json has no key 'b.x'", "int64", "missing", AT2)
-    assert rejection(c.config, "config.json", [("a.z", "int64", 1, AT2)]) == diag(
+    assert rejection(c.config, "config.json", [("a.z", "int64", 1, AT2)], AT) == diag(
         "METADATA_MISSING", "config.a.z", "config.json has no key 'a.z'", "int64", "missing", AT2)
-    assert rejection(c.config, "config.json", [("b.c", "float64", 0.5000000000000001, AT)])["code"] == \
+    assert rejection(c.config, "config.json", [("b.c", "float64", 0.5000000000000001, AT)], AT)["code"] == \
         "METADATA_VALUE"
 
 
 def test_config_float_compares_bits(beside):
     c = beside('{"z": 0.0, "n": -0.0}')
-    assert c.config(file="config.json", facts=[("z", "float64", 0.0, AT)]) is None
-    assert rejection(c.config, "config.json", [("n", "float64", 0.0, AT)]) == diag(
+    assert c.config(file="config.json", facts=[("z", "float64", 0.0, AT)], at=AT) is None
+    assert rejection(c.config, "config.json", [("n", "float64", 0.0, AT)], AT) == diag(
         "METADATA_VALUE", "config.n", "expected 0.0, got -0.0 (config.json)", "0.0", "-0.0", AT)
 
 
 def test_config_file_errors(beside, monkeypatch):
     c = beside('{"a": 1, "a": 2}')
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT) == diag(
         "METADATA_CONFIG", "config", "config.json is not valid JSON: duplicate key 'a'", location=AT)
     c = beside('{"a": NaN}')
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT) == diag(
         "METADATA_CONFIG", "config", "config.json is not valid JSON: NaN is not JSON", location=AT)
     c = beside('{"a": ')
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)])["message"].startswith(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT)["message"].startswith(
         "config.json is not valid JSON: Expecting value")
     c = beside("")
     c_path = Path(c.path).parent / "config.json"
     c_path.write_bytes(b'{"a": "\xff"}')
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)])["message"].startswith(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT)["message"].startswith(
         "config.json is not valid JSON: 'utf-8' codec can't decode")
-    assert rejection(c.config, "other.json", [("a", "int64", 1, AT)]) == diag(
+    # an unreadable companion breaks the contract's `config.file` (AT2), not its first key (AT)
+    assert rejection(c.config, "other.json", [("a", "int64", 1, AT)], AT2) == diag(
         "METADATA_CONFIG", "config", "cannot read other.json beside the artifact: No such file or directory",
-        location=AT)
+        location=AT2)
     c_path.write_text('{"a": 1}')
     monkeypatch.setattr(runtime, "MAX_COMPANION_BYTES", 8)
-    assert c.config(file="config.json", facts=[("a", "int64", 1, AT)]) is None
+    assert c.config(file="config.json", facts=[("a", "int64", 1, AT)], at=AT) is None
     c_path.write_text('{"a":  1}')
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT) == diag(
         "METADATA_CONFIG", "config", "config.json is more than 8 bytes (the limit)", location=AT)
     c_path.unlink()
     os.mkfifo(c_path)  # never opened for writing: a reader that waited on it would hang
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
+    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT) == diag(
         "METADATA_CONFIG", "config", "cannot read config.json beside the artifact: not a regular file", location=AT)
 
 

@@ -28,7 +28,7 @@ def every_check() -> list[checks.Check]:
     cs = load_set(sorted((ROOT / "specs").rglob("*.yaml")), [ROOT / "specs"])
     cs.raise_if_failed()
     found = [c for plan in cs.artifacts.values() for c in checks.checks_of(plan)]
-    config = checks.Config(file="config.json", facts=(checks.ConfigFact("hidden_size", "int64", 576, None),))
+    config = checks.Config(file="config.json", facts=(checks.ConfigFact("hidden_size", "int64", 576, None),), at=None)
     return found + [config]
 
 

@@ -300,8 +300,8 @@ class Context {
   // --- companion config (a cross-artifact constraint, checked with metadata) ---------------
   // Rows (dotted key, type, expected value, at) checked in the JSON file beside the artifact,
   // which the caller read (charter/companion.hpp); the order and codes of Context.config.
-  bool config(std::string_view file, Span<ConfigFact> facts) {
-    const std::string_view at = facts.empty() ? std::string_view{} : facts[0].at;
+  // `at` (the contract's `config.file`) is cited when that file cannot be read.
+  bool config(std::string_view file, Span<ConfigFact> facts, std::string_view at) {
     const std::string name(file);
     auto unreadable = [&](const std::string& why) {
       return reject(r_, Code::METADATA_CONFIG, "config", why, std::nullopt, std::nullopt, std::nullopt, at);

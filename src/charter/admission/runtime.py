@@ -216,10 +216,10 @@ class Context:
 
     # --- companion config (a cross-artifact constraint, checked with metadata) ---------------
 
-    def config(self, *, file: str, facts: Iterable[tuple[str, str, object, str | None]]) -> None:
-        """Rows (dotted key, type, expected value, at) checked in the JSON file beside the artifact."""
-        facts = tuple(facts)
-        data = self._companion(file, facts[0][3] if facts else None)
+    def config(self, *, file: str, facts: Iterable[tuple[str, str, object, str | None]], at: str | None) -> None:
+        """Rows (dotted key, type, expected value, at) checked in the JSON file beside the artifact;
+        `at` (the contract's `config.file`) is cited when that file cannot be read."""
+        data = self._companion(file, at)
         for key, ctype, expected, at in facts:
             node: object = data
             for part in key.split("."):

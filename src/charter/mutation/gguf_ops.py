@@ -29,7 +29,7 @@ from charter.formats.gguf import (
 from charter.mutation import oracle
 from charter.language import INT_RANGES
 from charter.mutation.mutant import Expect, Mutant
-from charter.spec.plan import ArtifactPlan
+from charter.spec.plan import ArtifactPlan, value_of
 
 T = GGUFValueType
 INT_TYPES = {t: INT_RANGES[t.name.lower()] for t in T if t.name.lower() in INT_RANGES}
@@ -379,7 +379,7 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
     shifted = [(x.name, x.start + (h.alignment if i == index else 0), x.end + (h.alignment if i == index else 0))
                for i, x in enumerate(h.tensors)]
     expect = (Expect("container", "CONTAINER_EXTENT", f"{target}.offset") if t.end + h.alignment > h.file_size
-              else oracle.layout(shifted, h.data_offset, h.file_size, plan.alignment, plan.layout))
+              else oracle.layout(shifted, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()))
     yield Mutant("artifact", target, "offset +alignment", expect,
                  lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + h.alignment)))
 
@@ -465,7 +465,7 @@ def _layout_mutants(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
         spans = [(x.name, ta.start if i == b else x.start, (ta.start + tb.nbytes) if i == b else x.end)
                  for i, x in enumerate(h.tensors)]
         yield Mutant("artifact", f"tensors.{tb.name}", "alias neighbour offset",
-                     oracle.layout(spans, h.data_offset, h.file_size, plan.alignment, plan.layout),
+                     oracle.layout(spans, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()),
                      lambda: rebuild(h, tensors=_replace_tensor(h, b, offset=ta.offset)))
     last = h.tensors[ordered[-1]] if ordered else None
     if last is not None:
@@ -478,9 +478,9 @@ def _layout_mutants(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
                      Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.offset") if last is not None
                      and last.end == h.file_size else oracle.layout(
                          [(x.name, x.start, x.end) for x in h.tensors], h.data_offset, h.file_size - 1,
-                         plan.alignment, plan.layout),
+                         value_of(plan.alignment), plan.layout.policy()),
                      lambda: (rebuild(h)[0], h.file_size - 1))
     yield Mutant("artifact", "file", "append trailing bytes",
                  oracle.layout([(x.name, x.start, x.end) for x in h.tensors], h.data_offset,
-                               h.file_size + h.alignment, plan.alignment, plan.layout),
+                               h.file_size + h.alignment, value_of(plan.alignment), plan.layout.policy()),
                  lambda: (rebuild(h)[0], h.file_size + h.alignment))

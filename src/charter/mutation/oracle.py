@@ -42,7 +42,7 @@ class Ownership:
             stop_ids=t.stop_ids if t else (),
             tokens_key=t.tokens_key if t else None,
             logits=(t.logits_tensor, t.logits_axis) if t and t.logits_tensor else None,
-            extra_keys=plan.extra_keys,
+            extra_keys=plan.extra_keys.value,
             exclusions=tuple((e.name, e.patterns) for e in plan.exclusions),
             pinned=frozenset(m.key for m in plan.identity + plan.metadata),
         )

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from charter.formats.safetensors import DTYPE_BITS, SafetensorsHeader
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
-from charter.spec.plan import ArtifactPlan
+from charter.spec.plan import ArtifactPlan, value_of
 
 SAME_SIZE = {"F32": "I32", "I32": "F32", "F16": "BF16", "BF16": "F16", "I64": "F64", "F64": "I64", "U8": "I8",
              "I8": "U8"}
@@ -40,7 +40,7 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
 
     yield Mutant("artifact", "baseline", "unchanged", None, lambda: (raw, h.file_size))
     yield Mutant("artifact", "header", "re-serialize compactly (whitespace is not a fact)",
-                 None if plan.header_aligned is not False else Expect("container", "CONTAINER_HEADER",
+                 None if value_of(plan.header_aligned) is not False else Expect("container", "CONTAINER_HEADER",
                                                                       "container.header_aligned"),
                  lambda: serialize(doc, data_len))
     yield from _header(h, raw, data_len)

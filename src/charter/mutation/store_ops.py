@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
-from charter.spec.plan import ArtifactPlan, StorePlan
+from charter.spec.plan import ArtifactPlan, StorePlan, value_of
 from charter.stores import expertmajor as em
 from charter.stores import ple
 
@@ -199,7 +199,7 @@ def _overlap(h, raw: bytes, plan: ArtifactPlan, store_tensor) -> Iterator[Mutant
     i = h.tensors.index(dense)
     spans = [(t.name, t.start + (shift if t is dense else 0), t.end + (shift if t is dense else 0)) for t in h.tensors]
     expect = (Expect("container", "CONTAINER_EXTENT", f"tensors.{dense.name}.offset")
-              if dense.end + shift > h.file_size else oracle.layout(spans, h.data_offset, h.file_size, plan.alignment,
-                                                                    plan.layout))
+              if dense.end + shift > h.file_size else oracle.layout(spans, h.data_offset, h.file_size,
+                                                                    value_of(plan.alignment), plan.layout.policy()))
     yield Mutant("artifact", f"tensors.{dense.name}", f"dense extent into {store_tensor.name}", expect,
                  lambda: rebuild(h, tensors=_replace_tensor(h, i, offset=dense.offset + shift)))

@@ -23,7 +23,9 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, NamedTuple, Union
 
 from charter.diagnostics import ADMISSION_STAGES, Location, Stage
-from charter.spec.plan import ArtifactPlan, MetaCheck, Scalar
+from charter.spec.plan import (
+    ArtifactPlan, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, value_of,
+)
 
 At = Location | None
 
@@ -48,11 +50,6 @@ class MetaType(NamedTuple):
     key: str
     ctype: str
     element: str | None
-    at: At
-
-
-class KeyAt(NamedTuple):
-    key: str
     at: At
 
 
@@ -84,35 +81,11 @@ class CodecFact(NamedTuple):
     at: At
 
 
-class StoreField(NamedTuple):
-    field: str
-    value: int
-    at: At
-
-
-class Component(NamedTuple):
-    name: str
-    ne0: int
-    ne1: int
-    at: At
-
-
-class HeadRow(NamedTuple):
-    value: int
-    at: At
-
-
 class ExclusionFact(NamedTuple):
     name: str
     patterns: tuple[str, ...]
     count_key: str | None  # the artifact's own count of the excluded source tensors, if it has one
     count: int
-    at: At
-
-
-class TensorDigest(NamedTuple):
-    tensor: str
-    sha256: str
     at: At
 
 
@@ -214,6 +187,7 @@ class Config:
     method: ClassVar[str] = "config"
     file: str
     facts: tuple[ConfigFact, ...]
+    at: At  # `config.file`: cited when the companion cannot be read
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -367,11 +341,11 @@ def checks_of(plan: ArtifactPlan) -> tuple[Check, ...]:
 def _container(p: ArtifactPlan):
     yield ContainerFormat(format=p.format)
     if p.version is not None:
-        yield ContainerVersion(version=p.version, at=p.version_location)
+        yield ContainerVersion(version=p.version.value, at=p.version.at)
     if p.alignment is not None:
-        yield ContainerAlignment(alignment=p.alignment, at=p.alignment_location)
+        yield ContainerAlignment(alignment=p.alignment.value, at=p.alignment.at)
     if p.header_aligned is not None:
-        yield ContainerHeaderAligned(aligned=p.header_aligned, at=p.header_aligned_location)
+        yield ContainerHeaderAligned(aligned=p.header_aligned.value, at=p.header_aligned.at)
 
 
 def _identity(p: ArtifactPlan):
@@ -383,11 +357,12 @@ def _metadata(p: ArtifactPlan):
     every = p.identity + p.metadata
     yield MetaTypes(facts=tuple(MetaType(m.key, "string" if m.stage == "identity" else m.type, m.element, m.location)
                                 for m in every))
-    yield MetaKeySet(pinned=tuple(m.key for m in every), forbidden=tuple(KeyAt(k, loc) for k, loc in p.forbidden),
-                     extra=p.extra_keys, at=p.extra_keys_location)
+    yield MetaKeySet(pinned=tuple(m.key for m in every), forbidden=p.forbidden, extra=p.extra_keys.value,
+                     at=p.extra_keys.at)
     yield from _values(Stage.METADATA, [m for m in p.metadata if m.stage == "metadata"])
     if p.config_file is not None:
-        yield Config(file=p.config_file, facts=tuple(ConfigFact(m.key, m.type, m.value, m.location) for m in p.config))
+        yield Config(file=p.config_file, facts=tuple(ConfigFact(m.key, m.type, m.value, m.location) for m in p.config),
+                     at=p.config_location)
 
 
 def _values(stage: Stage, facts: list[MetaCheck]):
@@ -428,21 +403,20 @@ def _codec(p: ArtifactPlan):
 
 
 def _layout(p: ArtifactPlan):
-    lay, at = p.layout, p.layout_locations
-    yield Layout(alignment=p.alignment, sorted=lay["sorted"], packed=lay["packed"], trailing=lay["trailing"],
-                 at=at.get("layout"), alignment_at=at.get("alignment"), sorted_at=at.get("sorted"),
-                 packed_at=at.get("packed"), trailing_at=at.get("trailing"))
+    lay = p.layout
+    yield Layout(alignment=value_of(p.alignment), sorted=lay.sorted.value, packed=lay.packed.value,
+                 trailing=lay.trailing.value, at=lay.at, alignment_at=p.alignment.at if p.alignment else None,
+                 sorted_at=lay.sorted.at,
+                 packed_at=lay.packed.at, trailing_at=lay.trailing.at)
 
 
 def _stores(p: ArtifactPlan):
     for st in p.stores:
-        facts = tuple(StoreField(*f) for f in st.fields)
         if st.kind == "expert-major-v2":
-            yield ExpertMajorStore(name=st.name, tensor=st.tensor, fields=facts,
-                                   components=tuple(Component(*c) for c in st.components), at=st.location)
+            yield ExpertMajorStore(name=st.name, tensor=st.tensor, fields=st.fields, components=st.components,
+                                   at=st.location)
         else:
-            yield PleStore(name=st.name, tensor=st.tensor, fields=facts,
-                           head_rows=tuple(HeadRow(*h) for h in st.head_rows), at=st.location)
+            yield PleStore(name=st.name, tensor=st.tensor, fields=st.fields, head_rows=st.head_rows, at=st.location)
 
 
 def _policy(p: ArtifactPlan):
@@ -452,8 +426,8 @@ def _policy(p: ArtifactPlan):
 
 
 def _payload(p: ArtifactPlan):
-    yield Payload(file_sha256=p.payload_file_sha256, tensors=tuple(TensorDigest(*t) for t in p.payload_tensors),
-                  padding=p.layout["padding"], at=p.payload_location, padding_at=p.layout_locations.get("padding"))
+    yield Payload(file_sha256=p.payload.file_sha256 if p.payload else None, tensors=p.payload.tensors if p.payload else (),
+                  padding=p.layout.padding.value, at=p.payload.at if p.payload else None, padding_at=p.layout.padding.at)
 
 
 _BUILDERS = {

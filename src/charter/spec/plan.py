@@ -8,10 +8,57 @@ stated it, so a diagnostic can point back at the fact it enforces.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, NamedTuple, TypeVar
 
 from charter.diagnostics import Location
 
 Scalar = int | float | bool | str
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Located(Generic[T]):
+    """A contract value and the `file:line:col` of the text that stated it."""
+
+    value: T
+    at: Location | None
+
+
+def value_of(fact: Located[T] | None) -> T | None:
+    return None if fact is None else fact.value
+
+
+class KeyAt(NamedTuple):
+    key: str
+    at: Location | None
+
+
+class StoreField(NamedTuple):
+    field: str
+    value: int
+    at: Location | None
+
+
+class Component(NamedTuple):
+    """One expert-major component table row."""
+
+    name: str
+    ne0: int
+    ne1: int
+    at: Location | None
+
+
+class HeadRow(NamedTuple):
+    """The prime segment of one PLE hash head."""
+
+    value: int
+    at: Location | None
+
+
+class TensorDigest(NamedTuple):
+    tensor: str
+    sha256: str
+    at: Location | None
 
 
 @dataclass(frozen=True)
@@ -114,11 +161,34 @@ class StorePlan:
     kind: str
     tensor: str
     location: Location
-    fields: tuple[tuple[str, int, Location], ...]
-    components: tuple[tuple[str, int, int, Location], ...] = ()  # expert-major: (name, ne0, ne1, at)
-    head_rows: tuple[tuple[int, Location], ...] = ()  # ple: the prime segment of each hash head
+    fields: tuple[StoreField, ...]
+    components: tuple[Component, ...] = ()  # expert-major
+    head_rows: tuple[HeadRow, ...] = ()  # ple
     codec_name: str = ""
     codec_label: str = ""
+
+
+@dataclass(frozen=True)
+class LayoutPlan:
+    """The layout policy, each rule with its location; `at` is the `layout:` mapping's."""
+
+    sorted: Located[bool]
+    packed: Located[bool]
+    trailing: Located[str]
+    padding: Located[str]
+    at: Location | None
+
+    def policy(self) -> dict[str, object]:
+        """The rules' values by name, as charter.mutation.oracle.layout takes them."""
+        return {"sorted": self.sorted.value, "packed": self.packed.value, "trailing": self.trailing.value,
+                "padding": self.padding.value}
+
+
+@dataclass(frozen=True)
+class PayloadPlan:
+    file_sha256: str | None
+    tensors: tuple[TensorDigest, ...]
+    at: Location | None
 
 
 @dataclass(frozen=True)
@@ -129,30 +199,24 @@ class ArtifactPlan:
     format: str
     spec_path: str
     spec_sha256: str
-    version: int | None
-    version_location: Location | None
-    alignment: int | None
-    alignment_location: Location | None
-    header_aligned: bool | None
-    header_aligned_location: Location | None
+    version: Located[int] | None
+    alignment: Located[int] | None
+    header_aligned: Located[bool] | None
     identity: tuple[MetaCheck, ...]
     metadata: tuple[MetaCheck, ...]
-    extra_keys: str
-    extra_keys_location: Location
-    forbidden: tuple[tuple[str, Location], ...]
+    extra_keys: Located[str]
+    forbidden: tuple[KeyAt, ...]
     tokenizer: TokenizerPlan | None
     config_file: str | None
+    config_location: Location | None  # `config.file`: what an unreadable companion breaks
     config: tuple[MetaCheck, ...]
     tensors: tuple[TensorCheck, ...]
     tensor_rows: tuple[TensorRow, ...]
     tensors_location: Location
     codecs: tuple[CodecCheck, ...]
     stores: tuple[StorePlan, ...]
-    layout: dict[str, object]
-    layout_locations: dict[str, Location]
+    layout: LayoutPlan
     exclusions: tuple[ExclusionCheck, ...]
-    payload_file_sha256: str | None
-    payload_tensors: tuple[tuple[str, str, Location], ...]
-    payload_location: Location | None
+    payload: PayloadPlan | None
     status_location: Location
     source_sha256: str | None = None

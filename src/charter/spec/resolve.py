@@ -20,12 +20,20 @@ from charter.spec.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelC
 from charter.spec.plan import (
     ArtifactPlan,
     CodecCheck,
+    Component,
     ExclusionCheck,
+    HeadRow,
+    KeyAt,
+    LayoutPlan,
+    Located,
     MetaCheck,
     ModelPlan,
+    PayloadPlan,
     SpecialIdCheck,
+    StoreField,
     StorePlan,
     TensorCheck,
+    TensorDigest,
     TensorRow,
     TokenizerPlan,
 )
@@ -229,24 +237,29 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
     return ArtifactPlan(
         id=a.id, status=a.status.value, model=a.model, format=a.format,
         spec_path=loaded.doc.file, spec_sha256=hashlib.sha256(raw).hexdigest(),
-        version=version, version_location=c.at("container", "version") if version is not None else None,
-        alignment=alignment, alignment_location=c.at("container", "alignment") if alignment is not None else None,
-        header_aligned=a.container.header_aligned,
-        header_aligned_location=c.at("container", "header_aligned") if a.container.header_aligned is not None else None,
+        version=_located(c, version, "container", "version"),
+        alignment=_located(c, alignment, "container", "alignment"),
+        header_aligned=_located(c, a.container.header_aligned, "container", "header_aligned"),
         identity=identity, metadata=metadata + tok_checks,
-        extra_keys=a.metadata.extra_keys, extra_keys_location=c.at("metadata", "extra_keys"),
-        forbidden=tuple((k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
-        tokenizer=tokenizer, config_file=a.config.file if a.config else None, config=config,
+        extra_keys=Located(a.metadata.extra_keys, c.at("metadata", "extra_keys")),
+        forbidden=tuple(KeyAt(k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
+        tokenizer=tokenizer, config_file=a.config.file if a.config else None,
+        config_location=c.at("config", "file") if a.config else None, config=config,
         tensors=tensors, tensor_rows=tensor_rows, codecs=codecs, stores=tuple(x for x in stores if x is not None),
-        layout=layout, layout_locations={k: c.at("layout", k) for k in layout} | {"layout": c.at("layout")},
+        layout=LayoutPlan(**{k: Located(v, c.at("layout", k)) for k, v in layout.items()}, at=c.at("layout")),
         tensors_location=c.at("tensors"),
         exclusions=exclusions,
-        payload_file_sha256=payload.file_sha256 if payload else None,
-        payload_tensors=tuple((n, d, c.at("payload", "tensors", n)) for n, d in (payload.tensors.items() if payload else ())),
-        payload_location=c.at("payload") if payload else None,
+        payload=PayloadPlan(payload.file_sha256, tuple(TensorDigest(n, d, c.at("payload", "tensors", n))
+                                                      for n, d in payload.tensors.items()), c.at("payload"))
+        if payload else None,
         status_location=c.at("status"),
         source_sha256=a.source.sha256 if a.source else None,
     )
+
+
+def _located(c: _Collector, value, *path) -> Located | None:
+    """`value` with the location of `path`, or None for a fact the contract does not state."""
+    return None if value is None else Located(value, c.at(*path))
 
 
 def _identity_value(value: str, model: ModelPlan) -> str:
@@ -469,8 +482,8 @@ def _store(c: _Collector, name: str, store, env: dict, tensors: tuple[TensorChec
     if group <= 0 or values["group_bytes"] <= 0:
         c.error(Code.SPEC_INVALID, path + ("codec",), "codec group and group_bytes must be positive")
         return None
-    components: list[tuple[str, int, int, Location]] = []
-    head_rows: list[tuple[int, Location]] = []
+    components: list[Component] = []
+    head_rows: list[HeadRow] = []
     if store.kind == "expert-major-v2":
         for i, comp in enumerate(store.components):
             dims = [_int(c, d, env, path + ("components", i, "shape", j), "uint64") for j, d in enumerate(comp.shape)]
@@ -479,7 +492,7 @@ def _store(c: _Collector, name: str, store, env: dict, tensors: tuple[TensorChec
             if dims[0] % group:
                 c.error(Code.SPEC_INVALID, path + ("components", i, "shape", 0),
                         f"codec group {group} does not divide {comp.name}'s row width {dims[0]} (never padded)")
-            components.append((comp.name, dims[0], dims[1], c.at(*path, "components", i)))
+            components.append(Component(comp.name, dims[0], dims[1], c.at(*path, "components", i)))
         if values["record_alignment"] <= 0:
             c.error(Code.SPEC_INVALID, path + ("record_alignment",), "record_alignment must be positive")
             return None
@@ -492,7 +505,7 @@ def _store(c: _Collector, name: str, store, env: dict, tensors: tuple[TensorChec
                 return None
             if not is_prime(value):
                 c.error(Code.SPEC_INVALID, path + ("head_rows", i), f"head segment {value} is not prime")
-            head_rows.append((value, c.at(*path, "head_rows", i)))
+            head_rows.append(HeadRow(value, c.at(*path, "head_rows", i)))
         if len(head_rows) != values["heads"]:
             c.error(Code.SPEC_INVALID, path + ("head_rows",), f"{len(head_rows)} head segments for {values['heads']} heads")
         if sum(v for v, _ in head_rows) != values["logical_rows"]:
@@ -514,7 +527,7 @@ def _store(c: _Collector, name: str, store, env: dict, tensors: tuple[TensorChec
     if holder.shape != (size,):
         c.error(Code.SPEC_INVALID, path + ("tensor",),
                 f"{store.tensor} has shape {list(holder.shape)}, but this store's geometry needs [{size}] bytes")
-    return StorePlan(name, store.kind, store.tensor, c.at(*path), tuple(fields), tuple(components),
+    return StorePlan(name, store.kind, store.tensor, c.at(*path), tuple(StoreField(*f) for f in fields), tuple(components),
                      tuple(head_rows), codec.name, codec.label)
 
 

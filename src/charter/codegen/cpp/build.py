@@ -164,7 +164,7 @@ def _statement(c: checks.Check, t: _Tables) -> str:
                          values, cpp_opt_sv(c.sha256), _loc(c.at))
         case checks.Config():
             rows = [f"{{{cpp_sv(f.key)}, {cpp_sv(f.ctype)}, {cpp_lit(f.value)}, {_loc(f.at)}}}" for f in c.facts]
-            return _call(m, cpp_sv(c.file), t.add("Config", "rt::ConfigFact", rows))
+            return _call(m, cpp_sv(c.file), t.add("Config", "rt::ConfigFact", rows), _loc(c.at))
         case checks.SpecialId():
             return _call(m, cpp_sv(c.key), cpp_sv(c.name), cpp_int(c.value), _loc(c.at))
         case checks.StopId():
