@@ -9,7 +9,8 @@ import sys
 
 import pytest
 
-from charter.cli import build_parser, main, path_arg
+from charter.cli import build_parser, main
+from charter.console import path_arg
 from tests.conftest import ROOT
 
 SPEC = "specs/artifacts/tiny-llama-gguf.yaml"
@@ -82,7 +83,7 @@ def test_mutate_with_an_empty_contract_loads_nothing():
 def test_a_loose_contract_is_searched_for_in_its_own_folder_only(tmp_path):
     """Outside a specs/ tree, a contract's references are looked up in the tree `charter freeze`
     writes (DIR/artifacts/x.yaml -> DIR) or in its own folder: /tmp/x.yaml once searched all of /."""
-    from charter.cli import search_paths
+    from charter.console import search_paths
 
     loose = tmp_path / "loose" / "x.yaml"
     frozen = tmp_path / "out" / "artifacts" / "x.yaml"

@@ -98,7 +98,7 @@ SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
 def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
     from charter import native
     from charter.admission.runtime import admit as admit_python
-    from charter.cli import search_paths
+    from charter.console import search_paths
     from charter.codegen.loader import load_checker
     from charter.spec.contractset import load_set
 

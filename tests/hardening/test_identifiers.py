@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from charter.cli import main, search_paths
+from charter.cli import main
+from charter.console import search_paths
 from charter.codegen.driver import generate, render_all
 from charter.codegen.naming import RESERVED, identifier, module_name
 from charter.spec.contractset import load_set

@@ -24,7 +24,8 @@ import pytest
 
 from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
-from charter.cli import main, search_paths
+from charter.cli import main
+from charter.console import search_paths
 from charter.codegen.loader import load_checker
 from charter.codegen.naming import module_name
 from charter.spec.contractset import load_set

@@ -37,7 +37,7 @@ def load_checker(path: Path) -> ModuleType:
 @lru_cache(maxsize=None)
 def contract_plan(spec: str):
     """The resolved plan of the artifact contract at `spec` (relative to ROOT)."""
-    from charter.cli import search_paths
+    from charter.console import search_paths
     from charter.spec.contractset import load_set
 
     path = str(ROOT / spec)

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from charter.cli import main, search_paths
+from charter.cli import main
+from charter.console import search_paths
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
 from charter.spec.contractset import load_set

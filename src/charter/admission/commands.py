@@ -9,7 +9,7 @@ from charter.language import STATUSES
 
 
 def register(sub) -> None:
-    from charter.cli import path_arg
+    from charter.console import path_arg
 
     p = sub.add_parser("admit", help="admit an artifact against its contract (ordered stages, one diagnostic)")
     p.add_argument("artifact", nargs="?", type=path_arg, help="GGUF or safetensors file (default: the contract's pinned source)")
@@ -42,7 +42,7 @@ def register(sub) -> None:
 def run_admit(args) -> int:
     from charter.admission.locate import locate
     from charter.admission.runtime import admit
-    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
     from charter.codegen.loader import load_checker
     from charter.diagnostics import CharterError
     from charter.spec.contractset import load_set
@@ -104,7 +104,7 @@ def run_freeze(args) -> int:
 
 def run_locate(args) -> int:
     from charter.admission.locate import locate
-    from charter.cli import EXIT_OK, EXIT_USAGE, print_diagnostics
+    from charter.console import EXIT_OK, EXIT_USAGE, print_diagnostics
     from charter.diagnostics import CharterError
     from charter.spec.load import load_contract
     from charter.spec.models import ArtifactContract

@@ -7,7 +7,7 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    from charter.cli import path_arg
+    from charter.console import path_arg
 
     p = sub.add_parser("generate", help="generate checkers from contracts (or --check that they are current)")
     p.add_argument("paths", nargs="*", default=["specs"], type=path_arg,
@@ -18,7 +18,7 @@ def register(sub) -> None:
 
 
 def run_generate(args) -> int:
-    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
     from charter.codegen.driver import generate
     from charter.spec.contractset import load_set
 

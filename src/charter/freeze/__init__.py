@@ -121,7 +121,7 @@ class FreezeError(RuntimeError):
 
 
 def freeze(args) -> int:
-    from charter.cli import EXIT_OK, EXIT_USAGE, not_a_file, print_diagnostics
+    from charter.console import EXIT_OK, EXIT_USAGE, not_a_file, print_diagnostics
 
     path = Path(args.artifact)
     if not path.is_file():

@@ -10,7 +10,7 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    from charter.cli import path_arg
+    from charter.console import path_arg
 
     p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
     p.add_argument("--contract", required=True, type=path_arg, help="artifact contract (YAML)")
@@ -36,7 +36,7 @@ def register(sub) -> None:
 def run_mutate(args) -> int:
     from charter import atomic
     from charter.admission.locate import locate
-    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
     from charter.diagnostics import CharterError
     from charter.mutation import report
     from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress

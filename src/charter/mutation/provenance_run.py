@@ -155,7 +155,7 @@ def run(b: ProvenanceBattery, mutants: list[Mutant],
 def run_command(args, cs: ContractSet, contract_id: str) -> int:
     """`charter mutate --contract <provenance spec>`: the same output as the artifact battery."""
     from charter import atomic
-    from charter.cli import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
     from charter.mutation import report
     from charter.mutation.run import stderr_progress
 

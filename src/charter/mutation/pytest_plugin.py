@@ -55,7 +55,7 @@ def pytest_collect_file(parent, file_path: Path):
 def _battery(spec_file: str):
     """(battery, mutants) for one battery file, built once per process (xdist workers included)."""
     from charter.admission.locate import locate
-    from charter.cli import search_paths
+    from charter.console import search_paths
     from charter.mutation.run import all_mutants, load_battery
     from charter.spec.contractset import load_set
     from charter.spec.yamlload import load_file

@@ -12,7 +12,7 @@ from pathlib import Path
 
 
 def register(sub) -> None:
-    from charter.cli import path_arg
+    from charter.console import path_arg
 
     p = sub.add_parser("fixtures", help="verify or capture provenance-labelled fixture files")
     fsub = p.add_subparsers(dest="fixtures_command", metavar="ACTION")
@@ -34,7 +34,7 @@ def register(sub) -> None:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    from charter.cli import path_arg
+    from charter.console import path_arg
 
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg,
                    help="where referenced model and artifact contracts are found (default: the enclosing specs/)")
@@ -43,7 +43,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _load(args, *, capturing: bool):
     """The provenance contracts named by `args.paths`, or an exit code 2 with diagnostics printed."""
-    from charter.cli import EXIT_USAGE, print_diagnostics, search_paths
+    from charter.console import EXIT_USAGE, print_diagnostics, search_paths
     from charter.diagnostics import Code
     from charter.spec.contractset import discover, load_set
 
@@ -67,7 +67,7 @@ def _load(args, *, capturing: bool):
 def _report(diagnostics, args, payload: dict, ok_line: str, fail_line: str) -> int:
     import json
 
-    from charter.cli import EXIT_OK, EXIT_REJECTED, print_diagnostics
+    from charter.console import EXIT_OK, EXIT_REJECTED, print_diagnostics
 
     if args.format == "json":
         payload["diagnostics"] = [d.to_json() for d in diagnostics]
@@ -97,7 +97,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from charter.cli import EXIT_USAGE
+    from charter.console import EXIT_USAGE
     from charter.provenance.capture import capture
     from charter.spec.contractset import display_path
 
