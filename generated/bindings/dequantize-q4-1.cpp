@@ -2,7 +2,7 @@
 // with specs/models/smollm2-135m-instruct.yaml (sha256:267a31d25578a00a40c5b7c289baa23ff1f72b41ce5a3c5a48d86f37c0b9019b)
 //
 // nanobind binding of kernel dequantize-q4-1:
-//     dequantize_q4_1(blocks, y=None) returns y (outputs keyword-only)
+//     dequantize_q4_1(blocks, *, y=None) -> y
 // calls charter::kernels::dequantize_q4_1 (Note [Kernel signature] in native/src/kernels.hpp) after
 // charter::bind::Call has checked every array against the contract; oracle charter.oracles.dequant:dequantize_q4_1.
 #include <nanobind/nanobind.h>

@@ -2,7 +2,7 @@
 // with specs/models/qwen4exp.yaml (sha256:b205322a65dd264f3d9553c8088efb6b14e27f3739a88f0b332333ed6cc54466)
 //
 // nanobind binding of kernel masked-argmax:
-//     masked_argmax(logits, ids=None) returns ids (outputs keyword-only)
+//     masked_argmax(logits, *, ids=None) -> ids
 // calls charter::kernels::masked_argmax (Note [Kernel signature] in native/src/kernels.hpp) after
 // charter::bind::Call has checked every array against the contract; oracle charter.oracles.logits:masked_argmax.
 #include <nanobind/nanobind.h>

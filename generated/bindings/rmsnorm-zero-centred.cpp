@@ -3,7 +3,7 @@
 // with specs/models/smollm2-135m-instruct.yaml (sha256:267a31d25578a00a40c5b7c289baa23ff1f72b41ce5a3c5a48d86f37c0b9019b)
 //
 // nanobind binding of kernel rmsnorm-zero-centred:
-//     rmsnorm_zero_centred(x, w, eps, y=None) returns y (outputs keyword-only)
+//     rmsnorm_zero_centred(x, w, eps, *, y=None) -> y
 // calls charter::kernels::rmsnorm_zero_centred (Note [Kernel signature] in native/src/kernels.hpp) after
 // charter::bind::Call has checked every array against the contract; oracle charter.oracles.rmsnorm:rmsnorm_zero_centred.
 #include <nanobind/nanobind.h>

@@ -2,7 +2,7 @@
 // with specs/models/qwen4exp.yaml (sha256:b205322a65dd264f3d9553c8088efb6b14e27f3739a88f0b332333ed6cc54466)
 //
 // nanobind binding of kernel router-topk:
-//     router_topk(logits, indices=None, weights=None) returns (indices, weights) (outputs keyword-only)
+//     router_topk(logits, *, indices=None, weights=None) -> (indices, weights)
 // calls charter::kernels::router_topk (Note [Kernel signature] in native/src/kernels.hpp) after
 // charter::bind::Call has checked every array against the contract; oracle charter.oracles.router:router_topk.
 #include <nanobind/nanobind.h>

@@ -1,4 +1,4 @@
-"""Generated identities are injective and compile (Note [Generated identifiers], charter.codegen.naming).
+"""Generated identities are injective and compile (Note [Generated identifiers], charter.codegen.common.names).
 
 * Two ids of one set that become one identifier (`c18-x`, `c18_x`) are refused at `charter check`
   with ID_COLLISION naming both files; `generate` and `generate --check` refuse them too, and the
@@ -21,7 +21,7 @@ import pytest
 from charter.cli import main
 from charter.console import search_paths
 from charter.codegen.driver import generate, render_all
-from charter.codegen.naming import RESERVED, identifier, module_name
+from charter.codegen.common.names import RESERVED, identifier, module_name
 from charter.spec.contractset import load_set
 from tests.conftest import ROOT
 from tests.hardening import corpus
@@ -76,12 +76,9 @@ def test_module_names(cid, expected):
     assert module_name(cid) == identifier(cid) == expected
 
 
-def test_all_targets_share_the_policy():
-    from charter.codegen.cpp import escape as cpp_escape
-    from charter.codegen.labels import escape as labels_escape
-    from charter.codegen.metal import build as metal_build
-
-    assert cpp_escape.identifier is labels_escape.identifier is metal_build.identifier is identifier
+@pytest.mark.parametrize("target", ["bindings", "cpp", "labels", "metal"])
+def test_all_targets_share_the_policy(target):
+    assert importlib.import_module(f"charter.codegen.{target}.build").identifier is identifier
 
 
 # --- collisions -----------------------------------------------------------------------------------

@@ -27,7 +27,7 @@ from charter.admission.view import parse_view
 from charter.cli import main
 from charter.console import search_paths
 from charter.codegen.loader import load_checker
-from charter.codegen.naming import module_name
+from charter.codegen.common.names import module_name
 from charter.spec.contractset import load_set
 from charter.spec.load import load_contract
 from tests.conftest import ROOT
@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
 
 
 def test_cpp_checker_enforces_the_exact_strings(cpp_header, hostile, tmp_path):
-    from charter.codegen.cpp.escape import identifier
+    from charter.codegen.common.names import identifier
 
     driver = tmp_path / "driver.cpp"
     driver.write_text(DRIVER.replace("HEADER", cpp_header.name).replace("NAMESPACE", identifier(CONTRACT_ID)))
@@ -394,7 +394,7 @@ def test_hostile_spec_path_reaches_generated_code_as_data(tmp_path):
 
 
 def test_python_literals_round_trip_every_hostile_string(tmp_path):
-    from charter.codegen.escape import py_literal
+    from charter.codegen.common.python import py_literal
 
     for s in hostile_strings(tmp_path / "m"):
         lit = py_literal(s)

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from charter.codegen.bindings import standalone
-from charter.codegen.bindings.build import identifier
+from charter.codegen.common.names import identifier
 from charter.formats.gguf import read_gguf
 from charter.oracles import dequant, logits, rmsnorm, router
 from charter.provenance import controls

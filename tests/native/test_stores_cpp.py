@@ -372,7 +372,7 @@ int main() {
 def asan_driver(tmp_path_factory):
     if GXX is None:
         pytest.skip("g++ is not installed")
-    from charter.codegen.cpp.escape import identifier
+    from charter.codegen.common.names import identifier
 
     tmp = tmp_path_factory.mktemp("asan")
     src = tmp / "driver.cpp"

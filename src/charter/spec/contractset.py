@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from charter.codegen.naming import identifier
+from charter.codegen.common.names import identifier
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.spec.load import LoadedContract, load_contract
 from charter.spec.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
@@ -120,7 +120,7 @@ def _add(cs: ContractSet, path: Path) -> None:
 def _check_identifiers(cs: ContractSet) -> None:
     """Two ids of one set must not name the same generated module or namespace (`c18-x` and
     `c18_x` are both `c18_x`): one would silently replace the other (Note [Generated identifiers]
-    in charter.codegen.naming)."""
+    in charter.codegen.common.names)."""
     seen: dict[str, LoadedContract] = {}
     for lc in sorted(cs.contracts.values(), key=lambda x: x.doc.file):
         name = identifier(lc.id)

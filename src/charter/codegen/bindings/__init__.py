@@ -18,9 +18,8 @@ from __future__ import annotations
 
 import jinja2
 
-from charter.codegen.render import environment, normalize
-
 from charter.codegen.bindings.build import BindingError, build_kernel, build_register, kernel_contracts, spec_sha
+from charter.codegen.common.render import environment, normalize
 from charter.spec.contractset import ContractSet
 
 __all__ = ["BindingError", "REGISTER_FUNCTION", "REGISTER_PATH", "bindings_inputs", "render_bindings"]
@@ -31,8 +30,6 @@ REGISTER_FUNCTION = "charter_register_kernels"
 
 def _environment() -> jinja2.Environment:
     return environment("charter.codegen.bindings")
-
-
 
 
 def render_bindings(cs: ContractSet) -> list[tuple[str, str]]:

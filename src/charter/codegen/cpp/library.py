@@ -25,8 +25,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from charter.codegen.common.cpp import cpp_sv
 from charter.codegen.cpp.build import render_checker_text
-from charter.codegen.cpp.escape import cpp_sv
 from charter.spec.plan import ArtifactPlan
 
 FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import jinja2
 
-from charter.codegen.render import environment, normalize
-
+from charter.codegen.common.render import environment, normalize
 from charter.codegen.labels.build import build
 from charter.spec.load import LoadedContract
 
@@ -22,8 +21,6 @@ __all__ = ["render"]
 
 def _environment() -> jinja2.Environment:
     return environment("charter.codegen.labels")
-
-
 
 
 def render(loaded: LoadedContract, spec_display_path: str) -> list[tuple[str, str]]:

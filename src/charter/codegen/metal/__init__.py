@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import jinja2
 
-from charter.codegen.render import environment, normalize
-
+from charter.codegen.common.render import environment, normalize
 from charter.codegen.metal.build import MetalError, build_model, metal_kernels, metal_models
 from charter.spec.contractset import ContractSet
 
@@ -26,8 +25,6 @@ def header_path(model_id: str) -> str:
 
 def _environment() -> jinja2.Environment:
     return environment("charter.codegen.metal")
-
-
 
 
 def render_metal(cs: ContractSet) -> list[tuple[str, str]]:

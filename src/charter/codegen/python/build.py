@@ -2,14 +2,14 @@
 
 Which checks run, in which order, with which literals, is decided once in charter.spec.checks
 (Note [Typed checks]); here each check becomes one keyword call of admission.runtime.Context,
-every literal through charter.codegen.escape. The template only loops and substitutes.
+every literal through charter.codegen.common.python. The template only loops and substitutes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from charter.codegen.escape import py_literal as lit
+from charter.codegen.common.python import py_literal as lit
 from charter.diagnostics import ADMISSION_STAGES, Location
 from charter.diagnostics import Stage as AdmissionStage
 from charter.spec.checks import STAGE_DOCS, Check, arguments, checks_of

@@ -1,6 +1,6 @@
-"""What every codegen target shares: one Jinja2 environment policy and one text normal form.
+"""One Jinja2 environment policy and one text normal form for every target.
 
-Templates only loop and substitute (escaping is each target's escape function); output has no
+Templates only loop and substitute (Note [Generated text] in charter.codegen.common); output has no
 trailing spaces, LF line endings and exactly one trailing newline, so it is byte-for-byte stable.
 """
 
