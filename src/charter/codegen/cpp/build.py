@@ -40,6 +40,7 @@ class Stage:
 @dataclass(frozen=True)
 class CheckerView:
     header: str
+    about: str  # comment-safe: "<format> artifact contract <id>"
     contract_id: str
     model_id: str
     spec: str
@@ -237,6 +238,7 @@ def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: st
     stages = tuple(Stage(name, checks.STAGE_DOCS[name], tuple(st)) for name, st in by_stage.items())
     return CheckerView(
         header=header,
+        about=cpp_comment(f"{plan.format} artifact contract {plan.id}"),
         contract_id=cpp_sv(plan.id),
         model_id=cpp_sv(plan.model),
         spec=cpp_sv(plan.spec_path),
