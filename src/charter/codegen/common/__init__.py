@@ -14,7 +14,7 @@ of its comment syntax, every name through names.identifier, and every file start
 header.generated_header. Target packages (codegen/python, cpp, labels, bindings, metal) build
 typed views of ready-made literals from these, and their templates only loop and substitute:
 a template never slices, filters or reformats a value (one exception: the Python checker's
-template passes its view's five plain strings through `lit`, which is python.py_literal).
+template passes its view's plain strings through `lit`, which is python.py_literal).
 
 One policy for every target: a lone surrogate (U+D800..U+DFFF) is refused (EscapeError, a
 ValueError the CLI reports with exit 2), since no UTF-8 file or artifact can hold one and contracts
