@@ -1,6 +1,6 @@
 // How compiled checkers are found by key: charter._native registers every committed generated
 // checker under its contract id, and can load more from a checker library built at run time
-// (charter.codegen.cpp.library: the C++ checkers of mutated contracts, Note [Checker libraries]).
+// (charter.engines.library: the C++ checkers of mutated contracts, Note [Checker libraries]).
 //
 // Note [Checker libraries]
 // A checker library is a shared object g++ builds from many generated checker headers. It
