@@ -35,7 +35,7 @@ inline constexpr rt::InputDigest kInputs[] = {
     {"specs/models/qwen4exp.yaml"sv, "b205322a65dd264f3d9553c8088efb6b14e27f3739a88f0b332333ed6cc54466"sv},
 };
 
-inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
+inline constexpr rt::MetaTypeFact kMetaTypes[] = {
     {"general.architecture"sv, "string"sv, {}, "specs/artifacts/qwen4exp-text.yaml:59:25"sv},
     {"general.type"sv, "string"sv, {}, "specs/artifacts/qwen4exp-text.yaml:63:19"sv},
     {"general.name"sv, "string"sv, {}, "specs/artifacts/qwen4exp-text.yaml:64:19"sv},
@@ -59,7 +59,7 @@ inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
     {"tokenizer.ggml.eos_token_id"sv, "uint32"sv, {}, "specs/artifacts/qwen4exp-text.yaml:95:34"sv},
     {"tokenizer.ggml.padding_token_id"sv, "uint32"sv, {}, "specs/artifacts/qwen4exp-text.yaml:96:38"sv},
 };
-inline constexpr std::string_view kPinned2[] = {
+inline constexpr std::string_view kPinned[] = {
     "general.architecture"sv,
     "general.type"sv,
     "general.name"sv,
@@ -83,7 +83,7 @@ inline constexpr std::string_view kPinned2[] = {
     "tokenizer.ggml.eos_token_id"sv,
     "tokenizer.ggml.padding_token_id"sv,
 };
-inline constexpr rt::Lit kValues3[] = {
+inline constexpr rt::Lit kValues_qwen4exp_layer_types[] = {
     rt::Lit::str("GDN"sv, false, 0x0000000000000000ull, false, 0x00000000u),
     rt::Lit::str("GDN"sv, false, 0x0000000000000000ull, false, 0x00000000u),
     rt::Lit::str("GDN"sv, false, 0x0000000000000000ull, false, 0x00000000u),
@@ -133,79 +133,63 @@ inline constexpr rt::Lit kValues3[] = {
     rt::Lit::str("GDN"sv, false, 0x0000000000000000ull, false, 0x00000000u),
     rt::Lit::str("QSA"sv, false, 0x0000000000000000ull, false, 0x00000000u),
 };
-inline constexpr rt::Int kStopIds4[] = {rt::Int(248044ull), rt::Int(248046ull)};
-inline constexpr rt::GlobToken kGlob5[] = {{rt::GlobToken::Op::Char, 0x76u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob6[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob7[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x70u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob8[] = {{rt::GlobToken::Op::Char, 0x62u, false, {}}, {rt::GlobToken::Op::Char, 0x6cu, false, {}}, {rt::GlobToken::Op::Char, 0x6bu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x65u, false, {}}, {rt::GlobToken::Op::Char, 0x78u, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::Glob kExcluded9[] = {
-    rt::Glob{"v.*"sv, rt::span(kGlob5)},
-    rt::Glob{"mm.*"sv, rt::span(kGlob6)},
-    rt::Glob{"mtp.*"sv, rt::span(kGlob7)},
-    rt::Glob{"blk.*.nextn.*"sv, rt::span(kGlob8)},
+inline constexpr rt::Int kStopIds[] = {rt::Int(248044ull), rt::Int(248046ull)};
+inline constexpr rt::GlobToken kGlob_v__[] = {{rt::GlobToken::Op::Char, 0x76u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::GlobToken kGlob_mm__[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::GlobToken kGlob_mtp__[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x70u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::GlobToken kGlob_blk___nextn__[] = {{rt::GlobToken::Op::Char, 0x62u, false, {}}, {rt::GlobToken::Op::Char, 0x6cu, false, {}}, {rt::GlobToken::Op::Char, 0x6bu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x65u, false, {}}, {rt::GlobToken::Op::Char, 0x78u, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
+inline constexpr rt::Glob kExcluded[] = {
+    rt::Glob{"v.*"sv, rt::span(kGlob_v__)},
+    rt::Glob{"mm.*"sv, rt::span(kGlob_mm__)},
+    rt::Glob{"mtp.*"sv, rt::span(kGlob_mtp__)},
+    rt::Glob{"blk.*.nextn.*"sv, rt::span(kGlob_blk___nextn__)},
 };
-inline constexpr rt::Int kShape10[] = {rt::Int(2560ull), rt::Int(248320ull)};
-inline constexpr rt::Int kShape11[] = {rt::Int(2560ull), rt::Int(248320ull)};
-inline constexpr rt::Int kShape12[] = {rt::Int(2560ull)};
-inline constexpr rt::Repeat kRepeat13[] = {{"i"sv, rt::Int(48ull), false, {}}};
-inline constexpr rt::Int kShape14[] = {rt::Int(2560ull)};
-inline constexpr rt::Repeat kRepeat15[] = {{"i"sv, rt::Int(48ull), false, {}}};
-inline constexpr rt::Int kShape16[] = {rt::Int(2560ull)};
-inline constexpr rt::Repeat kRepeat17[] = {{"i"sv, rt::Int(48ull), false, {}}};
-inline constexpr rt::Int kShape18[] = {rt::Int(4ull), rt::Int(4ull)};
-inline constexpr rt::Repeat kRepeat19[] = {{"i"sv, rt::Int(48ull), false, {}}};
-inline constexpr rt::Int kShape20[] = {rt::Int(2560ull), rt::Int(512ull)};
-inline constexpr rt::Int kIndices21[] = {rt::Int(0ull), rt::Int(1ull), rt::Int(2ull), rt::Int(4ull), rt::Int(5ull), rt::Int(6ull), rt::Int(8ull), rt::Int(9ull), rt::Int(10ull), rt::Int(12ull), rt::Int(13ull), rt::Int(14ull), rt::Int(16ull), rt::Int(17ull), rt::Int(18ull), rt::Int(20ull), rt::Int(21ull), rt::Int(22ull), rt::Int(24ull), rt::Int(25ull), rt::Int(26ull), rt::Int(28ull), rt::Int(29ull), rt::Int(30ull), rt::Int(32ull), rt::Int(33ull), rt::Int(34ull), rt::Int(36ull), rt::Int(37ull), rt::Int(38ull), rt::Int(40ull), rt::Int(41ull), rt::Int(42ull), rt::Int(44ull), rt::Int(45ull), rt::Int(46ull)};
-inline constexpr rt::Repeat kRepeat22[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices21)}};
-inline constexpr rt::Int kShape23[] = {rt::Int(2560ull), rt::Int(8192ull)};
-inline constexpr rt::Int kIndices24[] = {rt::Int(0ull), rt::Int(1ull), rt::Int(2ull), rt::Int(4ull), rt::Int(5ull), rt::Int(6ull), rt::Int(8ull), rt::Int(9ull), rt::Int(10ull), rt::Int(12ull), rt::Int(13ull), rt::Int(14ull), rt::Int(16ull), rt::Int(17ull), rt::Int(18ull), rt::Int(20ull), rt::Int(21ull), rt::Int(22ull), rt::Int(24ull), rt::Int(25ull), rt::Int(26ull), rt::Int(28ull), rt::Int(29ull), rt::Int(30ull), rt::Int(32ull), rt::Int(33ull), rt::Int(34ull), rt::Int(36ull), rt::Int(37ull), rt::Int(38ull), rt::Int(40ull), rt::Int(41ull), rt::Int(42ull), rt::Int(44ull), rt::Int(45ull), rt::Int(46ull)};
-inline constexpr rt::Repeat kRepeat25[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices24)}};
-inline constexpr rt::Int kShape26[] = {rt::Int(4ull), rt::Int(8192ull)};
-inline constexpr rt::Int kIndices27[] = {rt::Int(0ull), rt::Int(1ull), rt::Int(2ull), rt::Int(4ull), rt::Int(5ull), rt::Int(6ull), rt::Int(8ull), rt::Int(9ull), rt::Int(10ull), rt::Int(12ull), rt::Int(13ull), rt::Int(14ull), rt::Int(16ull), rt::Int(17ull), rt::Int(18ull), rt::Int(20ull), rt::Int(21ull), rt::Int(22ull), rt::Int(24ull), rt::Int(25ull), rt::Int(26ull), rt::Int(28ull), rt::Int(29ull), rt::Int(30ull), rt::Int(32ull), rt::Int(33ull), rt::Int(34ull), rt::Int(36ull), rt::Int(37ull), rt::Int(38ull), rt::Int(40ull), rt::Int(41ull), rt::Int(42ull), rt::Int(44ull), rt::Int(45ull), rt::Int(46ull)};
-inline constexpr rt::Repeat kRepeat28[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices27)}};
-inline constexpr rt::Int kShape29[] = {rt::Int(4096ull), rt::Int(2560ull)};
-inline constexpr rt::Int kIndices30[] = {rt::Int(3ull), rt::Int(7ull), rt::Int(11ull), rt::Int(15ull), rt::Int(19ull), rt::Int(23ull), rt::Int(27ull), rt::Int(31ull), rt::Int(35ull), rt::Int(39ull), rt::Int(43ull), rt::Int(47ull)};
-inline constexpr rt::Repeat kRepeat31[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices30)}};
-inline constexpr rt::Int kShape32[] = {rt::Int(2560ull), rt::Int(4096ull)};
-inline constexpr rt::Int kIndices33[] = {rt::Int(3ull), rt::Int(7ull), rt::Int(11ull), rt::Int(15ull), rt::Int(19ull), rt::Int(23ull), rt::Int(27ull), rt::Int(31ull), rt::Int(35ull), rt::Int(39ull), rt::Int(43ull), rt::Int(47ull)};
-inline constexpr rt::Repeat kRepeat34[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices33)}};
-inline constexpr rt::Int kShape35[] = {rt::Int(2560ull), rt::Int(512ull)};
-inline constexpr rt::Int kIndices36[] = {rt::Int(3ull), rt::Int(7ull), rt::Int(11ull), rt::Int(15ull), rt::Int(19ull), rt::Int(23ull), rt::Int(27ull), rt::Int(31ull), rt::Int(35ull), rt::Int(39ull), rt::Int(43ull), rt::Int(47ull)};
-inline constexpr rt::Repeat kRepeat37[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices36)}};
-inline constexpr rt::Int kShape38[] = {rt::Int(2560ull), rt::Int(512ull)};
-inline constexpr rt::Int kIndices39[] = {rt::Int(3ull), rt::Int(7ull), rt::Int(11ull), rt::Int(15ull), rt::Int(19ull), rt::Int(23ull), rt::Int(27ull), rt::Int(31ull), rt::Int(35ull), rt::Int(39ull), rt::Int(43ull), rt::Int(47ull)};
-inline constexpr rt::Repeat kRepeat40[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices39)}};
-inline constexpr rt::Int kShape41[] = {rt::Int(4096ull), rt::Int(2560ull)};
-inline constexpr rt::Int kIndices42[] = {rt::Int(3ull), rt::Int(7ull), rt::Int(11ull), rt::Int(15ull), rt::Int(19ull), rt::Int(23ull), rt::Int(27ull), rt::Int(31ull), rt::Int(35ull), rt::Int(39ull), rt::Int(43ull), rt::Int(47ull)};
-inline constexpr rt::Repeat kRepeat43[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices42)}};
-inline constexpr rt::Int kShape44[] = {rt::Int(2560ull), rt::Int(128ull)};
-inline constexpr rt::Int kShape45[] = {rt::Int(67949301760ull)};
-inline constexpr rt::Int kShape46[] = {rt::Int(57621569536ull)};
-inline constexpr rt::TensorRow kTensors47[] = {
-    {"token_embd.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape10), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:105:5"sv},
-    {"output.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape11), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:106:5"sv},
-    {"output_norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape12), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:107:5"sv},
-    {"blk.{i}.attn_norm.weight"sv, rt::span(kRepeat13), "attn_norm"sv, rt::span(kShape14), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:108:5"sv},
-    {"blk.{i}.post_attention_norm.weight"sv, rt::span(kRepeat15), "ffn_norm"sv, rt::span(kShape16), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:109:5"sv},
-    {"blk.{i}.hc_mix.weight"sv, rt::span(kRepeat17), "residual_mix"sv, rt::span(kShape18), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:110:5"sv},
-    {"blk.{i}.ffn_gate_inp.weight"sv, rt::span(kRepeat19), "router"sv, rt::span(kShape20), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:112:5"sv},
-    {"blk.{i}.ssm_in.weight"sv, rt::span(kRepeat22), "gdn_in"sv, rt::span(kShape23), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:114:5"sv},
-    {"blk.{i}.ssm_conv1d.weight"sv, rt::span(kRepeat25), "gdn_conv"sv, rt::span(kShape26), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:116:5"sv},
-    {"blk.{i}.ssm_out.weight"sv, rt::span(kRepeat28), "gdn_out"sv, rt::span(kShape29), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:118:5"sv},
-    {"blk.{i}.attn_q.weight"sv, rt::span(kRepeat31), "qsa_q"sv, rt::span(kShape32), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:120:5"sv},
-    {"blk.{i}.attn_k.weight"sv, rt::span(kRepeat34), "qsa_k"sv, rt::span(kShape35), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:122:5"sv},
-    {"blk.{i}.attn_v.weight"sv, rt::span(kRepeat37), "qsa_v"sv, rt::span(kShape38), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:124:5"sv},
-    {"blk.{i}.attn_output.weight"sv, rt::span(kRepeat40), "qsa_out"sv, rt::span(kShape41), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:126:5"sv},
-    {"blk.{i}.attn_index.weight"sv, rt::span(kRepeat43), "qsa_indexer"sv, rt::span(kShape44), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:128:5"sv},
-    {"expert_major.store"sv, rt::Span<rt::Repeat>{}, "routed_experts"sv, rt::span(kShape45), "I8"sv, "specs/artifacts/qwen4exp-text.yaml:131:5"sv},
-    {"ple.store"sv, rt::Span<rt::Repeat>{}, "per_layer_embeddings"sv, rt::span(kShape46), "I8"sv, "specs/artifacts/qwen4exp-text.yaml:132:5"sv},
+inline constexpr rt::Int kShape_2560x248320[] = {rt::Int(2560ull), rt::Int(248320ull)};
+inline constexpr rt::Int kShape_2560[] = {rt::Int(2560ull)};
+inline constexpr rt::Repeat kRepeat_i48[] = {{"i"sv, rt::Int(48ull), false, {}}};
+inline constexpr rt::Int kShape_4x4[] = {rt::Int(4ull), rt::Int(4ull)};
+inline constexpr rt::Int kShape_2560x512[] = {rt::Int(2560ull), rt::Int(512ull)};
+inline constexpr rt::Int kIndices_i[] = {rt::Int(0ull), rt::Int(1ull), rt::Int(2ull), rt::Int(4ull), rt::Int(5ull), rt::Int(6ull), rt::Int(8ull), rt::Int(9ull), rt::Int(10ull), rt::Int(12ull), rt::Int(13ull), rt::Int(14ull), rt::Int(16ull), rt::Int(17ull), rt::Int(18ull), rt::Int(20ull), rt::Int(21ull), rt::Int(22ull), rt::Int(24ull), rt::Int(25ull), rt::Int(26ull), rt::Int(28ull), rt::Int(29ull), rt::Int(30ull), rt::Int(32ull), rt::Int(33ull), rt::Int(34ull), rt::Int(36ull), rt::Int(37ull), rt::Int(38ull), rt::Int(40ull), rt::Int(41ull), rt::Int(42ull), rt::Int(44ull), rt::Int(45ull), rt::Int(46ull)};
+inline constexpr rt::Repeat kRepeat_ilisted[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices_i)}};
+inline constexpr rt::Int kShape_2560x8192[] = {rt::Int(2560ull), rt::Int(8192ull)};
+inline constexpr rt::Int kShape_4x8192[] = {rt::Int(4ull), rt::Int(8192ull)};
+inline constexpr rt::Int kShape_4096x2560[] = {rt::Int(4096ull), rt::Int(2560ull)};
+inline constexpr rt::Int kIndices_i_2[] = {rt::Int(3ull), rt::Int(7ull), rt::Int(11ull), rt::Int(15ull), rt::Int(19ull), rt::Int(23ull), rt::Int(27ull), rt::Int(31ull), rt::Int(35ull), rt::Int(39ull), rt::Int(43ull), rt::Int(47ull)};
+inline constexpr rt::Repeat kRepeat_ilisted_2[] = {{"i"sv, rt::Int(0ull), true, rt::span(kIndices_i_2)}};
+inline constexpr rt::Int kShape_2560x4096[] = {rt::Int(2560ull), rt::Int(4096ull)};
+inline constexpr rt::Int kShape_2560x128[] = {rt::Int(2560ull), rt::Int(128ull)};
+inline constexpr rt::Int kShape_67949301760[] = {rt::Int(67949301760ull)};
+inline constexpr rt::Int kShape_57621569536[] = {rt::Int(57621569536ull)};
+inline constexpr rt::TensorRow kTensors[] = {
+    {"token_embd.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape_2560x248320), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:105:5"sv},
+    {"output.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape_2560x248320), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:106:5"sv},
+    {"output_norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape_2560), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:107:5"sv},
+    {"blk.{i}.attn_norm.weight"sv, rt::span(kRepeat_i48), "attn_norm"sv, rt::span(kShape_2560), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:108:5"sv},
+    {"blk.{i}.post_attention_norm.weight"sv, rt::span(kRepeat_i48), "ffn_norm"sv, rt::span(kShape_2560), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:109:5"sv},
+    {"blk.{i}.hc_mix.weight"sv, rt::span(kRepeat_i48), "residual_mix"sv, rt::span(kShape_4x4), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:110:5"sv},
+    {"blk.{i}.ffn_gate_inp.weight"sv, rt::span(kRepeat_i48), "router"sv, rt::span(kShape_2560x512), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:112:5"sv},
+    {"blk.{i}.ssm_in.weight"sv, rt::span(kRepeat_ilisted), "gdn_in"sv, rt::span(kShape_2560x8192), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:114:5"sv},
+    {"blk.{i}.ssm_conv1d.weight"sv, rt::span(kRepeat_ilisted), "gdn_conv"sv, rt::span(kShape_4x8192), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:116:5"sv},
+    {"blk.{i}.ssm_out.weight"sv, rt::span(kRepeat_ilisted), "gdn_out"sv, rt::span(kShape_4096x2560), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:118:5"sv},
+    {"blk.{i}.attn_q.weight"sv, rt::span(kRepeat_ilisted_2), "qsa_q"sv, rt::span(kShape_2560x4096), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:120:5"sv},
+    {"blk.{i}.attn_k.weight"sv, rt::span(kRepeat_ilisted_2), "qsa_k"sv, rt::span(kShape_2560x512), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:122:5"sv},
+    {"blk.{i}.attn_v.weight"sv, rt::span(kRepeat_ilisted_2), "qsa_v"sv, rt::span(kShape_2560x512), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:124:5"sv},
+    {"blk.{i}.attn_output.weight"sv, rt::span(kRepeat_ilisted_2), "qsa_out"sv, rt::span(kShape_4096x2560), "Q8_0"sv, "specs/artifacts/qwen4exp-text.yaml:126:5"sv},
+    {"blk.{i}.attn_index.weight"sv, rt::span(kRepeat_ilisted_2), "qsa_indexer"sv, rt::span(kShape_2560x128), "F32"sv, "specs/artifacts/qwen4exp-text.yaml:128:5"sv},
+    {"expert_major.store"sv, rt::Span<rt::Repeat>{}, "routed_experts"sv, rt::span(kShape_67949301760), "I8"sv, "specs/artifacts/qwen4exp-text.yaml:131:5"sv},
+    {"ple.store"sv, rt::Span<rt::Repeat>{}, "per_layer_embeddings"sv, rt::span(kShape_57621569536), "I8"sv, "specs/artifacts/qwen4exp-text.yaml:132:5"sv},
 };
-inline constexpr rt::CodecRow kCodecs48[] = {
+inline constexpr rt::CodecRow kCodecs[] = {
     {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/qwen4exp-text.yaml:134:8"sv},
     {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/qwen4exp-text.yaml:135:9"sv},
     {"I8"sv, rt::Int(1ull), rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:136:7"sv},
 };
-inline constexpr rt::StoreField kStoreFields49[] = {
+inline constexpr rt::StoreComponent kComponents_expert_major[] = {
+    {"gate"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:158:9"sv},
+    {"up"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:159:9"sv},
+    {"down"sv, rt::Int(640ull), rt::Int(2560ull), "specs/artifacts/qwen4exp-text.yaml:160:9"sv},
+};
+inline constexpr rt::StoreField kStoreFields_expert_major[] = {
     {"version"sv, rt::Int(2ull), "specs/artifacts/qwen4exp-text.yaml:146:14"sv},
     {"family"sv, rt::Int(4ull), "specs/artifacts/qwen4exp-text.yaml:147:13"sv},
     {"layers"sv, rt::Int(48ull), "specs/artifacts/qwen4exp-text.yaml:148:13"sv},
@@ -216,12 +200,8 @@ inline constexpr rt::StoreField kStoreFields49[] = {
     {"group_bytes"sv, rt::Int(36ull), "specs/artifacts/qwen4exp-text.yaml:155:20"sv},
     {"record_alignment"sv, rt::Int(4096ull), "specs/artifacts/qwen4exp-text.yaml:161:23"sv},
 };
-inline constexpr rt::StoreComponent kComponents50[] = {
-    {"gate"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:158:9"sv},
-    {"up"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:159:9"sv},
-    {"down"sv, rt::Int(640ull), rt::Int(2560ull), "specs/artifacts/qwen4exp-text.yaml:160:9"sv},
-};
-inline constexpr rt::StoreField kStoreFields51[] = {
+inline constexpr rt::HeadRow kHeadRows_ple[] = {{rt::Int(20000003ull), "specs/artifacts/qwen4exp-text.yaml:169:17"sv}, {rt::Int(20007919ull), "specs/artifacts/qwen4exp-text.yaml:169:27"sv}, {rt::Int(20015839ull), "specs/artifacts/qwen4exp-text.yaml:169:37"sv}, {rt::Int(20023763ull), "specs/artifacts/qwen4exp-text.yaml:169:47"sv}, {rt::Int(20031701ull), "specs/artifacts/qwen4exp-text.yaml:169:57"sv}, {rt::Int(20039599ull), "specs/artifacts/qwen4exp-text.yaml:169:67"sv}, {rt::Int(20047519ull), "specs/artifacts/qwen4exp-text.yaml:169:77"sv}, {rt::Int(20055433ull), "specs/artifacts/qwen4exp-text.yaml:169:87"sv}, {rt::Int(20063369ull), "specs/artifacts/qwen4exp-text.yaml:170:17"sv}, {rt::Int(20071273ull), "specs/artifacts/qwen4exp-text.yaml:170:27"sv}, {rt::Int(20079233ull), "specs/artifacts/qwen4exp-text.yaml:170:37"sv}, {rt::Int(20087131ull), "specs/artifacts/qwen4exp-text.yaml:170:47"sv}, {rt::Int(20095039ull), "specs/artifacts/qwen4exp-text.yaml:170:57"sv}, {rt::Int(20102947ull), "specs/artifacts/qwen4exp-text.yaml:170:67"sv}, {rt::Int(20110997ull), "specs/artifacts/qwen4exp-text.yaml:170:77"sv}, {rt::Int(19169681ull), "specs/artifacts/qwen4exp-text.yaml:170:87"sv}};
+inline constexpr rt::StoreField kStoreFields_ple[] = {
     {"version"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:165:14"sv},
     {"family"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:166:13"sv},
     {"heads"sv, rt::Int(16ull), "specs/artifacts/qwen4exp-text.yaml:167:12"sv},
@@ -236,28 +216,23 @@ inline constexpr rt::StoreField kStoreFields51[] = {
     {"codec_version"sv, rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:180:16"sv},
     {"page_alignment"sv, rt::Int(4096ull), "specs/artifacts/qwen4exp-text.yaml:176:21"sv},
 };
-inline constexpr rt::HeadRow kHeadRows52[] = {{rt::Int(20000003ull), "specs/artifacts/qwen4exp-text.yaml:169:17"sv}, {rt::Int(20007919ull), "specs/artifacts/qwen4exp-text.yaml:169:27"sv}, {rt::Int(20015839ull), "specs/artifacts/qwen4exp-text.yaml:169:37"sv}, {rt::Int(20023763ull), "specs/artifacts/qwen4exp-text.yaml:169:47"sv}, {rt::Int(20031701ull), "specs/artifacts/qwen4exp-text.yaml:169:57"sv}, {rt::Int(20039599ull), "specs/artifacts/qwen4exp-text.yaml:169:67"sv}, {rt::Int(20047519ull), "specs/artifacts/qwen4exp-text.yaml:169:77"sv}, {rt::Int(20055433ull), "specs/artifacts/qwen4exp-text.yaml:169:87"sv}, {rt::Int(20063369ull), "specs/artifacts/qwen4exp-text.yaml:170:17"sv}, {rt::Int(20071273ull), "specs/artifacts/qwen4exp-text.yaml:170:27"sv}, {rt::Int(20079233ull), "specs/artifacts/qwen4exp-text.yaml:170:37"sv}, {rt::Int(20087131ull), "specs/artifacts/qwen4exp-text.yaml:170:47"sv}, {rt::Int(20095039ull), "specs/artifacts/qwen4exp-text.yaml:170:57"sv}, {rt::Int(20102947ull), "specs/artifacts/qwen4exp-text.yaml:170:67"sv}, {rt::Int(20110997ull), "specs/artifacts/qwen4exp-text.yaml:170:77"sv}, {rt::Int(19169681ull), "specs/artifacts/qwen4exp-text.yaml:170:87"sv}};
-inline constexpr rt::GlobToken kGlob53[] = {{rt::GlobToken::Op::Char, 0x76u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob54[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::Glob kGlobs55[] = {
-    rt::Glob{"v.*"sv, rt::span(kGlob53)},
-    rt::Glob{"mm.*"sv, rt::span(kGlob54)},
+inline constexpr rt::Glob kGlobs_vision[] = {
+    rt::Glob{"v.*"sv, rt::span(kGlob_v__)},
+    rt::Glob{"mm.*"sv, rt::span(kGlob_mm__)},
 };
-inline constexpr rt::GlobToken kGlob56[] = {{rt::GlobToken::Op::Char, 0x6du, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x70u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::GlobToken kGlob57[] = {{rt::GlobToken::Op::Char, 0x62u, false, {}}, {rt::GlobToken::Op::Char, 0x6cu, false, {}}, {rt::GlobToken::Op::Char, 0x6bu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x65u, false, {}}, {rt::GlobToken::Op::Char, 0x78u, false, {}}, {rt::GlobToken::Op::Char, 0x74u, false, {}}, {rt::GlobToken::Op::Char, 0x6eu, false, {}}, {rt::GlobToken::Op::Char, 0x2eu, false, {}}, {rt::GlobToken::Op::Star, 0x0u, false, {}}};
-inline constexpr rt::Glob kGlobs58[] = {
-    rt::Glob{"mtp.*"sv, rt::span(kGlob56)},
-    rt::Glob{"blk.*.nextn.*"sv, rt::span(kGlob57)},
+inline constexpr rt::Glob kGlobs_mtp[] = {
+    rt::Glob{"mtp.*"sv, rt::span(kGlob_mtp__)},
+    rt::Glob{"blk.*.nextn.*"sv, rt::span(kGlob_blk___nextn__)},
 };
-inline constexpr rt::ExclusionRow kExclusions59[] = {
-    {"vision"sv, rt::span(kGlobs55), "qwen4exp.source.vision_count"sv, rt::Int(333ull), "specs/artifacts/qwen4exp-text.yaml:185:5"sv},
-    {"mtp"sv, rt::span(kGlobs58), "qwen4exp.source.mtp_count"sv, rt::Int(31ull), "specs/artifacts/qwen4exp-text.yaml:190:5"sv},
+inline constexpr rt::ExclusionRow kExclusions[] = {
+    {"vision"sv, rt::span(kGlobs_vision), "qwen4exp.source.vision_count"sv, rt::Int(333ull), "specs/artifacts/qwen4exp-text.yaml:185:5"sv},
+    {"mtp"sv, rt::span(kGlobs_mtp), "qwen4exp.source.mtp_count"sv, rt::Int(31ull), "specs/artifacts/qwen4exp-text.yaml:190:5"sv},
 };
 // The embedded stores, in the contract's order: the facts the stores stage checks, and what a
 // caller needs to compute the regions it reads for them (Note [Store regions], charter/stores.hpp).
 inline constexpr rt::StoreFacts kStores[] = {
-    {"expert_major"sv, "expert-major-v2"sv, "expert_major.store"sv, rt::span(kStoreFields49), rt::span(kComponents50), rt::Span<rt::HeadRow>{}, "specs/artifacts/qwen4exp-text.yaml:144:5"sv},
-    {"ple"sv, "ple-rows-v1"sv, "ple.store"sv, rt::span(kStoreFields51), rt::Span<rt::StoreComponent>{}, rt::span(kHeadRows52), "specs/artifacts/qwen4exp-text.yaml:163:5"sv},
+    {"expert_major"sv, "expert-major-v2"sv, "expert_major.store"sv, rt::span(kStoreFields_expert_major), rt::span(kComponents_expert_major), rt::Span<rt::HeadRow>{}, "specs/artifacts/qwen4exp-text.yaml:144:5"sv},
+    {"ple"sv, "ple-rows-v1"sv, "ple.store"sv, rt::span(kStoreFields_ple), rt::Span<rt::StoreComponent>{}, rt::span(kHeadRows_ple), "specs/artifacts/qwen4exp-text.yaml:163:5"sv},
 };
 inline constexpr rt::Span<rt::StoreFacts> kStoreFacts = rt::span(kStores);
 
@@ -280,9 +255,9 @@ inline bool check_identity([[maybe_unused]] rt::Context& ctx) {
 
 // Exact key set and exact types of every key, then the values metadata owns.
 inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.meta_types(rt::span(kMetaTypes1))) return false;
+  if (!ctx.meta_types(rt::span(kMetaTypes))) return false;
   // specs/artifacts/qwen4exp-text.yaml:61:15
-  if (!ctx.meta_key_set(rt::span(kPinned2), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/qwen4exp-text.yaml:61:15"sv)) return false;
+  if (!ctx.meta_key_set(rt::span(kPinned), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/qwen4exp-text.yaml:61:15"sv)) return false;
   // specs/artifacts/qwen4exp-text.yaml:63:19
   if (!ctx.value("metadata"sv, "general.type"sv, "string"sv, rt::Lit::str("model"sv, false, 0x0000000000000000ull, false, 0x00000000u), "specs/artifacts/qwen4exp-text.yaml:63:19"sv)) return false;
   // specs/artifacts/qwen4exp-text.yaml:64:19
@@ -306,7 +281,7 @@ inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/qwen4exp-text.yaml:73:26
   if (!ctx.value("metadata"sv, "qwen4exp.vocab_size"sv, "uint32"sv, rt::Lit::integer(rt::Int(248320ull), true, 0x410e500000000000ull, true, 0x48728000u), "specs/artifacts/qwen4exp-text.yaml:73:26"sv)) return false;
   // specs/artifacts/qwen4exp-text.yaml:75:7
-  if (!ctx.array("metadata"sv, "qwen4exp.layer_types"sv, rt::Int(48ull), true, rt::span(kValues3), {}, "specs/artifacts/qwen4exp-text.yaml:75:7"sv)) return false;
+  if (!ctx.array("metadata"sv, "qwen4exp.layer_types"sv, rt::Int(48ull), true, rt::span(kValues_qwen4exp_layer_types), {}, "specs/artifacts/qwen4exp-text.yaml:75:7"sv)) return false;
   // specs/artifacts/qwen4exp-text.yaml:82:35
   if (!ctx.value("metadata"sv, "qwen4exp.source.tensor_count"sv, "uint32"sv, rt::Lit::integer(rt::Int(1658ull), true, 0x4099e80000000000ull, true, 0x44cf4000u), "specs/artifacts/qwen4exp-text.yaml:82:35"sv)) return false;
   // specs/artifacts/qwen4exp-text.yaml:83:33
@@ -331,25 +306,25 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/qwen4exp-text.yaml:101:38
   if (!ctx.special_id("tokenizer.ggml.padding_token_id"sv, "endoftext"sv, rt::Int(248044ull), "specs/artifacts/qwen4exp-text.yaml:101:38"sv)) return false;
   // specs/artifacts/qwen4exp-text.yaml:102:10
-  if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds4), "specs/artifacts/qwen4exp-text.yaml:102:10"sv)) return false;
+  if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds), "specs/artifacts/qwen4exp-text.yaml:102:10"sv)) return false;
   // specs/models/qwen4exp.yaml:55:8
   if (!ctx.token_domain("tokenizer.ggml.tokens"sv, rt::Int(248077ull), "specs/models/qwen4exp.yaml:55:8"sv)) return false;
-  // specs/models/qwen4exp.yaml:56:16
-  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(248320ull), "specs/models/qwen4exp.yaml:56:16"sv)) return false;
+  // specs/artifacts/qwen4exp-text.yaml:98:11
+  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(248320ull), "specs/artifacts/qwen4exp-text.yaml:98:11"sv)) return false;
   return true;
 }
 
 // Exact tensor set, then rank, shape and codec of each (name, repeat, role, shape, codec, at).
 inline bool check_tensors([[maybe_unused]] rt::Context& ctx) {
-  ctx.exclude(rt::span(kExcluded9));
+  ctx.exclude(rt::span(kExcluded));
   // specs/artifacts/qwen4exp-text.yaml:105:3
-  if (!ctx.tensors(rt::span(kTensors47), "specs/artifacts/qwen4exp-text.yaml:105:3"sv)) return false;
+  if (!ctx.tensors(rt::span(kTensors), "specs/artifacts/qwen4exp-text.yaml:105:3"sv)) return false;
   return true;
 }
 
 // Block geometry of each codec: the block divides the row, the extent has the computed size.
 inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.codecs(rt::span(kCodecs48))) return false;
+  if (!ctx.codecs(rt::span(kCodecs))) return false;
   return true;
 }
 
@@ -371,7 +346,7 @@ inline bool check_stores([[maybe_unused]] rt::Context& ctx) {
 
 // Named exclusions stay out; the support status meets what the caller requires.
 inline bool check_policy([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.exclusions(rt::span(kExclusions59))) return false;
+  if (!ctx.exclusions(rt::span(kExclusions))) return false;
   // specs/artifacts/qwen4exp-text.yaml:13:9
   if (!ctx.status("structural"sv, "specs/artifacts/qwen4exp-text.yaml:13:9"sv)) return false;
   return true;

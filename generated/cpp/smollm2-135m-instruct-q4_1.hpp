@@ -35,7 +35,7 @@ inline constexpr rt::InputDigest kInputs[] = {
     {"specs/models/smollm2-135m-instruct.yaml"sv, "267a31d25578a00a40c5b7c289baa23ff1f72b41ce5a3c5a48d86f37c0b9019b"sv},
 };
 
-inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
+inline constexpr rt::MetaTypeFact kMetaTypes[] = {
     {"general.architecture"sv, "string"sv, {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:20:25"sv},
     {"general.basename"sv, "string"sv, {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:21:21"sv},
     {"general.size_label"sv, "string"sv, {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:22:23"sv},
@@ -70,7 +70,7 @@ inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
     {"tokenizer.ggml.padding_token_id"sv, "uint32"sv, {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:68:38"sv},
     {"tokenizer.chat_template"sv, "string"sv, {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:70:7"sv},
 };
-inline constexpr std::string_view kPinned2[] = {
+inline constexpr std::string_view kPinned[] = {
     "general.architecture"sv,
     "general.basename"sv,
     "general.size_label"sv,
@@ -105,44 +105,31 @@ inline constexpr std::string_view kPinned2[] = {
     "tokenizer.ggml.padding_token_id"sv,
     "tokenizer.chat_template"sv,
 };
-inline constexpr rt::Lit kValues3[] = {
+inline constexpr rt::Lit kValues_general_languages[] = {
     rt::Lit::str("en"sv, false, 0x0000000000000000ull, false, 0x00000000u),
 };
-inline constexpr rt::Int kStopIds4[] = {rt::Int(2ull)};
-inline constexpr rt::Int kShape5[] = {rt::Int(576ull), rt::Int(49152ull)};
-inline constexpr rt::Int kShape6[] = {rt::Int(576ull)};
-inline constexpr rt::Repeat kRepeat7[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape8[] = {rt::Int(576ull)};
-inline constexpr rt::Repeat kRepeat9[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape10[] = {rt::Int(576ull), rt::Int(576ull)};
-inline constexpr rt::Repeat kRepeat11[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape12[] = {rt::Int(576ull), rt::Int(192ull)};
-inline constexpr rt::Repeat kRepeat13[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape14[] = {rt::Int(576ull), rt::Int(192ull)};
-inline constexpr rt::Repeat kRepeat15[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape16[] = {rt::Int(576ull), rt::Int(576ull)};
-inline constexpr rt::Repeat kRepeat17[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape18[] = {rt::Int(576ull)};
-inline constexpr rt::Repeat kRepeat19[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape20[] = {rt::Int(576ull), rt::Int(1536ull)};
-inline constexpr rt::Repeat kRepeat21[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape22[] = {rt::Int(576ull), rt::Int(1536ull)};
-inline constexpr rt::Repeat kRepeat23[] = {{"i"sv, rt::Int(30ull), false, {}}};
-inline constexpr rt::Int kShape24[] = {rt::Int(1536ull), rt::Int(576ull)};
-inline constexpr rt::TensorRow kTensors25[] = {
-    {"token_embd.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape5), "Q8_0"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:5"sv},
-    {"output_norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape6), "F32"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:83:5"sv},
-    {"blk.{i}.attn_norm.weight"sv, rt::span(kRepeat7), "attn_norm"sv, rt::span(kShape8), "F32"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:84:5"sv},
-    {"blk.{i}.attn_q.weight"sv, rt::span(kRepeat9), "attn_q"sv, rt::span(kShape10), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:85:5"sv},
-    {"blk.{i}.attn_k.weight"sv, rt::span(kRepeat11), "attn_k"sv, rt::span(kShape12), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:86:5"sv},
-    {"blk.{i}.attn_v.weight"sv, rt::span(kRepeat13), "attn_v"sv, rt::span(kShape14), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:87:5"sv},
-    {"blk.{i}.attn_output.weight"sv, rt::span(kRepeat15), "attn_output"sv, rt::span(kShape16), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:88:5"sv},
-    {"blk.{i}.ffn_norm.weight"sv, rt::span(kRepeat17), "ffn_norm"sv, rt::span(kShape18), "F32"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:89:5"sv},
-    {"blk.{i}.ffn_gate.weight"sv, rt::span(kRepeat19), "ffn_gate"sv, rt::span(kShape20), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:90:5"sv},
-    {"blk.{i}.ffn_up.weight"sv, rt::span(kRepeat21), "ffn_up"sv, rt::span(kShape22), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:91:5"sv},
-    {"blk.{i}.ffn_down.weight"sv, rt::span(kRepeat23), "ffn_down"sv, rt::span(kShape24), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:92:5"sv},
+inline constexpr rt::Int kStopIds[] = {rt::Int(2ull)};
+inline constexpr rt::Int kShape_576x49152[] = {rt::Int(576ull), rt::Int(49152ull)};
+inline constexpr rt::Int kShape_576[] = {rt::Int(576ull)};
+inline constexpr rt::Repeat kRepeat_i30[] = {{"i"sv, rt::Int(30ull), false, {}}};
+inline constexpr rt::Int kShape_576x576[] = {rt::Int(576ull), rt::Int(576ull)};
+inline constexpr rt::Int kShape_576x192[] = {rt::Int(576ull), rt::Int(192ull)};
+inline constexpr rt::Int kShape_576x1536[] = {rt::Int(576ull), rt::Int(1536ull)};
+inline constexpr rt::Int kShape_1536x576[] = {rt::Int(1536ull), rt::Int(576ull)};
+inline constexpr rt::TensorRow kTensors[] = {
+    {"token_embd.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape_576x49152), "Q8_0"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:5"sv},
+    {"output_norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape_576), "F32"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:83:5"sv},
+    {"blk.{i}.attn_norm.weight"sv, rt::span(kRepeat_i30), "attn_norm"sv, rt::span(kShape_576), "F32"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:84:5"sv},
+    {"blk.{i}.attn_q.weight"sv, rt::span(kRepeat_i30), "attn_q"sv, rt::span(kShape_576x576), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:85:5"sv},
+    {"blk.{i}.attn_k.weight"sv, rt::span(kRepeat_i30), "attn_k"sv, rt::span(kShape_576x192), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:86:5"sv},
+    {"blk.{i}.attn_v.weight"sv, rt::span(kRepeat_i30), "attn_v"sv, rt::span(kShape_576x192), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:87:5"sv},
+    {"blk.{i}.attn_output.weight"sv, rt::span(kRepeat_i30), "attn_output"sv, rt::span(kShape_576x576), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:88:5"sv},
+    {"blk.{i}.ffn_norm.weight"sv, rt::span(kRepeat_i30), "ffn_norm"sv, rt::span(kShape_576), "F32"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:89:5"sv},
+    {"blk.{i}.ffn_gate.weight"sv, rt::span(kRepeat_i30), "ffn_gate"sv, rt::span(kShape_576x1536), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:90:5"sv},
+    {"blk.{i}.ffn_up.weight"sv, rt::span(kRepeat_i30), "ffn_up"sv, rt::span(kShape_576x1536), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:91:5"sv},
+    {"blk.{i}.ffn_down.weight"sv, rt::span(kRepeat_i30), "ffn_down"sv, rt::span(kShape_1536x576), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:92:5"sv},
 };
-inline constexpr rt::CodecRow kCodecs26[] = {
+inline constexpr rt::CodecRow kCodecs[] = {
     {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8"sv},
     {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9"sv},
     {"Q4_1"sv, rt::Int(32ull), rt::Int(20ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9"sv},
@@ -176,9 +163,9 @@ inline bool check_identity([[maybe_unused]] rt::Context& ctx) {
 
 // Exact key set and exact types of every key, then the values metadata owns.
 inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.meta_types(rt::span(kMetaTypes1))) return false;
+  if (!ctx.meta_types(rt::span(kMetaTypes))) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:25:15
-  if (!ctx.meta_key_set(rt::span(kPinned2), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:25:15"sv)) return false;
+  if (!ctx.meta_key_set(rt::span(kPinned), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:25:15"sv)) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:27:19
   if (!ctx.value("metadata"sv, "general.type"sv, "string"sv, rt::Lit::str("model"sv, false, 0x0000000000000000ull, false, 0x00000000u), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:27:19"sv)) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:28:19
@@ -188,7 +175,7 @@ inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:30:22
   if (!ctx.value("metadata"sv, "general.license"sv, "string"sv, rt::Lit::str("apache-2.0"sv, false, 0x0000000000000000ull, false, 0x00000000u), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:30:22"sv)) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24
-  if (!ctx.array("metadata"sv, "general.languages"sv, rt::Int(1ull), true, rt::span(kValues3), {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24"sv)) return false;
+  if (!ctx.array("metadata"sv, "general.languages"sv, rt::Int(1ull), true, rt::span(kValues_general_languages), {}, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24"sv)) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:32:24
   if (!ctx.value("metadata"sv, "general.file_type"sv, "uint32"sv, rt::Lit::integer(rt::Int(3ull), true, 0x4008000000000000ull, true, 0x40400000u), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:32:24"sv)) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:33:35
@@ -243,11 +230,11 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:78:38
   if (!ctx.special_id("tokenizer.ggml.padding_token_id"sv, "padding"sv, rt::Int(2ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:78:38"sv)) return false;
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10
-  if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds4), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10"sv)) return false;
+  if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10"sv)) return false;
   // specs/models/smollm2-135m-instruct.yaml:39:8
   if (!ctx.token_domain("tokenizer.ggml.tokens"sv, rt::Int(49152ull), "specs/models/smollm2-135m-instruct.yaml:39:8"sv)) return false;
-  // specs/models/smollm2-135m-instruct.yaml:40:16
-  if (!ctx.logits_rows("token_embd.weight"sv, std::int64_t{1}, rt::Int(49152ull), "specs/models/smollm2-135m-instruct.yaml:40:16"sv)) return false;
+  // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:73:11
+  if (!ctx.logits_rows("token_embd.weight"sv, std::int64_t{1}, rt::Int(49152ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:73:11"sv)) return false;
   return true;
 }
 
@@ -255,13 +242,13 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
 inline bool check_tensors([[maybe_unused]] rt::Context& ctx) {
   ctx.exclude(rt::Span<rt::Glob>{});
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:3
-  if (!ctx.tensors(rt::span(kTensors25), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:3"sv)) return false;
+  if (!ctx.tensors(rt::span(kTensors), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:3"sv)) return false;
   return true;
 }
 
 // Block geometry of each codec: the block divides the row, the extent has the computed size.
 inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.codecs(rt::span(kCodecs26))) return false;
+  if (!ctx.codecs(rt::span(kCodecs))) return false;
   return true;
 }
 

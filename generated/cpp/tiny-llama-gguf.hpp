@@ -35,7 +35,7 @@ inline constexpr rt::InputDigest kInputs[] = {
     {"specs/models/tiny-llama.yaml"sv, "dbe9db6a44f4742496fca0b70de33914fd7094384cd092e11d62fce6d112b30b"sv},
 };
 
-inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
+inline constexpr rt::MetaTypeFact kMetaTypes[] = {
     {"general.architecture"sv, "string"sv, {}, "specs/artifacts/tiny-llama-gguf.yaml:17:25"sv},
     {"general.basename"sv, "string"sv, {}, "specs/artifacts/tiny-llama-gguf.yaml:18:21"sv},
     {"general.type"sv, "string"sv, {}, "specs/artifacts/tiny-llama-gguf.yaml:22:19"sv},
@@ -62,7 +62,7 @@ inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
     {"tokenizer.ggml.eos_token_id"sv, "uint32"sv, {}, "specs/artifacts/tiny-llama-gguf.yaml:86:34"sv},
     {"tokenizer.chat_template"sv, "string"sv, {}, "specs/artifacts/tiny-llama-gguf.yaml:87:30"sv},
 };
-inline constexpr std::string_view kPinned2[] = {
+inline constexpr std::string_view kPinned[] = {
     "general.architecture"sv,
     "general.basename"sv,
     "general.type"sv,
@@ -89,7 +89,7 @@ inline constexpr std::string_view kPinned2[] = {
     "tokenizer.ggml.eos_token_id"sv,
     "tokenizer.chat_template"sv,
 };
-inline constexpr rt::Lit kValues3[] = {
+inline constexpr rt::Lit kValues_tokenizer_ggml_tokens[] = {
     rt::Lit::str("<unk>"sv, false, 0x0000000000000000ull, false, 0x00000000u),
     rt::Lit::str("<s>"sv, false, 0x0000000000000000ull, false, 0x00000000u),
     rt::Lit::str("</s>"sv, false, 0x0000000000000000ull, false, 0x00000000u),
@@ -350,7 +350,7 @@ inline constexpr rt::Lit kValues3[] = {
     rt::Lit::str("<0xFE>"sv, false, 0x0000000000000000ull, false, 0x00000000u),
     rt::Lit::str("<0xFF>"sv, false, 0x0000000000000000ull, false, 0x00000000u),
 };
-inline constexpr rt::Lit kValues4[] = {
+inline constexpr rt::Lit kValues_tokenizer_ggml_token_type[] = {
     rt::Lit::integer(rt::Int(2ull), true, 0x4000000000000000ull, true, 0x40000000u),
     rt::Lit::integer(rt::Int(3ull), true, 0x4008000000000000ull, true, 0x40400000u),
     rt::Lit::integer(rt::Int(3ull), true, 0x4008000000000000ull, true, 0x40400000u),
@@ -611,43 +611,29 @@ inline constexpr rt::Lit kValues4[] = {
     rt::Lit::integer(rt::Int(6ull), true, 0x4018000000000000ull, true, 0x40c00000u),
     rt::Lit::integer(rt::Int(6ull), true, 0x4018000000000000ull, true, 0x40c00000u),
 };
-inline constexpr rt::Int kStopIds5[] = {rt::Int(2ull)};
-inline constexpr rt::Int kShape6[] = {rt::Int(64ull), rt::Int(260ull)};
-inline constexpr rt::Repeat kRepeat7[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape8[] = {rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat9[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape10[] = {rt::Int(64ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat11[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape12[] = {rt::Int(64ull), rt::Int(32ull)};
-inline constexpr rt::Repeat kRepeat13[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape14[] = {rt::Int(64ull), rt::Int(32ull)};
-inline constexpr rt::Repeat kRepeat15[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape16[] = {rt::Int(64ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat17[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape18[] = {rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat19[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape20[] = {rt::Int(64ull), rt::Int(128ull)};
-inline constexpr rt::Repeat kRepeat21[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape22[] = {rt::Int(64ull), rt::Int(128ull)};
-inline constexpr rt::Repeat kRepeat23[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape24[] = {rt::Int(128ull), rt::Int(64ull)};
-inline constexpr rt::Int kShape25[] = {rt::Int(64ull)};
-inline constexpr rt::Int kShape26[] = {rt::Int(64ull), rt::Int(260ull)};
-inline constexpr rt::TensorRow kTensors27[] = {
-    {"token_embd.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape6), "Q8_0"sv, "specs/artifacts/tiny-llama-gguf.yaml:96:5"sv},
-    {"blk.{i}.attn_norm.weight"sv, rt::span(kRepeat7), "attn_norm"sv, rt::span(kShape8), "F32"sv, "specs/artifacts/tiny-llama-gguf.yaml:97:5"sv},
-    {"blk.{i}.attn_q.weight"sv, rt::span(kRepeat9), "attn_q"sv, rt::span(kShape10), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:98:5"sv},
-    {"blk.{i}.attn_k.weight"sv, rt::span(kRepeat11), "attn_k"sv, rt::span(kShape12), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:99:5"sv},
-    {"blk.{i}.attn_v.weight"sv, rt::span(kRepeat13), "attn_v"sv, rt::span(kShape14), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:100:5"sv},
-    {"blk.{i}.attn_output.weight"sv, rt::span(kRepeat15), "attn_output"sv, rt::span(kShape16), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:101:5"sv},
-    {"blk.{i}.ffn_norm.weight"sv, rt::span(kRepeat17), "ffn_norm"sv, rt::span(kShape18), "F32"sv, "specs/artifacts/tiny-llama-gguf.yaml:102:5"sv},
-    {"blk.{i}.ffn_gate.weight"sv, rt::span(kRepeat19), "ffn_gate"sv, rt::span(kShape20), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:103:5"sv},
-    {"blk.{i}.ffn_up.weight"sv, rt::span(kRepeat21), "ffn_up"sv, rt::span(kShape22), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:104:5"sv},
-    {"blk.{i}.ffn_down.weight"sv, rt::span(kRepeat23), "ffn_down"sv, rt::span(kShape24), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:105:5"sv},
-    {"output_norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape25), "F32"sv, "specs/artifacts/tiny-llama-gguf.yaml:106:5"sv},
-    {"output.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape26), "Q8_0"sv, "specs/artifacts/tiny-llama-gguf.yaml:107:5"sv},
+inline constexpr rt::Int kStopIds[] = {rt::Int(2ull)};
+inline constexpr rt::Int kShape_64x260[] = {rt::Int(64ull), rt::Int(260ull)};
+inline constexpr rt::Repeat kRepeat_i12[] = {{"i"sv, rt::Int(12ull), false, {}}};
+inline constexpr rt::Int kShape_64[] = {rt::Int(64ull)};
+inline constexpr rt::Int kShape_64x64[] = {rt::Int(64ull), rt::Int(64ull)};
+inline constexpr rt::Int kShape_64x32[] = {rt::Int(64ull), rt::Int(32ull)};
+inline constexpr rt::Int kShape_64x128[] = {rt::Int(64ull), rt::Int(128ull)};
+inline constexpr rt::Int kShape_128x64[] = {rt::Int(128ull), rt::Int(64ull)};
+inline constexpr rt::TensorRow kTensors[] = {
+    {"token_embd.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape_64x260), "Q8_0"sv, "specs/artifacts/tiny-llama-gguf.yaml:96:5"sv},
+    {"blk.{i}.attn_norm.weight"sv, rt::span(kRepeat_i12), "attn_norm"sv, rt::span(kShape_64), "F32"sv, "specs/artifacts/tiny-llama-gguf.yaml:97:5"sv},
+    {"blk.{i}.attn_q.weight"sv, rt::span(kRepeat_i12), "attn_q"sv, rt::span(kShape_64x64), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:98:5"sv},
+    {"blk.{i}.attn_k.weight"sv, rt::span(kRepeat_i12), "attn_k"sv, rt::span(kShape_64x32), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:99:5"sv},
+    {"blk.{i}.attn_v.weight"sv, rt::span(kRepeat_i12), "attn_v"sv, rt::span(kShape_64x32), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:100:5"sv},
+    {"blk.{i}.attn_output.weight"sv, rt::span(kRepeat_i12), "attn_output"sv, rt::span(kShape_64x64), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:101:5"sv},
+    {"blk.{i}.ffn_norm.weight"sv, rt::span(kRepeat_i12), "ffn_norm"sv, rt::span(kShape_64), "F32"sv, "specs/artifacts/tiny-llama-gguf.yaml:102:5"sv},
+    {"blk.{i}.ffn_gate.weight"sv, rt::span(kRepeat_i12), "ffn_gate"sv, rt::span(kShape_64x128), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:103:5"sv},
+    {"blk.{i}.ffn_up.weight"sv, rt::span(kRepeat_i12), "ffn_up"sv, rt::span(kShape_64x128), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:104:5"sv},
+    {"blk.{i}.ffn_down.weight"sv, rt::span(kRepeat_i12), "ffn_down"sv, rt::span(kShape_128x64), "Q4_1"sv, "specs/artifacts/tiny-llama-gguf.yaml:105:5"sv},
+    {"output_norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape_64), "F32"sv, "specs/artifacts/tiny-llama-gguf.yaml:106:5"sv},
+    {"output.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape_64x260), "Q8_0"sv, "specs/artifacts/tiny-llama-gguf.yaml:107:5"sv},
 };
-inline constexpr rt::CodecRow kCodecs28[] = {
+inline constexpr rt::CodecRow kCodecs[] = {
     {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/tiny-llama-gguf.yaml:109:8"sv},
     {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/tiny-llama-gguf.yaml:110:9"sv},
     {"Q4_1"sv, rt::Int(32ull), rt::Int(20ull), "specs/artifacts/tiny-llama-gguf.yaml:111:9"sv},
@@ -677,9 +663,9 @@ inline bool check_identity([[maybe_unused]] rt::Context& ctx) {
 
 // Exact key set and exact types of every key, then the values metadata owns.
 inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.meta_types(rt::span(kMetaTypes1))) return false;
+  if (!ctx.meta_types(rt::span(kMetaTypes))) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:20:15
-  if (!ctx.meta_key_set(rt::span(kPinned2), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/tiny-llama-gguf.yaml:20:15"sv)) return false;
+  if (!ctx.meta_key_set(rt::span(kPinned), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/tiny-llama-gguf.yaml:20:15"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:22:19
   if (!ctx.value("metadata"sv, "general.type"sv, "string"sv, rt::Lit::str("model"sv, false, 0x0000000000000000ull, false, 0x00000000u), "specs/artifacts/tiny-llama-gguf.yaml:22:19"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:23:19
@@ -720,9 +706,9 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/tiny-llama-gguf.yaml:40:35
   if (!ctx.value("tokenizer"sv, "tokenizer.ggml.add_eos_token"sv, "bool"sv, rt::Lit::boolean(false), "specs/artifacts/tiny-llama-gguf.yaml:40:35"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:42:7
-  if (!ctx.array("tokenizer"sv, "tokenizer.ggml.tokens"sv, rt::Int(259ull), true, rt::span(kValues3), {}, "specs/artifacts/tiny-llama-gguf.yaml:42:7"sv)) return false;
+  if (!ctx.array("tokenizer"sv, "tokenizer.ggml.tokens"sv, rt::Int(259ull), true, rt::span(kValues_tokenizer_ggml_tokens), {}, "specs/artifacts/tiny-llama-gguf.yaml:42:7"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:70:7
-  if (!ctx.array("tokenizer"sv, "tokenizer.ggml.token_type"sv, rt::Int(259ull), true, rt::span(kValues4), {}, "specs/artifacts/tiny-llama-gguf.yaml:70:7"sv)) return false;
+  if (!ctx.array("tokenizer"sv, "tokenizer.ggml.token_type"sv, rt::Int(259ull), true, rt::span(kValues_tokenizer_ggml_token_type), {}, "specs/artifacts/tiny-llama-gguf.yaml:70:7"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:87:30
   if (!ctx.value("tokenizer"sv, "tokenizer.chat_template"sv, "string"sv, rt::Lit::str("{% for m in messages %}{{ m.content }}{% endfor %}"sv, false, 0x0000000000000000ull, false, 0x00000000u), "specs/artifacts/tiny-llama-gguf.yaml:87:30"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:91:38
@@ -732,11 +718,11 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/tiny-llama-gguf.yaml:93:34
   if (!ctx.special_id("tokenizer.ggml.eos_token_id"sv, "eos"sv, rt::Int(2ull), "specs/artifacts/tiny-llama-gguf.yaml:93:34"sv)) return false;
   // specs/artifacts/tiny-llama-gguf.yaml:94:10
-  if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds5), "specs/artifacts/tiny-llama-gguf.yaml:94:10"sv)) return false;
+  if (!ctx.stop_id("tokenizer.ggml.eos_token_id"sv, rt::span(kStopIds), "specs/artifacts/tiny-llama-gguf.yaml:94:10"sv)) return false;
   // specs/models/tiny-llama.yaml:45:8
   if (!ctx.token_domain("tokenizer.ggml.tokens"sv, rt::Int(259ull), "specs/models/tiny-llama.yaml:45:8"sv)) return false;
-  // specs/models/tiny-llama.yaml:46:16
-  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(260ull), "specs/models/tiny-llama.yaml:46:16"sv)) return false;
+  // specs/artifacts/tiny-llama-gguf.yaml:89:11
+  if (!ctx.logits_rows("output.weight"sv, std::int64_t{1}, rt::Int(260ull), "specs/artifacts/tiny-llama-gguf.yaml:89:11"sv)) return false;
   return true;
 }
 
@@ -744,13 +730,13 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
 inline bool check_tensors([[maybe_unused]] rt::Context& ctx) {
   ctx.exclude(rt::Span<rt::Glob>{});
   // specs/artifacts/tiny-llama-gguf.yaml:96:3
-  if (!ctx.tensors(rt::span(kTensors27), "specs/artifacts/tiny-llama-gguf.yaml:96:3"sv)) return false;
+  if (!ctx.tensors(rt::span(kTensors), "specs/artifacts/tiny-llama-gguf.yaml:96:3"sv)) return false;
   return true;
 }
 
 // Block geometry of each codec: the block divides the row, the extent has the computed size.
 inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.codecs(rt::span(kCodecs28))) return false;
+  if (!ctx.codecs(rt::span(kCodecs))) return false;
   return true;
 }
 

@@ -35,52 +35,38 @@ inline constexpr rt::InputDigest kInputs[] = {
     {"specs/models/tiny-llama.yaml"sv, "dbe9db6a44f4742496fca0b70de33914fd7094384cd092e11d62fce6d112b30b"sv},
 };
 
-inline constexpr rt::MetaTypeFact kMetaTypes1[] = {
+inline constexpr rt::MetaTypeFact kMetaTypes[] = {
     {"general.architecture"sv, "string"sv, {}, "specs/artifacts/tiny-llama-safetensors.yaml:15:25"sv},
     {"general.basename"sv, "string"sv, {}, "specs/artifacts/tiny-llama-safetensors.yaml:16:21"sv},
     {"format"sv, "string"sv, {}, "specs/artifacts/tiny-llama-safetensors.yaml:20:13"sv},
 };
-inline constexpr std::string_view kPinned2[] = {
+inline constexpr std::string_view kPinned[] = {
     "general.architecture"sv,
     "general.basename"sv,
     "format"sv,
 };
-inline constexpr rt::Int kShape3[] = {rt::Int(260ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat4[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape5[] = {rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat6[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape7[] = {rt::Int(64ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat8[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape9[] = {rt::Int(32ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat10[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape11[] = {rt::Int(32ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat12[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape13[] = {rt::Int(64ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat14[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape15[] = {rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat16[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape17[] = {rt::Int(128ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat18[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape19[] = {rt::Int(128ull), rt::Int(64ull)};
-inline constexpr rt::Repeat kRepeat20[] = {{"i"sv, rt::Int(12ull), false, {}}};
-inline constexpr rt::Int kShape21[] = {rt::Int(64ull), rt::Int(128ull)};
-inline constexpr rt::Int kShape22[] = {rt::Int(64ull)};
-inline constexpr rt::Int kShape23[] = {rt::Int(260ull), rt::Int(64ull)};
-inline constexpr rt::TensorRow kTensors24[] = {
-    {"model.embed_tokens.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape3), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:24:5"sv},
-    {"model.layers.{i}.input_layernorm.weight"sv, rt::span(kRepeat4), "attn_norm"sv, rt::span(kShape5), "F32"sv, "specs/artifacts/tiny-llama-safetensors.yaml:25:5"sv},
-    {"model.layers.{i}.self_attn.q_proj.weight"sv, rt::span(kRepeat6), "attn_q"sv, rt::span(kShape7), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:26:5"sv},
-    {"model.layers.{i}.self_attn.k_proj.weight"sv, rt::span(kRepeat8), "attn_k"sv, rt::span(kShape9), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:27:5"sv},
-    {"model.layers.{i}.self_attn.v_proj.weight"sv, rt::span(kRepeat10), "attn_v"sv, rt::span(kShape11), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:28:5"sv},
-    {"model.layers.{i}.self_attn.o_proj.weight"sv, rt::span(kRepeat12), "attn_output"sv, rt::span(kShape13), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:29:5"sv},
-    {"model.layers.{i}.post_attention_layernorm.weight"sv, rt::span(kRepeat14), "ffn_norm"sv, rt::span(kShape15), "F32"sv, "specs/artifacts/tiny-llama-safetensors.yaml:30:5"sv},
-    {"model.layers.{i}.mlp.gate_proj.weight"sv, rt::span(kRepeat16), "ffn_gate"sv, rt::span(kShape17), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:31:5"sv},
-    {"model.layers.{i}.mlp.up_proj.weight"sv, rt::span(kRepeat18), "ffn_up"sv, rt::span(kShape19), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:32:5"sv},
-    {"model.layers.{i}.mlp.down_proj.weight"sv, rt::span(kRepeat20), "ffn_down"sv, rt::span(kShape21), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:33:5"sv},
-    {"model.norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape22), "F32"sv, "specs/artifacts/tiny-llama-safetensors.yaml:34:5"sv},
-    {"lm_head.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape23), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:35:5"sv},
+inline constexpr rt::Int kShape_260x64[] = {rt::Int(260ull), rt::Int(64ull)};
+inline constexpr rt::Repeat kRepeat_i12[] = {{"i"sv, rt::Int(12ull), false, {}}};
+inline constexpr rt::Int kShape_64[] = {rt::Int(64ull)};
+inline constexpr rt::Int kShape_64x64[] = {rt::Int(64ull), rt::Int(64ull)};
+inline constexpr rt::Int kShape_32x64[] = {rt::Int(32ull), rt::Int(64ull)};
+inline constexpr rt::Int kShape_128x64[] = {rt::Int(128ull), rt::Int(64ull)};
+inline constexpr rt::Int kShape_64x128[] = {rt::Int(64ull), rt::Int(128ull)};
+inline constexpr rt::TensorRow kTensors[] = {
+    {"model.embed_tokens.weight"sv, rt::Span<rt::Repeat>{}, "embedding"sv, rt::span(kShape_260x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:24:5"sv},
+    {"model.layers.{i}.input_layernorm.weight"sv, rt::span(kRepeat_i12), "attn_norm"sv, rt::span(kShape_64), "F32"sv, "specs/artifacts/tiny-llama-safetensors.yaml:25:5"sv},
+    {"model.layers.{i}.self_attn.q_proj.weight"sv, rt::span(kRepeat_i12), "attn_q"sv, rt::span(kShape_64x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:26:5"sv},
+    {"model.layers.{i}.self_attn.k_proj.weight"sv, rt::span(kRepeat_i12), "attn_k"sv, rt::span(kShape_32x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:27:5"sv},
+    {"model.layers.{i}.self_attn.v_proj.weight"sv, rt::span(kRepeat_i12), "attn_v"sv, rt::span(kShape_32x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:28:5"sv},
+    {"model.layers.{i}.self_attn.o_proj.weight"sv, rt::span(kRepeat_i12), "attn_output"sv, rt::span(kShape_64x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:29:5"sv},
+    {"model.layers.{i}.post_attention_layernorm.weight"sv, rt::span(kRepeat_i12), "ffn_norm"sv, rt::span(kShape_64), "F32"sv, "specs/artifacts/tiny-llama-safetensors.yaml:30:5"sv},
+    {"model.layers.{i}.mlp.gate_proj.weight"sv, rt::span(kRepeat_i12), "ffn_gate"sv, rt::span(kShape_128x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:31:5"sv},
+    {"model.layers.{i}.mlp.up_proj.weight"sv, rt::span(kRepeat_i12), "ffn_up"sv, rt::span(kShape_128x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:32:5"sv},
+    {"model.layers.{i}.mlp.down_proj.weight"sv, rt::span(kRepeat_i12), "ffn_down"sv, rt::span(kShape_64x128), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:33:5"sv},
+    {"model.norm.weight"sv, rt::Span<rt::Repeat>{}, "final_norm"sv, rt::span(kShape_64), "F32"sv, "specs/artifacts/tiny-llama-safetensors.yaml:34:5"sv},
+    {"lm_head.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape_260x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:35:5"sv},
 };
-inline constexpr rt::CodecRow kCodecs25[] = {
+inline constexpr rt::CodecRow kCodecs[] = {
     {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/tiny-llama-safetensors.yaml:37:8"sv},
     {"BF16"sv, rt::Int(1ull), rt::Int(2ull), "specs/artifacts/tiny-llama-safetensors.yaml:38:9"sv},
 };
@@ -107,9 +93,9 @@ inline bool check_identity([[maybe_unused]] rt::Context& ctx) {
 
 // Exact key set and exact types of every key, then the values metadata owns.
 inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.meta_types(rt::span(kMetaTypes1))) return false;
+  if (!ctx.meta_types(rt::span(kMetaTypes))) return false;
   // specs/artifacts/tiny-llama-safetensors.yaml:18:15
-  if (!ctx.meta_key_set(rt::span(kPinned2), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/tiny-llama-safetensors.yaml:18:15"sv)) return false;
+  if (!ctx.meta_key_set(rt::span(kPinned), rt::Span<rt::KeyAt>{}, "reject"sv, "specs/artifacts/tiny-llama-safetensors.yaml:18:15"sv)) return false;
   // specs/artifacts/tiny-llama-safetensors.yaml:20:13
   if (!ctx.value("metadata"sv, "format"sv, "string"sv, rt::Lit::str("pt"sv, false, 0x0000000000000000ull, false, 0x00000000u), "specs/artifacts/tiny-llama-safetensors.yaml:20:13"sv)) return false;
   return true;
@@ -117,8 +103,8 @@ inline bool check_metadata([[maybe_unused]] rt::Context& ctx) {
 
 // Tokenizer values, special and stop ids, id domain vs physical logits rows.
 inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
-  // specs/models/tiny-llama.yaml:46:16
-  if (!ctx.logits_rows("lm_head.weight"sv, std::int64_t{0}, rt::Int(260ull), "specs/models/tiny-llama.yaml:46:16"sv)) return false;
+  // specs/artifacts/tiny-llama-safetensors.yaml:22:11
+  if (!ctx.logits_rows("lm_head.weight"sv, std::int64_t{0}, rt::Int(260ull), "specs/artifacts/tiny-llama-safetensors.yaml:22:11"sv)) return false;
   return true;
 }
 
@@ -126,13 +112,13 @@ inline bool check_tokenizer([[maybe_unused]] rt::Context& ctx) {
 inline bool check_tensors([[maybe_unused]] rt::Context& ctx) {
   ctx.exclude(rt::Span<rt::Glob>{});
   // specs/artifacts/tiny-llama-safetensors.yaml:24:3
-  if (!ctx.tensors(rt::span(kTensors24), "specs/artifacts/tiny-llama-safetensors.yaml:24:3"sv)) return false;
+  if (!ctx.tensors(rt::span(kTensors), "specs/artifacts/tiny-llama-safetensors.yaml:24:3"sv)) return false;
   return true;
 }
 
 // Block geometry of each codec: the block divides the row, the extent has the computed size.
 inline bool check_codec([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.codecs(rt::span(kCodecs25))) return false;
+  if (!ctx.codecs(rt::span(kCodecs))) return false;
   return true;
 }
 

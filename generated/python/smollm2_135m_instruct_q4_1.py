@@ -16,125 +16,329 @@ STATUS = 'pinned-not-supported'
 
 def check_container(ctx):
     """The container's own facts; the strict reader has already bounded the header."""
-    ctx.container_format('gguf', None)
-    ctx.container_version(3, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:17:12')
-    ctx.container_alignment(32, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:18:14')
+    ctx.container_format(format='gguf', at=None)
+    ctx.container_version(version=3, at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:17:12')
+    ctx.container_alignment(alignment=32, at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:18:14')
 
 
 def check_identity(ctx):
     """The artifact is the model the contract names."""
-    ctx.identity('general.architecture', 'llama', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:20:25')
-    ctx.identity('general.basename', 'smollm2', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:21:21')
-    ctx.identity('general.size_label', '135M', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:22:23')
-    ctx.identity('general.finetune', '8k-lc100k-mix1-ep2', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:23:21')
+    ctx.identity(key='general.architecture', value='llama', at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:20:25')
+    ctx.identity(key='general.basename', value='smollm2', at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:21:21')
+    ctx.identity(key='general.size_label', value='135M', at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:22:23')
+    ctx.identity(
+        key='general.finetune',
+        value='8k-lc100k-mix1-ep2',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:23:21',
+    )
 
 
 def check_metadata(ctx):
     """Exact key set and exact types of every key, then the values metadata owns."""
-    ctx.meta_types((
-        ('general.architecture', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:20:25'),
-        ('general.basename', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:21:21'),
-        ('general.size_label', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:22:23'),
-        ('general.finetune', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:23:21'),
-        ('general.type', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:27:19'),
-        ('general.name', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:28:19'),
-        ('general.organization', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:29:27'),
-        ('general.license', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:30:22'),
-        ('general.languages', 'array', 'string', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24'),
-        ('general.file_type', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:32:24'),
-        ('general.quantization_version', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:33:35'),
-        ('llama.block_count', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:34:24'),
-        ('llama.context_length', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:35:27'),
-        ('llama.embedding_length', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:36:29'),
-        ('llama.feed_forward_length', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:37:32'),
-        ('llama.attention.head_count', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:38:33'),
-        ('llama.attention.head_count_kv', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:39:36'),
-        ('llama.rope.freq_base', 'float32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:40:27'),
-        ('llama.rope.dimension_count', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:41:33'),
-        ('llama.attention.layer_norm_rms_epsilon', 'float32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:42:45'),
-        ('llama.vocab_size', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:43:23'),
-        ('tokenizer.ggml.model', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:46:27'),
-        ('tokenizer.ggml.pre', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:47:25'),
-        ('tokenizer.ggml.add_space_prefix', 'bool', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:48:38'),
-        ('tokenizer.ggml.add_bos_token', 'bool', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:49:35'),
-        ('tokenizer.ggml.tokens', 'array', 'string', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:51:7'),
-        ('tokenizer.ggml.token_type', 'array', 'int32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:56:7'),
-        ('tokenizer.ggml.merges', 'array', 'string', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:61:7'),
-        ('tokenizer.ggml.unknown_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:65:38'),
-        ('tokenizer.ggml.bos_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:66:34'),
-        ('tokenizer.ggml.eos_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:67:34'),
-        ('tokenizer.ggml.padding_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:68:38'),
-        ('tokenizer.chat_template', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:70:7'),
-    ))
-    ctx.meta_key_set(('general.architecture', 'general.basename', 'general.size_label', 'general.finetune', 'general.type', 'general.name', 'general.organization', 'general.license', 'general.languages', 'general.file_type', 'general.quantization_version', 'llama.block_count', 'llama.context_length', 'llama.embedding_length', 'llama.feed_forward_length', 'llama.attention.head_count', 'llama.attention.head_count_kv', 'llama.rope.freq_base', 'llama.rope.dimension_count', 'llama.attention.layer_norm_rms_epsilon', 'llama.vocab_size', 'tokenizer.ggml.model', 'tokenizer.ggml.pre', 'tokenizer.ggml.add_space_prefix', 'tokenizer.ggml.add_bos_token', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges', 'tokenizer.ggml.unknown_token_id', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.eos_token_id', 'tokenizer.ggml.padding_token_id', 'tokenizer.chat_template'), (), 'reject', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:25:15')
-    ctx.value('metadata', 'general.type', 'string', 'model', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:27:19')
-    ctx.value('metadata', 'general.name', 'string', 'Smollm2 135M 8k Lc100K Mix1 Ep2', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:28:19')
-    ctx.value('metadata', 'general.organization', 'string', 'HuggingFaceTB', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:29:27')
-    ctx.value('metadata', 'general.license', 'string', 'apache-2.0', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:30:22')
-    ctx.array('metadata', 'general.languages', 1, ('en',), None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24')
-    ctx.value('metadata', 'general.file_type', 'uint32', 3, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:32:24')
-    ctx.value('metadata', 'general.quantization_version', 'uint32', 2, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:33:35')
-    ctx.value('metadata', 'llama.block_count', 'uint32', 30, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:34:24')
-    ctx.value('metadata', 'llama.context_length', 'uint32', 8192, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:35:27')
-    ctx.value('metadata', 'llama.embedding_length', 'uint32', 576, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:36:29')
-    ctx.value('metadata', 'llama.feed_forward_length', 'uint32', 1536, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:37:32')
-    ctx.value('metadata', 'llama.attention.head_count', 'uint32', 9, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:38:33')
-    ctx.value('metadata', 'llama.attention.head_count_kv', 'uint32', 3, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:39:36')
-    ctx.value('metadata', 'llama.rope.freq_base', 'float32', 100000.0, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:40:27')
-    ctx.value('metadata', 'llama.rope.dimension_count', 'uint32', 64, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:41:33')
-    ctx.value('metadata', 'llama.attention.layer_norm_rms_epsilon', 'float32', 9.999999747378752e-06, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:42:45')
-    ctx.value('metadata', 'llama.vocab_size', 'uint32', 49152, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:43:23')
+    ctx.meta_types(
+        facts=(
+            ('general.architecture', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:20:25'),
+            ('general.basename', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:21:21'),
+            ('general.size_label', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:22:23'),
+            ('general.finetune', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:23:21'),
+            ('general.type', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:27:19'),
+            ('general.name', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:28:19'),
+            ('general.organization', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:29:27'),
+            ('general.license', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:30:22'),
+            ('general.languages', 'array', 'string', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24'),
+            ('general.file_type', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:32:24'),
+            ('general.quantization_version', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:33:35'),
+            ('llama.block_count', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:34:24'),
+            ('llama.context_length', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:35:27'),
+            ('llama.embedding_length', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:36:29'),
+            ('llama.feed_forward_length', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:37:32'),
+            ('llama.attention.head_count', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:38:33'),
+            ('llama.attention.head_count_kv', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:39:36'),
+            ('llama.rope.freq_base', 'float32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:40:27'),
+            ('llama.rope.dimension_count', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:41:33'),
+            ('llama.attention.layer_norm_rms_epsilon', 'float32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:42:45'),
+            ('llama.vocab_size', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:43:23'),
+            ('tokenizer.ggml.model', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:46:27'),
+            ('tokenizer.ggml.pre', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:47:25'),
+            ('tokenizer.ggml.add_space_prefix', 'bool', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:48:38'),
+            ('tokenizer.ggml.add_bos_token', 'bool', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:49:35'),
+            ('tokenizer.ggml.tokens', 'array', 'string', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:51:7'),
+            ('tokenizer.ggml.token_type', 'array', 'int32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:56:7'),
+            ('tokenizer.ggml.merges', 'array', 'string', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:61:7'),
+            ('tokenizer.ggml.unknown_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:65:38'),
+            ('tokenizer.ggml.bos_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:66:34'),
+            ('tokenizer.ggml.eos_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:67:34'),
+            ('tokenizer.ggml.padding_token_id', 'uint32', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:68:38'),
+            ('tokenizer.chat_template', 'string', None, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:70:7'),
+        ),
+    )
+    ctx.meta_key_set(
+        pinned=('general.architecture', 'general.basename', 'general.size_label', 'general.finetune', 'general.type', 'general.name', 'general.organization', 'general.license', 'general.languages', 'general.file_type', 'general.quantization_version', 'llama.block_count', 'llama.context_length', 'llama.embedding_length', 'llama.feed_forward_length', 'llama.attention.head_count', 'llama.attention.head_count_kv', 'llama.rope.freq_base', 'llama.rope.dimension_count', 'llama.attention.layer_norm_rms_epsilon', 'llama.vocab_size', 'tokenizer.ggml.model', 'tokenizer.ggml.pre', 'tokenizer.ggml.add_space_prefix', 'tokenizer.ggml.add_bos_token', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.merges', 'tokenizer.ggml.unknown_token_id', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.eos_token_id', 'tokenizer.ggml.padding_token_id', 'tokenizer.chat_template'),
+        forbidden=(),
+        extra='reject',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:25:15',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.type',
+        ctype='string',
+        value='model',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:27:19',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.name',
+        ctype='string',
+        value='Smollm2 135M 8k Lc100K Mix1 Ep2',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:28:19',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.organization',
+        ctype='string',
+        value='HuggingFaceTB',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:29:27',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.license',
+        ctype='string',
+        value='apache-2.0',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:30:22',
+    )
+    ctx.array(
+        stage='metadata',
+        key='general.languages',
+        length=1,
+        values=('en',),
+        sha256=None,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:31:24',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.file_type',
+        ctype='uint32',
+        value=3,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:32:24',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.quantization_version',
+        ctype='uint32',
+        value=2,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:33:35',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.block_count',
+        ctype='uint32',
+        value=30,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:34:24',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.context_length',
+        ctype='uint32',
+        value=8192,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:35:27',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.embedding_length',
+        ctype='uint32',
+        value=576,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:36:29',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.feed_forward_length',
+        ctype='uint32',
+        value=1536,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:37:32',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.attention.head_count',
+        ctype='uint32',
+        value=9,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:38:33',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.attention.head_count_kv',
+        ctype='uint32',
+        value=3,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:39:36',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.rope.freq_base',
+        ctype='float32',
+        value=100000.0,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:40:27',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.rope.dimension_count',
+        ctype='uint32',
+        value=64,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:41:33',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.attention.layer_norm_rms_epsilon',
+        ctype='float32',
+        value=9.999999747378752e-06,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:42:45',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.vocab_size',
+        ctype='uint32',
+        value=49152,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:43:23',
+    )
 
 
 def check_tokenizer(ctx):
     """Tokenizer values, special and stop ids, id domain vs physical logits rows."""
-    ctx.value('tokenizer', 'tokenizer.ggml.model', 'string', 'gpt2', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:46:27')
-    ctx.value('tokenizer', 'tokenizer.ggml.pre', 'string', 'smollm', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:47:25')
-    ctx.value('tokenizer', 'tokenizer.ggml.add_space_prefix', 'bool', False, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:48:38')
-    ctx.value('tokenizer', 'tokenizer.ggml.add_bos_token', 'bool', False, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:49:35')
-    ctx.array('tokenizer', 'tokenizer.ggml.tokens', 49152, None, 'e3f79317b457a91937391f6e0ee99d97ba2a3adae02bc26db8f59710ddb27ffe', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:51:7')
-    ctx.array('tokenizer', 'tokenizer.ggml.token_type', 49152, None, '42ebc758a8f67c3350b89360a62a6e6a2efa97460d02faa86d5ca86bcdc4a362', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:56:7')
-    ctx.array('tokenizer', 'tokenizer.ggml.merges', 48900, None, 'f21dff0382d448ea564fe1869e6158795a0db82c4b0771f6fb3d5db9818f0166', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:61:7')
-    ctx.string_digest('tokenizer', 'tokenizer.chat_template', '872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:70:7')
-    ctx.special_id('tokenizer.ggml.unknown_token_id', 'unknown', 0, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:75:38')
-    ctx.special_id('tokenizer.ggml.bos_token_id', 'bos', 1, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:76:34')
-    ctx.special_id('tokenizer.ggml.eos_token_id', 'eos', 2, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:77:34')
-    ctx.special_id('tokenizer.ggml.padding_token_id', 'padding', 2, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:78:38')
-    ctx.stop_id('tokenizer.ggml.eos_token_id', (2,), 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10')
-    ctx.token_domain('tokenizer.ggml.tokens', 49152, 'specs/models/smollm2-135m-instruct.yaml:39:8')
-    ctx.logits_rows('token_embd.weight', 1, 49152, 'specs/models/smollm2-135m-instruct.yaml:40:16')
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.model',
+        ctype='string',
+        value='gpt2',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:46:27',
+    )
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.pre',
+        ctype='string',
+        value='smollm',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:47:25',
+    )
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.add_space_prefix',
+        ctype='bool',
+        value=False,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:48:38',
+    )
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.add_bos_token',
+        ctype='bool',
+        value=False,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:49:35',
+    )
+    ctx.array(
+        stage='tokenizer',
+        key='tokenizer.ggml.tokens',
+        length=49152,
+        values=None,
+        sha256='e3f79317b457a91937391f6e0ee99d97ba2a3adae02bc26db8f59710ddb27ffe',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:51:7',
+    )
+    ctx.array(
+        stage='tokenizer',
+        key='tokenizer.ggml.token_type',
+        length=49152,
+        values=None,
+        sha256='42ebc758a8f67c3350b89360a62a6e6a2efa97460d02faa86d5ca86bcdc4a362',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:56:7',
+    )
+    ctx.array(
+        stage='tokenizer',
+        key='tokenizer.ggml.merges',
+        length=48900,
+        values=None,
+        sha256='f21dff0382d448ea564fe1869e6158795a0db82c4b0771f6fb3d5db9818f0166',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:61:7',
+    )
+    ctx.string_digest(
+        stage='tokenizer',
+        key='tokenizer.chat_template',
+        sha256='872be49dbb638044ad01b60388f48d469ff2980e5f0dccdc22ec907db54d0788',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:70:7',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.unknown_token_id',
+        name='unknown',
+        value=0,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:75:38',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.bos_token_id',
+        name='bos',
+        value=1,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:76:34',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.eos_token_id',
+        name='eos',
+        value=2,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:77:34',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.padding_token_id',
+        name='padding',
+        value=2,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:78:38',
+    )
+    ctx.stop_id(key='tokenizer.ggml.eos_token_id', ids=(2,), at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:79:10')
+    ctx.token_domain(key='tokenizer.ggml.tokens', ids=49152, at='specs/models/smollm2-135m-instruct.yaml:39:8')
+    ctx.logits_rows(
+        tensor='token_embd.weight',
+        axis=1,
+        rows=49152,
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:73:11',
+    )
 
 
 def check_tensors(ctx):
     """Exact tensor set, then rank, shape and codec of each (name, repeat, role, shape, codec, at)."""
-    ctx.exclude(())
-    ctx.tensors((
-        ('token_embd.weight', (), 'embedding', (576, 49152), 'Q8_0', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:5'),
-        ('output_norm.weight', (), 'final_norm', (576,), 'F32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:83:5'),
-        ('blk.{i}.attn_norm.weight', (('i', 30),), 'attn_norm', (576,), 'F32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:84:5'),
-        ('blk.{i}.attn_q.weight', (('i', 30),), 'attn_q', (576, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:85:5'),
-        ('blk.{i}.attn_k.weight', (('i', 30),), 'attn_k', (576, 192), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:86:5'),
-        ('blk.{i}.attn_v.weight', (('i', 30),), 'attn_v', (576, 192), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:87:5'),
-        ('blk.{i}.attn_output.weight', (('i', 30),), 'attn_output', (576, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:88:5'),
-        ('blk.{i}.ffn_norm.weight', (('i', 30),), 'ffn_norm', (576,), 'F32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:89:5'),
-        ('blk.{i}.ffn_gate.weight', (('i', 30),), 'ffn_gate', (576, 1536), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:90:5'),
-        ('blk.{i}.ffn_up.weight', (('i', 30),), 'ffn_up', (576, 1536), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:91:5'),
-        ('blk.{i}.ffn_down.weight', (('i', 30),), 'ffn_down', (1536, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:92:5'),
-    ), 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:3')
+    ctx.exclude(patterns=())
+    ctx.tensors(
+        rows=(
+            ('token_embd.weight', (), 'embedding', (576, 49152), 'Q8_0', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:5'),
+            ('output_norm.weight', (), 'final_norm', (576,), 'F32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:83:5'),
+            ('blk.{i}.attn_norm.weight', (('i', 30),), 'attn_norm', (576,), 'F32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:84:5'),
+            ('blk.{i}.attn_q.weight', (('i', 30),), 'attn_q', (576, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:85:5'),
+            ('blk.{i}.attn_k.weight', (('i', 30),), 'attn_k', (576, 192), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:86:5'),
+            ('blk.{i}.attn_v.weight', (('i', 30),), 'attn_v', (576, 192), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:87:5'),
+            ('blk.{i}.attn_output.weight', (('i', 30),), 'attn_output', (576, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:88:5'),
+            ('blk.{i}.ffn_norm.weight', (('i', 30),), 'ffn_norm', (576,), 'F32', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:89:5'),
+            ('blk.{i}.ffn_gate.weight', (('i', 30),), 'ffn_gate', (576, 1536), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:90:5'),
+            ('blk.{i}.ffn_up.weight', (('i', 30),), 'ffn_up', (576, 1536), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:91:5'),
+            ('blk.{i}.ffn_down.weight', (('i', 30),), 'ffn_down', (1536, 576), 'Q4_1', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:92:5'),
+        ),
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:82:3',
+    )
 
 
 def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
-    ctx.codecs((
-        ('F32', 1, 4, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8'),
-        ('Q8_0', 32, 34, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9'),
-        ('Q4_1', 32, 20, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9'),
-    ))
+    ctx.codecs(
+        rows=(
+            ('F32', 1, 4, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8'),
+            ('Q8_0', 32, 34, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9'),
+            ('Q4_1', 32, 20, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9'),
+        ),
+    )
 
 
 def check_layout(ctx):
     """Extents aligned, in order, disjoint, packed; trailing bytes per policy."""
-    ctx.layout(32, True, True, 'reject', {'layout': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3', 'packed': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11', 'padding': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12', 'sorted': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11', 'trailing': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13'})
+    ctx.layout(
+        alignment=32,
+        sorted=True,
+        packed=True,
+        trailing='reject',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:3',
+        alignment_at=None,
+        sorted_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:98:11',
+        packed_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:99:11',
+        trailing_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:100:13',
+    )
 
 
 def check_stores(ctx):
@@ -143,13 +347,19 @@ def check_stores(ctx):
 
 def check_policy(ctx):
     """Named exclusions stay out; the support status meets what the caller requires."""
-    ctx.exclusions(())
-    ctx.status('pinned-not-supported', 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:8:9')
+    ctx.exclusions(rows=())
+    ctx.status(status='pinned-not-supported', at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:8:9')
 
 
 def check_payload(ctx):
     """Opt-in: streams the file once (bounded memory) for digests and zero padding."""
-    ctx.payload('b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53', (), 'zero', {'file_sha256': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:103:3', 'padding': 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12'})
+    ctx.payload(
+        file_sha256='b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53',
+        tensors=(),
+        padding='zero',
+        at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:103:3',
+        padding_at='specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12',
+    )
 
 
 STAGES = (

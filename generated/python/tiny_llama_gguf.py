@@ -16,110 +16,269 @@ STATUS = 'structural'
 
 def check_container(ctx):
     """The container's own facts; the strict reader has already bounded the header."""
-    ctx.container_format('gguf', None)
-    ctx.container_version(3, 'specs/artifacts/tiny-llama-gguf.yaml:14:12')
-    ctx.container_alignment(32, 'specs/artifacts/tiny-llama-gguf.yaml:15:14')
+    ctx.container_format(format='gguf', at=None)
+    ctx.container_version(version=3, at='specs/artifacts/tiny-llama-gguf.yaml:14:12')
+    ctx.container_alignment(alignment=32, at='specs/artifacts/tiny-llama-gguf.yaml:15:14')
 
 
 def check_identity(ctx):
     """The artifact is the model the contract names."""
-    ctx.identity('general.architecture', 'llama', 'specs/artifacts/tiny-llama-gguf.yaml:17:25')
-    ctx.identity('general.basename', 'tiny-llama', 'specs/artifacts/tiny-llama-gguf.yaml:18:21')
+    ctx.identity(key='general.architecture', value='llama', at='specs/artifacts/tiny-llama-gguf.yaml:17:25')
+    ctx.identity(key='general.basename', value='tiny-llama', at='specs/artifacts/tiny-llama-gguf.yaml:18:21')
 
 
 def check_metadata(ctx):
     """Exact key set and exact types of every key, then the values metadata owns."""
-    ctx.meta_types((
-        ('general.architecture', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:17:25'),
-        ('general.basename', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:18:21'),
-        ('general.type', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:22:19'),
-        ('general.name', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:23:19'),
-        ('general.file_type', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:24:24'),
-        ('general.quantization_version', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:25:35'),
-        ('llama.block_count', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:26:24'),
-        ('llama.context_length', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:27:27'),
-        ('llama.embedding_length', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:28:29'),
-        ('llama.feed_forward_length', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:29:32'),
-        ('llama.attention.head_count', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:30:33'),
-        ('llama.attention.head_count_kv', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:31:36'),
-        ('llama.rope.freq_base', 'float32', None, 'specs/artifacts/tiny-llama-gguf.yaml:32:27'),
-        ('llama.rope.dimension_count', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:33:33'),
-        ('llama.attention.layer_norm_rms_epsilon', 'float32', None, 'specs/artifacts/tiny-llama-gguf.yaml:34:45'),
-        ('llama.vocab_size', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:35:23'),
-        ('tokenizer.ggml.model', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:38:27'),
-        ('tokenizer.ggml.add_bos_token', 'bool', None, 'specs/artifacts/tiny-llama-gguf.yaml:39:35'),
-        ('tokenizer.ggml.add_eos_token', 'bool', None, 'specs/artifacts/tiny-llama-gguf.yaml:40:35'),
-        ('tokenizer.ggml.tokens', 'array', 'string', 'specs/artifacts/tiny-llama-gguf.yaml:42:7'),
-        ('tokenizer.ggml.token_type', 'array', 'int32', 'specs/artifacts/tiny-llama-gguf.yaml:70:7'),
-        ('tokenizer.ggml.unknown_token_id', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:84:38'),
-        ('tokenizer.ggml.bos_token_id', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:85:34'),
-        ('tokenizer.ggml.eos_token_id', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:86:34'),
-        ('tokenizer.chat_template', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:87:30'),
-    ))
-    ctx.meta_key_set(('general.architecture', 'general.basename', 'general.type', 'general.name', 'general.file_type', 'general.quantization_version', 'llama.block_count', 'llama.context_length', 'llama.embedding_length', 'llama.feed_forward_length', 'llama.attention.head_count', 'llama.attention.head_count_kv', 'llama.rope.freq_base', 'llama.rope.dimension_count', 'llama.attention.layer_norm_rms_epsilon', 'llama.vocab_size', 'tokenizer.ggml.model', 'tokenizer.ggml.add_bos_token', 'tokenizer.ggml.add_eos_token', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.unknown_token_id', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.eos_token_id', 'tokenizer.chat_template'), (), 'reject', 'specs/artifacts/tiny-llama-gguf.yaml:20:15')
-    ctx.value('metadata', 'general.type', 'string', 'model', 'specs/artifacts/tiny-llama-gguf.yaml:22:19')
-    ctx.value('metadata', 'general.name', 'string', 'Tiny Llama', 'specs/artifacts/tiny-llama-gguf.yaml:23:19')
-    ctx.value('metadata', 'general.file_type', 'uint32', 3, 'specs/artifacts/tiny-llama-gguf.yaml:24:24')
-    ctx.value('metadata', 'general.quantization_version', 'uint32', 2, 'specs/artifacts/tiny-llama-gguf.yaml:25:35')
-    ctx.value('metadata', 'llama.block_count', 'uint32', 12, 'specs/artifacts/tiny-llama-gguf.yaml:26:24')
-    ctx.value('metadata', 'llama.context_length', 'uint32', 512, 'specs/artifacts/tiny-llama-gguf.yaml:27:27')
-    ctx.value('metadata', 'llama.embedding_length', 'uint32', 64, 'specs/artifacts/tiny-llama-gguf.yaml:28:29')
-    ctx.value('metadata', 'llama.feed_forward_length', 'uint32', 128, 'specs/artifacts/tiny-llama-gguf.yaml:29:32')
-    ctx.value('metadata', 'llama.attention.head_count', 'uint32', 4, 'specs/artifacts/tiny-llama-gguf.yaml:30:33')
-    ctx.value('metadata', 'llama.attention.head_count_kv', 'uint32', 2, 'specs/artifacts/tiny-llama-gguf.yaml:31:36')
-    ctx.value('metadata', 'llama.rope.freq_base', 'float32', 10000.0, 'specs/artifacts/tiny-llama-gguf.yaml:32:27')
-    ctx.value('metadata', 'llama.rope.dimension_count', 'uint32', 16, 'specs/artifacts/tiny-llama-gguf.yaml:33:33')
-    ctx.value('metadata', 'llama.attention.layer_norm_rms_epsilon', 'float32', 9.999999747378752e-06, 'specs/artifacts/tiny-llama-gguf.yaml:34:45')
-    ctx.value('metadata', 'llama.vocab_size', 'uint32', 260, 'specs/artifacts/tiny-llama-gguf.yaml:35:23')
+    ctx.meta_types(
+        facts=(
+            ('general.architecture', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:17:25'),
+            ('general.basename', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:18:21'),
+            ('general.type', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:22:19'),
+            ('general.name', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:23:19'),
+            ('general.file_type', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:24:24'),
+            ('general.quantization_version', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:25:35'),
+            ('llama.block_count', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:26:24'),
+            ('llama.context_length', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:27:27'),
+            ('llama.embedding_length', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:28:29'),
+            ('llama.feed_forward_length', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:29:32'),
+            ('llama.attention.head_count', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:30:33'),
+            ('llama.attention.head_count_kv', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:31:36'),
+            ('llama.rope.freq_base', 'float32', None, 'specs/artifacts/tiny-llama-gguf.yaml:32:27'),
+            ('llama.rope.dimension_count', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:33:33'),
+            ('llama.attention.layer_norm_rms_epsilon', 'float32', None, 'specs/artifacts/tiny-llama-gguf.yaml:34:45'),
+            ('llama.vocab_size', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:35:23'),
+            ('tokenizer.ggml.model', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:38:27'),
+            ('tokenizer.ggml.add_bos_token', 'bool', None, 'specs/artifacts/tiny-llama-gguf.yaml:39:35'),
+            ('tokenizer.ggml.add_eos_token', 'bool', None, 'specs/artifacts/tiny-llama-gguf.yaml:40:35'),
+            ('tokenizer.ggml.tokens', 'array', 'string', 'specs/artifacts/tiny-llama-gguf.yaml:42:7'),
+            ('tokenizer.ggml.token_type', 'array', 'int32', 'specs/artifacts/tiny-llama-gguf.yaml:70:7'),
+            ('tokenizer.ggml.unknown_token_id', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:84:38'),
+            ('tokenizer.ggml.bos_token_id', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:85:34'),
+            ('tokenizer.ggml.eos_token_id', 'uint32', None, 'specs/artifacts/tiny-llama-gguf.yaml:86:34'),
+            ('tokenizer.chat_template', 'string', None, 'specs/artifacts/tiny-llama-gguf.yaml:87:30'),
+        ),
+    )
+    ctx.meta_key_set(
+        pinned=('general.architecture', 'general.basename', 'general.type', 'general.name', 'general.file_type', 'general.quantization_version', 'llama.block_count', 'llama.context_length', 'llama.embedding_length', 'llama.feed_forward_length', 'llama.attention.head_count', 'llama.attention.head_count_kv', 'llama.rope.freq_base', 'llama.rope.dimension_count', 'llama.attention.layer_norm_rms_epsilon', 'llama.vocab_size', 'tokenizer.ggml.model', 'tokenizer.ggml.add_bos_token', 'tokenizer.ggml.add_eos_token', 'tokenizer.ggml.tokens', 'tokenizer.ggml.token_type', 'tokenizer.ggml.unknown_token_id', 'tokenizer.ggml.bos_token_id', 'tokenizer.ggml.eos_token_id', 'tokenizer.chat_template'),
+        forbidden=(),
+        extra='reject',
+        at='specs/artifacts/tiny-llama-gguf.yaml:20:15',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.type',
+        ctype='string',
+        value='model',
+        at='specs/artifacts/tiny-llama-gguf.yaml:22:19',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.name',
+        ctype='string',
+        value='Tiny Llama',
+        at='specs/artifacts/tiny-llama-gguf.yaml:23:19',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.file_type',
+        ctype='uint32',
+        value=3,
+        at='specs/artifacts/tiny-llama-gguf.yaml:24:24',
+    )
+    ctx.value(
+        stage='metadata',
+        key='general.quantization_version',
+        ctype='uint32',
+        value=2,
+        at='specs/artifacts/tiny-llama-gguf.yaml:25:35',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.block_count',
+        ctype='uint32',
+        value=12,
+        at='specs/artifacts/tiny-llama-gguf.yaml:26:24',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.context_length',
+        ctype='uint32',
+        value=512,
+        at='specs/artifacts/tiny-llama-gguf.yaml:27:27',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.embedding_length',
+        ctype='uint32',
+        value=64,
+        at='specs/artifacts/tiny-llama-gguf.yaml:28:29',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.feed_forward_length',
+        ctype='uint32',
+        value=128,
+        at='specs/artifacts/tiny-llama-gguf.yaml:29:32',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.attention.head_count',
+        ctype='uint32',
+        value=4,
+        at='specs/artifacts/tiny-llama-gguf.yaml:30:33',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.attention.head_count_kv',
+        ctype='uint32',
+        value=2,
+        at='specs/artifacts/tiny-llama-gguf.yaml:31:36',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.rope.freq_base',
+        ctype='float32',
+        value=10000.0,
+        at='specs/artifacts/tiny-llama-gguf.yaml:32:27',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.rope.dimension_count',
+        ctype='uint32',
+        value=16,
+        at='specs/artifacts/tiny-llama-gguf.yaml:33:33',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.attention.layer_norm_rms_epsilon',
+        ctype='float32',
+        value=9.999999747378752e-06,
+        at='specs/artifacts/tiny-llama-gguf.yaml:34:45',
+    )
+    ctx.value(
+        stage='metadata',
+        key='llama.vocab_size',
+        ctype='uint32',
+        value=260,
+        at='specs/artifacts/tiny-llama-gguf.yaml:35:23',
+    )
 
 
 def check_tokenizer(ctx):
     """Tokenizer values, special and stop ids, id domain vs physical logits rows."""
-    ctx.value('tokenizer', 'tokenizer.ggml.model', 'string', 'llama', 'specs/artifacts/tiny-llama-gguf.yaml:38:27')
-    ctx.value('tokenizer', 'tokenizer.ggml.add_bos_token', 'bool', True, 'specs/artifacts/tiny-llama-gguf.yaml:39:35')
-    ctx.value('tokenizer', 'tokenizer.ggml.add_eos_token', 'bool', False, 'specs/artifacts/tiny-llama-gguf.yaml:40:35')
-    ctx.array('tokenizer', 'tokenizer.ggml.tokens', 259, ('<unk>', '<s>', '</s>', '<0x00>', '<0x01>', '<0x02>', '<0x03>', '<0x04>', '<0x05>', '<0x06>', '<0x07>', '<0x08>', '<0x09>', '<0x0A>', '<0x0B>', '<0x0C>', '<0x0D>', '<0x0E>', '<0x0F>', '<0x10>', '<0x11>', '<0x12>', '<0x13>', '<0x14>', '<0x15>', '<0x16>', '<0x17>', '<0x18>', '<0x19>', '<0x1A>', '<0x1B>', '<0x1C>', '<0x1D>', '<0x1E>', '<0x1F>', '<0x20>', '<0x21>', '<0x22>', '<0x23>', '<0x24>', '<0x25>', '<0x26>', '<0x27>', '<0x28>', '<0x29>', '<0x2A>', '<0x2B>', '<0x2C>', '<0x2D>', '<0x2E>', '<0x2F>', '<0x30>', '<0x31>', '<0x32>', '<0x33>', '<0x34>', '<0x35>', '<0x36>', '<0x37>', '<0x38>', '<0x39>', '<0x3A>', '<0x3B>', '<0x3C>', '<0x3D>', '<0x3E>', '<0x3F>', '<0x40>', '<0x41>', '<0x42>', '<0x43>', '<0x44>', '<0x45>', '<0x46>', '<0x47>', '<0x48>', '<0x49>', '<0x4A>', '<0x4B>', '<0x4C>', '<0x4D>', '<0x4E>', '<0x4F>', '<0x50>', '<0x51>', '<0x52>', '<0x53>', '<0x54>', '<0x55>', '<0x56>', '<0x57>', '<0x58>', '<0x59>', '<0x5A>', '<0x5B>', '<0x5C>', '<0x5D>', '<0x5E>', '<0x5F>', '<0x60>', '<0x61>', '<0x62>', '<0x63>', '<0x64>', '<0x65>', '<0x66>', '<0x67>', '<0x68>', '<0x69>', '<0x6A>', '<0x6B>', '<0x6C>', '<0x6D>', '<0x6E>', '<0x6F>', '<0x70>', '<0x71>', '<0x72>', '<0x73>', '<0x74>', '<0x75>', '<0x76>', '<0x77>', '<0x78>', '<0x79>', '<0x7A>', '<0x7B>', '<0x7C>', '<0x7D>', '<0x7E>', '<0x7F>', '<0x80>', '<0x81>', '<0x82>', '<0x83>', '<0x84>', '<0x85>', '<0x86>', '<0x87>', '<0x88>', '<0x89>', '<0x8A>', '<0x8B>', '<0x8C>', '<0x8D>', '<0x8E>', '<0x8F>', '<0x90>', '<0x91>', '<0x92>', '<0x93>', '<0x94>', '<0x95>', '<0x96>', '<0x97>', '<0x98>', '<0x99>', '<0x9A>', '<0x9B>', '<0x9C>', '<0x9D>', '<0x9E>', '<0x9F>', '<0xA0>', '<0xA1>', '<0xA2>', '<0xA3>', '<0xA4>', '<0xA5>', '<0xA6>', '<0xA7>', '<0xA8>', '<0xA9>', '<0xAA>', '<0xAB>', '<0xAC>', '<0xAD>', '<0xAE>', '<0xAF>', '<0xB0>', '<0xB1>', '<0xB2>', '<0xB3>', '<0xB4>', '<0xB5>', '<0xB6>', '<0xB7>', '<0xB8>', '<0xB9>', '<0xBA>', '<0xBB>', '<0xBC>', '<0xBD>', '<0xBE>', '<0xBF>', '<0xC0>', '<0xC1>', '<0xC2>', '<0xC3>', '<0xC4>', '<0xC5>', '<0xC6>', '<0xC7>', '<0xC8>', '<0xC9>', '<0xCA>', '<0xCB>', '<0xCC>', '<0xCD>', '<0xCE>', '<0xCF>', '<0xD0>', '<0xD1>', '<0xD2>', '<0xD3>', '<0xD4>', '<0xD5>', '<0xD6>', '<0xD7>', '<0xD8>', '<0xD9>', '<0xDA>', '<0xDB>', '<0xDC>', '<0xDD>', '<0xDE>', '<0xDF>', '<0xE0>', '<0xE1>', '<0xE2>', '<0xE3>', '<0xE4>', '<0xE5>', '<0xE6>', '<0xE7>', '<0xE8>', '<0xE9>', '<0xEA>', '<0xEB>', '<0xEC>', '<0xED>', '<0xEE>', '<0xEF>', '<0xF0>', '<0xF1>', '<0xF2>', '<0xF3>', '<0xF4>', '<0xF5>', '<0xF6>', '<0xF7>', '<0xF8>', '<0xF9>', '<0xFA>', '<0xFB>', '<0xFC>', '<0xFD>', '<0xFE>', '<0xFF>'), None, 'specs/artifacts/tiny-llama-gguf.yaml:42:7')
-    ctx.array('tokenizer', 'tokenizer.ggml.token_type', 259, (2, 3, 3, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6), None, 'specs/artifacts/tiny-llama-gguf.yaml:70:7')
-    ctx.value('tokenizer', 'tokenizer.chat_template', 'string', '{% for m in messages %}{{ m.content }}{% endfor %}', 'specs/artifacts/tiny-llama-gguf.yaml:87:30')
-    ctx.special_id('tokenizer.ggml.unknown_token_id', 'unknown', 0, 'specs/artifacts/tiny-llama-gguf.yaml:91:38')
-    ctx.special_id('tokenizer.ggml.bos_token_id', 'bos', 1, 'specs/artifacts/tiny-llama-gguf.yaml:92:34')
-    ctx.special_id('tokenizer.ggml.eos_token_id', 'eos', 2, 'specs/artifacts/tiny-llama-gguf.yaml:93:34')
-    ctx.stop_id('tokenizer.ggml.eos_token_id', (2,), 'specs/artifacts/tiny-llama-gguf.yaml:94:10')
-    ctx.token_domain('tokenizer.ggml.tokens', 259, 'specs/models/tiny-llama.yaml:45:8')
-    ctx.logits_rows('output.weight', 1, 260, 'specs/models/tiny-llama.yaml:46:16')
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.model',
+        ctype='string',
+        value='llama',
+        at='specs/artifacts/tiny-llama-gguf.yaml:38:27',
+    )
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.add_bos_token',
+        ctype='bool',
+        value=True,
+        at='specs/artifacts/tiny-llama-gguf.yaml:39:35',
+    )
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.ggml.add_eos_token',
+        ctype='bool',
+        value=False,
+        at='specs/artifacts/tiny-llama-gguf.yaml:40:35',
+    )
+    ctx.array(
+        stage='tokenizer',
+        key='tokenizer.ggml.tokens',
+        length=259,
+        values=('<unk>', '<s>', '</s>', '<0x00>', '<0x01>', '<0x02>', '<0x03>', '<0x04>', '<0x05>', '<0x06>', '<0x07>', '<0x08>', '<0x09>', '<0x0A>', '<0x0B>', '<0x0C>', '<0x0D>', '<0x0E>', '<0x0F>', '<0x10>', '<0x11>', '<0x12>', '<0x13>', '<0x14>', '<0x15>', '<0x16>', '<0x17>', '<0x18>', '<0x19>', '<0x1A>', '<0x1B>', '<0x1C>', '<0x1D>', '<0x1E>', '<0x1F>', '<0x20>', '<0x21>', '<0x22>', '<0x23>', '<0x24>', '<0x25>', '<0x26>', '<0x27>', '<0x28>', '<0x29>', '<0x2A>', '<0x2B>', '<0x2C>', '<0x2D>', '<0x2E>', '<0x2F>', '<0x30>', '<0x31>', '<0x32>', '<0x33>', '<0x34>', '<0x35>', '<0x36>', '<0x37>', '<0x38>', '<0x39>', '<0x3A>', '<0x3B>', '<0x3C>', '<0x3D>', '<0x3E>', '<0x3F>', '<0x40>', '<0x41>', '<0x42>', '<0x43>', '<0x44>', '<0x45>', '<0x46>', '<0x47>', '<0x48>', '<0x49>', '<0x4A>', '<0x4B>', '<0x4C>', '<0x4D>', '<0x4E>', '<0x4F>', '<0x50>', '<0x51>', '<0x52>', '<0x53>', '<0x54>', '<0x55>', '<0x56>', '<0x57>', '<0x58>', '<0x59>', '<0x5A>', '<0x5B>', '<0x5C>', '<0x5D>', '<0x5E>', '<0x5F>', '<0x60>', '<0x61>', '<0x62>', '<0x63>', '<0x64>', '<0x65>', '<0x66>', '<0x67>', '<0x68>', '<0x69>', '<0x6A>', '<0x6B>', '<0x6C>', '<0x6D>', '<0x6E>', '<0x6F>', '<0x70>', '<0x71>', '<0x72>', '<0x73>', '<0x74>', '<0x75>', '<0x76>', '<0x77>', '<0x78>', '<0x79>', '<0x7A>', '<0x7B>', '<0x7C>', '<0x7D>', '<0x7E>', '<0x7F>', '<0x80>', '<0x81>', '<0x82>', '<0x83>', '<0x84>', '<0x85>', '<0x86>', '<0x87>', '<0x88>', '<0x89>', '<0x8A>', '<0x8B>', '<0x8C>', '<0x8D>', '<0x8E>', '<0x8F>', '<0x90>', '<0x91>', '<0x92>', '<0x93>', '<0x94>', '<0x95>', '<0x96>', '<0x97>', '<0x98>', '<0x99>', '<0x9A>', '<0x9B>', '<0x9C>', '<0x9D>', '<0x9E>', '<0x9F>', '<0xA0>', '<0xA1>', '<0xA2>', '<0xA3>', '<0xA4>', '<0xA5>', '<0xA6>', '<0xA7>', '<0xA8>', '<0xA9>', '<0xAA>', '<0xAB>', '<0xAC>', '<0xAD>', '<0xAE>', '<0xAF>', '<0xB0>', '<0xB1>', '<0xB2>', '<0xB3>', '<0xB4>', '<0xB5>', '<0xB6>', '<0xB7>', '<0xB8>', '<0xB9>', '<0xBA>', '<0xBB>', '<0xBC>', '<0xBD>', '<0xBE>', '<0xBF>', '<0xC0>', '<0xC1>', '<0xC2>', '<0xC3>', '<0xC4>', '<0xC5>', '<0xC6>', '<0xC7>', '<0xC8>', '<0xC9>', '<0xCA>', '<0xCB>', '<0xCC>', '<0xCD>', '<0xCE>', '<0xCF>', '<0xD0>', '<0xD1>', '<0xD2>', '<0xD3>', '<0xD4>', '<0xD5>', '<0xD6>', '<0xD7>', '<0xD8>', '<0xD9>', '<0xDA>', '<0xDB>', '<0xDC>', '<0xDD>', '<0xDE>', '<0xDF>', '<0xE0>', '<0xE1>', '<0xE2>', '<0xE3>', '<0xE4>', '<0xE5>', '<0xE6>', '<0xE7>', '<0xE8>', '<0xE9>', '<0xEA>', '<0xEB>', '<0xEC>', '<0xED>', '<0xEE>', '<0xEF>', '<0xF0>', '<0xF1>', '<0xF2>', '<0xF3>', '<0xF4>', '<0xF5>', '<0xF6>', '<0xF7>', '<0xF8>', '<0xF9>', '<0xFA>', '<0xFB>', '<0xFC>', '<0xFD>', '<0xFE>', '<0xFF>'),
+        sha256=None,
+        at='specs/artifacts/tiny-llama-gguf.yaml:42:7',
+    )
+    ctx.array(
+        stage='tokenizer',
+        key='tokenizer.ggml.token_type',
+        length=259,
+        values=(2, 3, 3, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6, 6),
+        sha256=None,
+        at='specs/artifacts/tiny-llama-gguf.yaml:70:7',
+    )
+    ctx.value(
+        stage='tokenizer',
+        key='tokenizer.chat_template',
+        ctype='string',
+        value='{% for m in messages %}{{ m.content }}{% endfor %}',
+        at='specs/artifacts/tiny-llama-gguf.yaml:87:30',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.unknown_token_id',
+        name='unknown',
+        value=0,
+        at='specs/artifacts/tiny-llama-gguf.yaml:91:38',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.bos_token_id',
+        name='bos',
+        value=1,
+        at='specs/artifacts/tiny-llama-gguf.yaml:92:34',
+    )
+    ctx.special_id(
+        key='tokenizer.ggml.eos_token_id',
+        name='eos',
+        value=2,
+        at='specs/artifacts/tiny-llama-gguf.yaml:93:34',
+    )
+    ctx.stop_id(key='tokenizer.ggml.eos_token_id', ids=(2,), at='specs/artifacts/tiny-llama-gguf.yaml:94:10')
+    ctx.token_domain(key='tokenizer.ggml.tokens', ids=259, at='specs/models/tiny-llama.yaml:45:8')
+    ctx.logits_rows(tensor='output.weight', axis=1, rows=260, at='specs/artifacts/tiny-llama-gguf.yaml:89:11')
 
 
 def check_tensors(ctx):
     """Exact tensor set, then rank, shape and codec of each (name, repeat, role, shape, codec, at)."""
-    ctx.exclude(())
-    ctx.tensors((
-        ('token_embd.weight', (), 'embedding', (64, 260), 'Q8_0', 'specs/artifacts/tiny-llama-gguf.yaml:96:5'),
-        ('blk.{i}.attn_norm.weight', (('i', 12),), 'attn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-gguf.yaml:97:5'),
-        ('blk.{i}.attn_q.weight', (('i', 12),), 'attn_q', (64, 64), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:98:5'),
-        ('blk.{i}.attn_k.weight', (('i', 12),), 'attn_k', (64, 32), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:99:5'),
-        ('blk.{i}.attn_v.weight', (('i', 12),), 'attn_v', (64, 32), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:100:5'),
-        ('blk.{i}.attn_output.weight', (('i', 12),), 'attn_output', (64, 64), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:101:5'),
-        ('blk.{i}.ffn_norm.weight', (('i', 12),), 'ffn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-gguf.yaml:102:5'),
-        ('blk.{i}.ffn_gate.weight', (('i', 12),), 'ffn_gate', (64, 128), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:103:5'),
-        ('blk.{i}.ffn_up.weight', (('i', 12),), 'ffn_up', (64, 128), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:104:5'),
-        ('blk.{i}.ffn_down.weight', (('i', 12),), 'ffn_down', (128, 64), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:105:5'),
-        ('output_norm.weight', (), 'final_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-gguf.yaml:106:5'),
-        ('output.weight', (), 'output', (64, 260), 'Q8_0', 'specs/artifacts/tiny-llama-gguf.yaml:107:5'),
-    ), 'specs/artifacts/tiny-llama-gguf.yaml:96:3')
+    ctx.exclude(patterns=())
+    ctx.tensors(
+        rows=(
+            ('token_embd.weight', (), 'embedding', (64, 260), 'Q8_0', 'specs/artifacts/tiny-llama-gguf.yaml:96:5'),
+            ('blk.{i}.attn_norm.weight', (('i', 12),), 'attn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-gguf.yaml:97:5'),
+            ('blk.{i}.attn_q.weight', (('i', 12),), 'attn_q', (64, 64), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:98:5'),
+            ('blk.{i}.attn_k.weight', (('i', 12),), 'attn_k', (64, 32), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:99:5'),
+            ('blk.{i}.attn_v.weight', (('i', 12),), 'attn_v', (64, 32), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:100:5'),
+            ('blk.{i}.attn_output.weight', (('i', 12),), 'attn_output', (64, 64), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:101:5'),
+            ('blk.{i}.ffn_norm.weight', (('i', 12),), 'ffn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-gguf.yaml:102:5'),
+            ('blk.{i}.ffn_gate.weight', (('i', 12),), 'ffn_gate', (64, 128), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:103:5'),
+            ('blk.{i}.ffn_up.weight', (('i', 12),), 'ffn_up', (64, 128), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:104:5'),
+            ('blk.{i}.ffn_down.weight', (('i', 12),), 'ffn_down', (128, 64), 'Q4_1', 'specs/artifacts/tiny-llama-gguf.yaml:105:5'),
+            ('output_norm.weight', (), 'final_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-gguf.yaml:106:5'),
+            ('output.weight', (), 'output', (64, 260), 'Q8_0', 'specs/artifacts/tiny-llama-gguf.yaml:107:5'),
+        ),
+        at='specs/artifacts/tiny-llama-gguf.yaml:96:3',
+    )
 
 
 def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
-    ctx.codecs((
-        ('F32', 1, 4, 'specs/artifacts/tiny-llama-gguf.yaml:109:8'),
-        ('Q8_0', 32, 34, 'specs/artifacts/tiny-llama-gguf.yaml:110:9'),
-        ('Q4_1', 32, 20, 'specs/artifacts/tiny-llama-gguf.yaml:111:9'),
-    ))
+    ctx.codecs(
+        rows=(
+            ('F32', 1, 4, 'specs/artifacts/tiny-llama-gguf.yaml:109:8'),
+            ('Q8_0', 32, 34, 'specs/artifacts/tiny-llama-gguf.yaml:110:9'),
+            ('Q4_1', 32, 20, 'specs/artifacts/tiny-llama-gguf.yaml:111:9'),
+        ),
+    )
 
 
 def check_layout(ctx):
     """Extents aligned, in order, disjoint, packed; trailing bytes per policy."""
-    ctx.layout(32, True, True, 'reject', {'layout': 'specs/artifacts/tiny-llama-gguf.yaml:113:3', 'packed': 'specs/artifacts/tiny-llama-gguf.yaml:114:11', 'padding': 'specs/artifacts/tiny-llama-gguf.yaml:116:12', 'sorted': 'specs/artifacts/tiny-llama-gguf.yaml:113:11', 'trailing': 'specs/artifacts/tiny-llama-gguf.yaml:115:13'})
+    ctx.layout(
+        alignment=32,
+        sorted=True,
+        packed=True,
+        trailing='reject',
+        at='specs/artifacts/tiny-llama-gguf.yaml:113:3',
+        alignment_at=None,
+        sorted_at='specs/artifacts/tiny-llama-gguf.yaml:113:11',
+        packed_at='specs/artifacts/tiny-llama-gguf.yaml:114:11',
+        trailing_at='specs/artifacts/tiny-llama-gguf.yaml:115:13',
+    )
 
 
 def check_stores(ctx):
@@ -128,13 +287,19 @@ def check_stores(ctx):
 
 def check_policy(ctx):
     """Named exclusions stay out; the support status meets what the caller requires."""
-    ctx.exclusions(())
-    ctx.status('structural', 'specs/artifacts/tiny-llama-gguf.yaml:10:9')
+    ctx.exclusions(rows=())
+    ctx.status(status='structural', at='specs/artifacts/tiny-llama-gguf.yaml:10:9')
 
 
 def check_payload(ctx):
     """Opt-in: streams the file once (bounded memory) for digests and zero padding."""
-    ctx.payload(None, (), 'zero', {'file_sha256': None, 'padding': 'specs/artifacts/tiny-llama-gguf.yaml:116:12'})
+    ctx.payload(
+        file_sha256=None,
+        tensors=(),
+        padding='zero',
+        at=None,
+        padding_at='specs/artifacts/tiny-llama-gguf.yaml:116:12',
+    )
 
 
 STAGES = (

@@ -16,62 +16,90 @@ STATUS = 'structural'
 
 def check_container(ctx):
     """The container's own facts; the strict reader has already bounded the header."""
-    ctx.container_format('safetensors', None)
-    ctx.container_header_aligned(True, 'specs/artifacts/tiny-llama-safetensors.yaml:13:19')
+    ctx.container_format(format='safetensors', at=None)
+    ctx.container_header_aligned(aligned=True, at='specs/artifacts/tiny-llama-safetensors.yaml:13:19')
 
 
 def check_identity(ctx):
     """The artifact is the model the contract names."""
-    ctx.identity('general.architecture', 'llama', 'specs/artifacts/tiny-llama-safetensors.yaml:15:25')
-    ctx.identity('general.basename', 'tiny-llama', 'specs/artifacts/tiny-llama-safetensors.yaml:16:21')
+    ctx.identity(key='general.architecture', value='llama', at='specs/artifacts/tiny-llama-safetensors.yaml:15:25')
+    ctx.identity(key='general.basename', value='tiny-llama', at='specs/artifacts/tiny-llama-safetensors.yaml:16:21')
 
 
 def check_metadata(ctx):
     """Exact key set and exact types of every key, then the values metadata owns."""
-    ctx.meta_types((
-        ('general.architecture', 'string', None, 'specs/artifacts/tiny-llama-safetensors.yaml:15:25'),
-        ('general.basename', 'string', None, 'specs/artifacts/tiny-llama-safetensors.yaml:16:21'),
-        ('format', 'string', None, 'specs/artifacts/tiny-llama-safetensors.yaml:20:13'),
-    ))
-    ctx.meta_key_set(('general.architecture', 'general.basename', 'format'), (), 'reject', 'specs/artifacts/tiny-llama-safetensors.yaml:18:15')
-    ctx.value('metadata', 'format', 'string', 'pt', 'specs/artifacts/tiny-llama-safetensors.yaml:20:13')
+    ctx.meta_types(
+        facts=(
+            ('general.architecture', 'string', None, 'specs/artifacts/tiny-llama-safetensors.yaml:15:25'),
+            ('general.basename', 'string', None, 'specs/artifacts/tiny-llama-safetensors.yaml:16:21'),
+            ('format', 'string', None, 'specs/artifacts/tiny-llama-safetensors.yaml:20:13'),
+        ),
+    )
+    ctx.meta_key_set(
+        pinned=('general.architecture', 'general.basename', 'format'),
+        forbidden=(),
+        extra='reject',
+        at='specs/artifacts/tiny-llama-safetensors.yaml:18:15',
+    )
+    ctx.value(
+        stage='metadata',
+        key='format',
+        ctype='string',
+        value='pt',
+        at='specs/artifacts/tiny-llama-safetensors.yaml:20:13',
+    )
 
 
 def check_tokenizer(ctx):
     """Tokenizer values, special and stop ids, id domain vs physical logits rows."""
-    ctx.logits_rows('lm_head.weight', 0, 260, 'specs/models/tiny-llama.yaml:46:16')
+    ctx.logits_rows(tensor='lm_head.weight', axis=0, rows=260, at='specs/artifacts/tiny-llama-safetensors.yaml:22:11')
 
 
 def check_tensors(ctx):
     """Exact tensor set, then rank, shape and codec of each (name, repeat, role, shape, codec, at)."""
-    ctx.exclude(())
-    ctx.tensors((
-        ('model.embed_tokens.weight', (), 'embedding', (260, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:24:5'),
-        ('model.layers.{i}.input_layernorm.weight', (('i', 12),), 'attn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-safetensors.yaml:25:5'),
-        ('model.layers.{i}.self_attn.q_proj.weight', (('i', 12),), 'attn_q', (64, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:26:5'),
-        ('model.layers.{i}.self_attn.k_proj.weight', (('i', 12),), 'attn_k', (32, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:27:5'),
-        ('model.layers.{i}.self_attn.v_proj.weight', (('i', 12),), 'attn_v', (32, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:28:5'),
-        ('model.layers.{i}.self_attn.o_proj.weight', (('i', 12),), 'attn_output', (64, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:29:5'),
-        ('model.layers.{i}.post_attention_layernorm.weight', (('i', 12),), 'ffn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-safetensors.yaml:30:5'),
-        ('model.layers.{i}.mlp.gate_proj.weight', (('i', 12),), 'ffn_gate', (128, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:31:5'),
-        ('model.layers.{i}.mlp.up_proj.weight', (('i', 12),), 'ffn_up', (128, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:32:5'),
-        ('model.layers.{i}.mlp.down_proj.weight', (('i', 12),), 'ffn_down', (64, 128), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:33:5'),
-        ('model.norm.weight', (), 'final_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-safetensors.yaml:34:5'),
-        ('lm_head.weight', (), 'output', (260, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:35:5'),
-    ), 'specs/artifacts/tiny-llama-safetensors.yaml:24:3')
+    ctx.exclude(patterns=())
+    ctx.tensors(
+        rows=(
+            ('model.embed_tokens.weight', (), 'embedding', (260, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:24:5'),
+            ('model.layers.{i}.input_layernorm.weight', (('i', 12),), 'attn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-safetensors.yaml:25:5'),
+            ('model.layers.{i}.self_attn.q_proj.weight', (('i', 12),), 'attn_q', (64, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:26:5'),
+            ('model.layers.{i}.self_attn.k_proj.weight', (('i', 12),), 'attn_k', (32, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:27:5'),
+            ('model.layers.{i}.self_attn.v_proj.weight', (('i', 12),), 'attn_v', (32, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:28:5'),
+            ('model.layers.{i}.self_attn.o_proj.weight', (('i', 12),), 'attn_output', (64, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:29:5'),
+            ('model.layers.{i}.post_attention_layernorm.weight', (('i', 12),), 'ffn_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-safetensors.yaml:30:5'),
+            ('model.layers.{i}.mlp.gate_proj.weight', (('i', 12),), 'ffn_gate', (128, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:31:5'),
+            ('model.layers.{i}.mlp.up_proj.weight', (('i', 12),), 'ffn_up', (128, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:32:5'),
+            ('model.layers.{i}.mlp.down_proj.weight', (('i', 12),), 'ffn_down', (64, 128), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:33:5'),
+            ('model.norm.weight', (), 'final_norm', (64,), 'F32', 'specs/artifacts/tiny-llama-safetensors.yaml:34:5'),
+            ('lm_head.weight', (), 'output', (260, 64), 'BF16', 'specs/artifacts/tiny-llama-safetensors.yaml:35:5'),
+        ),
+        at='specs/artifacts/tiny-llama-safetensors.yaml:24:3',
+    )
 
 
 def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
-    ctx.codecs((
-        ('F32', 1, 4, 'specs/artifacts/tiny-llama-safetensors.yaml:37:8'),
-        ('BF16', 1, 2, 'specs/artifacts/tiny-llama-safetensors.yaml:38:9'),
-    ))
+    ctx.codecs(
+        rows=(
+            ('F32', 1, 4, 'specs/artifacts/tiny-llama-safetensors.yaml:37:8'),
+            ('BF16', 1, 2, 'specs/artifacts/tiny-llama-safetensors.yaml:38:9'),
+        ),
+    )
 
 
 def check_layout(ctx):
     """Extents aligned, in order, disjoint, packed; trailing bytes per policy."""
-    ctx.layout(None, True, True, 'reject', {'layout': 'specs/artifacts/tiny-llama-safetensors.yaml:40:3', 'packed': 'specs/artifacts/tiny-llama-safetensors.yaml:41:11', 'padding': 'specs/artifacts/tiny-llama-safetensors.yaml:43:12', 'sorted': 'specs/artifacts/tiny-llama-safetensors.yaml:40:11', 'trailing': 'specs/artifacts/tiny-llama-safetensors.yaml:42:13'})
+    ctx.layout(
+        alignment=None,
+        sorted=True,
+        packed=True,
+        trailing='reject',
+        at='specs/artifacts/tiny-llama-safetensors.yaml:40:3',
+        alignment_at=None,
+        sorted_at='specs/artifacts/tiny-llama-safetensors.yaml:40:11',
+        packed_at='specs/artifacts/tiny-llama-safetensors.yaml:41:11',
+        trailing_at='specs/artifacts/tiny-llama-safetensors.yaml:42:13',
+    )
 
 
 def check_stores(ctx):
@@ -80,13 +108,19 @@ def check_stores(ctx):
 
 def check_policy(ctx):
     """Named exclusions stay out; the support status meets what the caller requires."""
-    ctx.exclusions(())
-    ctx.status('structural', 'specs/artifacts/tiny-llama-safetensors.yaml:9:9')
+    ctx.exclusions(rows=())
+    ctx.status(status='structural', at='specs/artifacts/tiny-llama-safetensors.yaml:9:9')
 
 
 def check_payload(ctx):
     """Opt-in: streams the file once (bounded memory) for digests and zero padding."""
-    ctx.payload(None, (), 'zero', {'file_sha256': None, 'padding': 'specs/artifacts/tiny-llama-safetensors.yaml:43:12'})
+    ctx.payload(
+        file_sha256=None,
+        tensors=(),
+        padding='zero',
+        at=None,
+        padding_at='specs/artifacts/tiny-llama-safetensors.yaml:43:12',
+    )
 
 
 STAGES = (

@@ -231,12 +231,13 @@ def test_tokenizer_string_value(capsys, sparse_copy, real_header):
 
 def test_embedding_rows_are_the_tokenizer_stage_logits_rows(capsys, sparse_copy, real_header):
     """token_embd is the tied output projection: its row count is the model's physical logits rows,
-    a tokenizer fact checked before the tensors stage would see a shape mismatch."""
+    a tokenizer fact checked before the tensors stage would see a shape mismatch. The diagnostic
+    cites the artifact's binding of the logits tensor and axis (as special ids cite theirs)."""
     t = tensor(real_header, "token_embd.weight")
     patch(sparse_copy, t.dims_offset + 8, "<Q", t.dims[1] + 1)
     d = assert_rejected(admit(capsys, sparse_copy), "tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows",
-                        fact="logits_rows: logits_rows")
-    assert d["location"].startswith("specs/models/smollm2-135m-instruct.yaml:")
+                        fact="logits: {tensor: token_embd.weight, axis: 1}")
+    assert d["location"].startswith("specs/artifacts/smollm2-135m-instruct-q4_1.yaml:")
 
 
 # --- tensors -------------------------------------------------------------------------------------

@@ -209,7 +209,7 @@ ST_CASES = [
     ("shape-rank", _tensor_field("model.norm.weight", "shape", [8, 8]),
      "tensors", "TENSOR_RANK", "tensors.model.norm.weight.rank", "model.norm.weight"),
     ("lm-head-rows", _tensor_field("lm_head.weight", "shape", [130, 128]),
-     "tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows", "logits_rows: logits_rows"),
+     "tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows", "logits: {tensor: lm_head.weight, axis: 0}"),
     ("offsets-swapped", _swap_offsets(f"{L0}.self_attn.q_proj.weight", f"{L0}.self_attn.o_proj.weight"),
      "layout", "LAYOUT_ORDER", "tensors.model.layers.1.self_attn.q_proj.weight.offset", "sorted: true"),
     ("offsets-size", _tensor_field("model.norm.weight", "data_offsets", [0, 256]),

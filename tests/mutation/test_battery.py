@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -49,16 +50,37 @@ def _leaf(outcomes, target):
     return [o for o in outcomes if o.mutant.target == target]
 
 
+def test_a_diagnostic_citing_another_line_fails_the_battery(smollm2_set, smollm2_path, monkeypatch):
+    """A generator that cites the line below llama.block_count's fact (Note [Location oracle]):
+    its mutants are still rejected with the expected code and field, but are regressions."""
+    from charter.spec import checks
+
+    original = checks._values
+
+    def misplaced(stage, facts):
+        for c in original(stage, facts):
+            moved = dataclasses.replace(c.at, line=c.at.line + 1) if c.key == "llama.block_count" else c.at
+            yield dataclasses.replace(c, at=moved)
+
+    monkeypatch.setattr(checks, "_values", misplaced)
+    battery = load_battery(smollm2_set, "smollm2-135m-instruct-q4_1", smollm2_path)
+    leaf = "artifact:metadata.keys.llama.block_count.value"
+    outcomes = run(battery, [m for m in all_mutants(battery, "contract") if m.target == leaf])
+    assert outcomes and all(o.verdict is Verdict.REGRESSION for o in outcomes)
+    assert all(o.code == "METADATA_VALUE" and "cites specs/artifacts/smollm2-135m-instruct-q4_1.yaml:35:24" in o.detail
+               for o in outcomes), [o.detail for o in outcomes]
+
+
 def test_weakened_generator_fails_the_battery_naming_the_key(smollm2_set, smollm2_path, monkeypatch):
     """A generator that drops the value check of one metadata key: its contract mutants survive."""
-    from charter.codegen.python import build
+    from charter.spec import checks
 
-    original = build._values
+    original = checks._values
 
     def weakened(stage, facts):
         return original(stage, [m for m in facts if m.key != "llama.block_count"])
 
-    monkeypatch.setattr(build, "_values", weakened)
+    monkeypatch.setattr(checks, "_values", weakened)
     battery = load_battery(smollm2_set, "smollm2-135m-instruct-q4_1", smollm2_path)
     mutants = [m for m in all_mutants(battery, "contract")
                if m.target == "artifact:metadata.keys.llama.block_count.value"]

@@ -45,7 +45,8 @@ def test_there_is_a_generated_checker():
 
 @pytest.mark.parametrize("path", CHECKERS, ids=[p.stem for p in CHECKERS])
 def test_every_call_carries_the_contract_literals(path):
-    from charter.codegen.python.build import checks
+    from charter.codegen.python.build import python_value
+    from charter.spec.checks import arguments, checks_of
 
     checker = load_checker(path)
     plan = contract_plan(checker.SPEC)
@@ -57,7 +58,8 @@ def test_every_call_carries_the_contract_literals(path):
         ctx = Recorder()
         assert check(ctx) is None
         recorded += [(stage, method, args, kwargs) for method, args, kwargs in ctx.calls]
-    expected = [(c.stage, c.method, c.args, {}) for c in checks(plan)]
+    expected = [(c.stage.value, c.method, (), {k: python_value(v) for k, v in arguments(c).items()})
+                for c in checks_of(plan)]
     # == says 1 == 1.0 == True; a literal must keep its type too (a uint32 is not a float), so the
     # calls are compared by repr. Failures name the first differing call only: pytest's diff of two
     # long tables costs far more than the test, once per killed mutant.

@@ -16,7 +16,9 @@ from pathlib import Path
 import pytest
 
 from charter.admission import runtime
-from charter.admission.runtime import Context, Rejected, _align_up, _expand, _json_type, _same_bits, _show
+from charter.admission.runtime import Context, Rejected, _json_type, _same_bits, _show
+from charter.language import align_up as _align_up
+from charter.language import expand as _expand
 from charter.formats.gguf import GGUFValueType as VT
 from tests.mutmut.views import array, ctx, diag, meta, rejection, tensor, view
 
@@ -111,21 +113,21 @@ def test_fail_and_mismatch():
 
 def test_container_format():
     c = ctx(view())
-    assert c.container_format("gguf", AT) is None
+    assert c.container_format(format="gguf", at=AT) is None
     assert rejection(c.container_format, "safetensors", AT) == diag(
         "CONTAINER_FORMAT", "format", "expected 'safetensors', got 'gguf'", "'safetensors'", "'gguf'", AT, 0)
 
 
 def test_container_version():
     c = ctx(view(version=3))
-    assert c.container_version(3, AT) is None
+    assert c.container_version(version=3, at=AT) is None
     assert rejection(c.container_version, 2, AT) == diag(
         "CONTAINER_VERSION", "container.version", "expected 2, got 3", "2", "3", AT, 4)
 
 
 def test_container_alignment():
     c = ctx(view(alignment=32))
-    assert c.container_alignment(32, AT) is None
+    assert c.container_alignment(alignment=32, at=AT) is None
     assert rejection(c.container_alignment, 64, AT) == diag(
         "CONTAINER_ALIGNMENT", "container.alignment", "expected 64, got 32", "64", "32", AT, None)
     c = ctx(view(meta("general.alignment", "uint32", 16, at=300), alignment=16))
@@ -135,7 +137,7 @@ def test_container_alignment():
 
 def test_container_header_aligned():
     c = ctx(view(fmt="safetensors", header_len_aligned=False))
-    assert c.container_header_aligned(False, AT) is None
+    assert c.container_header_aligned(aligned=False, at=AT) is None
     assert rejection(c.container_header_aligned, True, AT) == diag(
         "CONTAINER_HEADER", "container.header_aligned", "expected true, got false (header length multiple of 8)",
         "true", "false", AT, 0)
@@ -148,8 +150,8 @@ def test_identity():
     c = ctx(view(meta("general.architecture", "string", "llama", at=100),
                  meta("general.name", "string", "smol", at=200),
                  meta("general.size", "uint32", 5, at=300)))
-    assert c.identity("general.architecture", "llama", AT) is None
-    assert c.identity("general.name", "smol", AT) is None
+    assert c.identity(key="general.architecture", value="llama", at=AT) is None
+    assert c.identity(key="general.name", value="smol", at=AT) is None
     assert rejection(c.identity, "general.architecture", "qwen2", AT) == diag(
         "IDENTITY_ARCHITECTURE", "identity.general.architecture", "expected 'qwen2', got 'llama'", "'qwen2'",
         "'llama'", AT, 120)
@@ -168,7 +170,7 @@ def test_identity():
 def test_meta_types():
     c = ctx(view(meta("a.n", "uint32", 5, at=100),
                  meta("a.list", "array", array(VT.STRING, ["x"]), element="string", at=200)))
-    assert c.meta_types([("a.n", "uint32", None, AT), ("a.list", "array", "string", AT)]) is None
+    assert c.meta_types(facts=[("a.n", "uint32", None, AT), ("a.list", "array", "string", AT)]) is None
     assert rejection(c.meta_types, [("a.n", "uint32", None, AT), ("a.m", "uint32", None, AT2)]) == diag(
         "METADATA_MISSING", "metadata.a.m", "key 'a.m' is missing", "uint32", "missing", AT2)
     assert rejection(c.meta_types, [("a.n", "uint32", None, AT), ("a.list", "string", None, AT2)]) == diag(
@@ -184,9 +186,9 @@ def test_meta_key_set():
     v = view(meta("a", "uint32", 1, at=100), meta("b", "uint32", 2, at=200),
              meta("general.alignment", "uint32", 32, at=300))
     c = ctx(v)
-    assert c.meta_key_set(["a", "b"], [("c", AT2)], "reject", AT) is None
-    assert c.meta_key_set(["a"], [], "allow", AT) is None
-    assert c.meta_key_set((k for k in ["a", "b"]), [], "reject", AT) is None
+    assert c.meta_key_set(pinned=["a", "b"], forbidden=[("c", AT2)], extra="reject", at=AT) is None
+    assert c.meta_key_set(pinned=["a"], forbidden=[], extra="allow", at=AT) is None
+    assert c.meta_key_set(pinned=(k for k in ["a", "b"]), forbidden=[], extra="reject", at=AT) is None
     assert rejection(c.meta_key_set, ["a", "b"], [("c", AT2), ("b", AT2)], "allow", AT) == diag(
         "METADATA_FORBIDDEN", "metadata.b", "forbidden key 'b' is present", "absent", "present", AT2, 200)
     assert rejection(c.meta_key_set, ["a"], [], "reject", AT) == diag(
@@ -205,13 +207,13 @@ def test_value():
     c = ctx(view(meta("n", "uint32", 30, at=100), meta("eps", "float32", f32, at=200),
                  meta("d", "float64", 0.5, at=300), meta("flag", "bool", False, at=400),
                  meta("s", "string", "gpt2", at=500)))
-    assert c.value("metadata", "n", "uint32", 30, AT) is None
-    assert c.value("metadata", "eps", "float32", 1e-5, AT) is None
-    assert c.value("metadata", "eps", "float32", f32, AT) is None
-    assert c.value("metadata", "d", "float64", 0.5, AT) is None
-    assert c.value("metadata", "d", "float64", 1 / 2, AT) is None
-    assert c.value("tokenizer", "flag", "bool", False, AT) is None
-    assert c.value("tokenizer", "s", "string", "gpt2", AT) is None
+    assert c.value(stage="metadata", key="n", ctype="uint32", value=30, at=AT) is None
+    assert c.value(stage="metadata", key="eps", ctype="float32", value=1e-5, at=AT) is None
+    assert c.value(stage="metadata", key="eps", ctype="float32", value=f32, at=AT) is None
+    assert c.value(stage="metadata", key="d", ctype="float64", value=0.5, at=AT) is None
+    assert c.value(stage="metadata", key="d", ctype="float64", value=1 / 2, at=AT) is None
+    assert c.value(stage="tokenizer", key="flag", ctype="bool", value=False, at=AT) is None
+    assert c.value(stage="tokenizer", key="s", ctype="string", value="gpt2", at=AT) is None
     assert rejection(c.value, "metadata", "n", "uint32", 31, AT) == diag(
         "METADATA_VALUE", "metadata.n", "expected 31, got 30", "31", "30", AT, 120)
     assert rejection(c.value, "tokenizer", "n", "uint32", 31, AT) == diag(
@@ -231,8 +233,8 @@ def test_string_digest():
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
     other = hashlib.sha256(b"x").hexdigest()
     c = ctx(view(meta("t", "string", text, at=100), meta("u", "string", "é", at=200)))
-    assert c.string_digest("tokenizer", "t", sha, AT) is None
-    assert c.string_digest("metadata", "u", hashlib.sha256("é".encode()).hexdigest(), AT) is None
+    assert c.string_digest(stage="tokenizer", key="t", sha256=sha, at=AT) is None
+    assert c.string_digest(stage="metadata", key="u", sha256=hashlib.sha256("é".encode()).hexdigest(), at=AT) is None
     assert rejection(c.string_digest, "tokenizer", "t", other, AT) == diag(
         "TOKENIZER_DIGEST", "tokenizer.t.sha256", f"expected '{other}', got '{sha}'", f"'{other}'", f"'{sha}'",
         AT, 120)
@@ -243,9 +245,9 @@ def test_array_length_values_and_digest():
     words = array(VT.STRING, ["en", "fr"], at=1000)
     ints = array(VT.INT32, [1, 2, 3], at=2000)
     c = ctx(view(meta("langs", "array", words, "string", at=100), meta("types", "array", ints, "int32", at=200)))
-    assert c.array("metadata", "langs", 2, ("en", "fr"), words.sha256(), AT) is None
-    assert c.array("tokenizer", "types", 3, None, ints.sha256(), AT) is None
-    assert c.array("tokenizer", "types", 3, (1, 2, 3), None, AT) is None
+    assert c.array(stage="metadata", key="langs", length=2, values=("en", "fr"), sha256=words.sha256(), at=AT) is None
+    assert c.array(stage="tokenizer", key="types", length=3, values=None, sha256=ints.sha256(), at=AT) is None
+    assert c.array(stage="tokenizer", key="types", length=3, values=(1, 2, 3), sha256=None, at=AT) is None
     assert rejection(c.array, "metadata", "langs", 3, None, None, AT) == diag(
         "METADATA_ARRAY_LENGTH", "metadata.langs.length", "expected 3, got 2", "3", "2", AT, 1004)
     assert rejection(c.array, "tokenizer", "types", 4, None, None, AT) == diag(
@@ -267,8 +269,8 @@ def test_array_of_floats_compares_bits():
     f32 = array(VT.FLOAT32, [0.1, -0.0], at=1000)
     f64 = array(VT.FLOAT64, [0.1], at=2000)
     c = ctx(view(meta("f", "array", f32, "float32", at=100), meta("d", "array", f64, "float64", at=200)))
-    assert c.array("metadata", "f", 2, (0.1, -0.0), None, AT) is None
-    assert c.array("metadata", "d", 1, (0.1,), None, AT) is None
+    assert c.array(stage="metadata", key="f", length=2, values=(0.1, -0.0), sha256=None, at=AT) is None
+    assert c.array(stage="metadata", key="d", length=1, values=(0.1,), sha256=None, at=AT) is None
     assert rejection(c.array, "metadata", "f", 2, (0.1, 0.0), None, AT) == diag(
         "METADATA_VALUE", "metadata.f.values[1]", "expected 0.0, got -0.0", "0.0", "-0.0", AT, 1012)
     assert rejection(c.array, "metadata", "d", 1, (0.1000000000000001,), None, AT)["field"] == "metadata.d.values[0]"
@@ -292,9 +294,9 @@ def beside(tmp_path):
 def test_config_values(beside):
     c = beside(json.dumps({"a": 1, "b": {"c": 0.5, "d": "x", "e": True}}))
     rows = [("a", "int64", 1, AT), ("b.c", "float64", 0.5, AT), ("b.d", "string", "x", AT), ("b.e", "bool", True, AT)]
-    assert c.config("config.json", rows) is None
-    assert c.config("config.json", iter(rows)) is None
-    assert c.config("config.json", []) is None
+    assert c.config(file="config.json", facts=rows) is None
+    assert c.config(file="config.json", facts=iter(rows)) is None
+    assert c.config(file="config.json", facts=[]) is None
     assert rejection(c.config, "config.json", [("a", "int64", 2, AT2)]) == diag(
         "METADATA_VALUE", "config.a", "expected 2, got 1 (config.json)", "2", "1", AT2)
     assert rejection(c.config, "config.json", [("a", "int64", 1, AT), ("b.d", "int64", 1, AT2)]) == diag(
@@ -309,7 +311,7 @@ def test_config_values(beside):
 
 def test_config_float_compares_bits(beside):
     c = beside('{"z": 0.0, "n": -0.0}')
-    assert c.config("config.json", [("z", "float64", 0.0, AT)]) is None
+    assert c.config(file="config.json", facts=[("z", "float64", 0.0, AT)]) is None
     assert rejection(c.config, "config.json", [("n", "float64", 0.0, AT)]) == diag(
         "METADATA_VALUE", "config.n", "expected 0.0, got -0.0 (config.json)", "0.0", "-0.0", AT)
 
@@ -334,7 +336,7 @@ def test_config_file_errors(beside, monkeypatch):
         location=AT)
     c_path.write_text('{"a": 1}')
     monkeypatch.setattr(runtime, "MAX_COMPANION_BYTES", 8)
-    assert c.config("config.json", [("a", "int64", 1, AT)]) is None
+    assert c.config(file="config.json", facts=[("a", "int64", 1, AT)]) is None
     c_path.write_text('{"a":  1}')
     assert rejection(c.config, "config.json", [("a", "int64", 1, AT)]) == diag(
         "METADATA_CONFIG", "config", "config.json is more than 8 bytes (the limit)", location=AT)
@@ -349,12 +351,12 @@ def test_config_file_errors(beside, monkeypatch):
 
 def test_special_and_stop_ids():
     c = ctx(view(meta("tokenizer.ggml.eos_token_id", "uint32", 2, at=100)))
-    assert c.special_id("tokenizer.ggml.eos_token_id", "eos", 2, AT) is None
+    assert c.special_id(key="tokenizer.ggml.eos_token_id", name="eos", value=2, at=AT) is None
     assert rejection(c.special_id, "tokenizer.ggml.eos_token_id", "eos", 0, AT) == diag(
         "TOKENIZER_SPECIAL_ID", "tokenizer.special.eos", "expected 0, got 2 (tokenizer.ggml.eos_token_id)", "0", "2",
         AT, 120)
-    assert c.stop_id("tokenizer.ggml.eos_token_id", (2,), AT) is None
-    assert c.stop_id("tokenizer.ggml.eos_token_id", (0, 2), AT) is None
+    assert c.stop_id(key="tokenizer.ggml.eos_token_id", ids=(2,), at=AT) is None
+    assert c.stop_id(key="tokenizer.ggml.eos_token_id", ids=(0, 2), at=AT) is None
     assert rejection(c.stop_id, "tokenizer.ggml.eos_token_id", (0, 1), AT) == diag(
         "TOKENIZER_STOP_ID", "tokenizer.stop.tokenizer.ggml.eos_token_id",
         "tokenizer.ggml.eos_token_id = 2 is not one of the model's stop ids [0, 1]", "[0, 1]", "2", AT, 120)
@@ -362,7 +364,7 @@ def test_special_and_stop_ids():
 
 def test_token_domain():
     c = ctx(view(meta("tokens", "array", array(VT.STRING, ["a", "b", "c"], at=900), "string", at=100)))
-    assert c.token_domain("tokens", 3, AT) is None
+    assert c.token_domain(key="tokens", ids=3, at=AT) is None
     assert rejection(c.token_domain, "tokens", 4, AT) == diag(
         "TOKENIZER_DOMAIN", "tokenizer.ids", "tokens holds 3 tokens, but the model's tokenizer domain is 4 ids", "4",
         "3", AT, 100)
@@ -370,9 +372,9 @@ def test_token_domain():
 
 def test_logits_rows():
     c = ctx(view(tensors=[tensor("emb", (8, 100), "F32", 64, 64 + 3200, record=77)]))
-    assert c.logits_rows("emb", 1, 100, AT) is None
-    assert c.logits_rows("missing", 1, 5, AT) is None
-    assert c.logits_rows("emb", 2, 5, AT) is None
+    assert c.logits_rows(tensor="emb", axis=1, rows=100, at=AT) is None
+    assert c.logits_rows(tensor="missing", axis=1, rows=5, at=AT) is None
+    assert c.logits_rows(tensor="emb", axis=2, rows=5, at=AT) is None
     assert rejection(c.logits_rows, "emb", 1, 101, AT) == diag(
         "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows",
         "emb has 100 rows on axis 1, but the model's physical logits rows are 101", "101", "100", AT, 77)
@@ -399,8 +401,8 @@ def test_tensor_named():
 
 def test_tensors_accepts_the_exact_set():
     c = ctx(view(tensors=_three()))
-    assert c.tensors(TABLE) is None
-    assert c.tensors(iter(TABLE), AT) is None
+    assert c.tensors(rows=TABLE, at=None) is None
+    assert c.tensors(rows=iter(TABLE), at=AT) is None
 
 
 def test_tensors_rejects():
@@ -408,33 +410,33 @@ def test_tensors_rejects():
     assert rejection(c.tensors, TABLE[:1], "specs/x.yaml:1:1") == diag(
         "TENSOR_UNEXPECTED", "tensors.blk.0.w", "tensor 'blk.0.w' is not in the contract", "absent", "present",
         "specs/x.yaml:1:1", 20)
-    assert rejection(c.tensors, TABLE + (("c", (), "x", (1,), "F32", "specs/x.yaml:4:4"),)) == diag(
+    assert rejection(c.tensors, TABLE + (("c", (), "x", (1,), "F32", "specs/x.yaml:4:4"),), None) == diag(
         "TENSOR_MISSING", "tensors.c", "tensor 'c' is missing", "present", "missing", "specs/x.yaml:4:4")
     rows = (("a", (), "emb", (32, 4, 1), "F32", AT), TABLE[1])
-    assert rejection(c.tensors, rows) == diag(
+    assert rejection(c.tensors, rows, None) == diag(
         "TENSOR_RANK", "tensors.a.rank", "expected 3, got 2 (emb)", "3", "2", AT, 10)
     rows = (("a", (), "emb", (32, 5), "F32", AT), TABLE[1])
-    assert rejection(c.tensors, rows) == diag(
+    assert rejection(c.tensors, rows, None) == diag(
         "TENSOR_SHAPE", "tensors.a.shape[1]", "expected 5, got 4 (emb: expected shape [32, 5], got [32, 4])", "5",
         "4", AT, 10)
     rows = (TABLE[0], ("blk.{i}.w", (("i", 2),), "norm", (32,), "F32", AT2))
-    assert rejection(c.tensors, rows) == diag(
+    assert rejection(c.tensors, rows, None) == diag(
         "TENSOR_CODEC", "tensors.blk.0.w.codec", "expected 'F32', got 'F16'", "'F32'", "'F16'", AT2, 20)
     dup = ctx(view(tensors=_three() + [tensor("a", (32, 4), "F32", 704, 1216, record=50)]))
-    assert rejection(dup.tensors, TABLE) == diag(
+    assert rejection(dup.tensors, TABLE, None) == diag(
         "TENSOR_DUPLICATE", "tensors.a", "tensor 'a' appears twice", "1", "2", None, 50)
 
 
 def test_excluded_tensors_are_left_to_policy():
     c = ctx(view(tensors=_three()))
-    c.exclude(("blk.*",))
-    assert c.tensors(TABLE[:1]) is None
+    c.exclude(patterns=("blk.*",))
+    assert c.tensors(rows=TABLE[:1], at=None) is None
     assert c._is_excluded("blk.7.w")
     assert not c._is_excluded("a")
-    c.exclude(iter(["x", "blk.1.*"]))
+    c.exclude(patterns=iter(["x", "blk.1.*"]))
     assert c._excluded == ("x", "blk.1.*")
-    assert rejection(c.tensors, TABLE[:1])["field"] == "tensors.blk.0.w"
-    c.exclude(["BLK.*"])
+    assert rejection(c.tensors, TABLE[:1], None)["field"] == "tensors.blk.0.w"
+    c.exclude(patterns=["BLK.*"])
     assert not c._is_excluded("blk.0.w")
 
 
@@ -446,8 +448,8 @@ def test_codecs():
           tensor("o", (5,), "I8", 456, 461, record=13)]
     c = ctx(view(tensors=ts))
     table = (("Q8_0", 32, 34, AT), ("F32", 1, 4, AT2))
-    assert c.codecs(table) is None
-    assert c.codecs(iter(table)) is None
+    assert c.codecs(rows=table) is None
+    assert c.codecs(rows=iter(table)) is None
     assert rejection(c.codecs, (("Q8_0", 32, 35, AT),)) == diag(
         "CODEC_SIZE", "codecs.Q8_0.bytes",
         "q: 128 elements in Q8_0 blocks of 32/35 bytes are 140 bytes, but the extent holds 136", "140", "136", AT, 11)
@@ -456,26 +458,27 @@ def test_codecs():
         AT2, 12)
     assert rejection(c.codecs, (("F32", 0, 4, AT2),))["code"] == "CODEC_BLOCK"
     assert rejection(c.codecs, (("F32", -1, 4, AT2),))["code"] == "CODEC_BLOCK"
-    assert c.codecs((("F32", 64, 256, AT2),)) is None
+    assert c.codecs(rows=(("F32", 64, 256, AT2),)) is None
 
 
 def test_codecs_row_width_per_format():
     # GGUF: ne[0] is the row; safetensors: the last dim (a scalar counts as one element)
     g = ctx(view(tensors=[tensor("t", (4, 6), "Q", 64, 76)]))
-    assert g.codecs((("Q", 2, 1, AT),)) is None
+    assert g.codecs(rows=(("Q", 2, 1, AT),)) is None
     assert rejection(g.codecs, (("Q", 3, 1, AT),))["message"].endswith("row width 4")
     s = ctx(view(tensors=[tensor("t", (4, 6), "Q", 64, 72)], fmt="safetensors"))
-    assert s.codecs((("Q", 3, 1, AT),)) is None
+    assert s.codecs(rows=(("Q", 3, 1, AT),)) is None
     assert rejection(s.codecs, (("Q", 4, 1, AT),))["message"].endswith("row width 6")
     scalar = ctx(view(tensors=[tensor("s", (), "F32", 64, 68)], fmt="safetensors"))
-    assert scalar.codecs((("F32", 1, 4, AT),)) is None
+    assert scalar.codecs(rows=(("F32", 1, 4, AT),)) is None
     assert rejection(scalar.codecs, (("F32", 2, 8, AT),))["message"] == \
         "s: a F32 block of 2 elements does not divide the row width 1"
 
 
 # --- layout -------------------------------------------------------------------------------------
 
-LAT = {"alignment": "L:1:1", "sorted": "L:2:1", "packed": "L:3:1", "trailing": "L:4:1", "layout": "L:5:1"}
+LAT = {"alignment_at": "L:1:1", "sorted_at": "L:2:1", "packed_at": "L:3:1", "trailing_at": "L:4:1", "at": "L:5:1"}
+NO_LAT = dict.fromkeys(LAT)
 
 
 def _packed(file_size=None, data_offset=64):
@@ -485,16 +488,16 @@ def _packed(file_size=None, data_offset=64):
 
 
 def test_layout_accepts_packed_aligned_extents():
-    assert ctx(_packed()).layout(32, True, True, "reject", LAT) is None
-    assert ctx(_packed(file_size=128)).layout(32, True, True, "alignment", LAT) is None
-    assert ctx(_packed(file_size=500)).layout(32, True, True, "allow", LAT) is None
-    assert ctx(view(data_offset=64)).layout(32, True, True, "reject", LAT) is None
+    assert ctx(_packed()).layout(alignment=32, sorted=True, packed=True, trailing="reject", **LAT) is None
+    assert ctx(_packed(file_size=128)).layout(alignment=32, sorted=True, packed=True, trailing="alignment", **LAT) is None
+    assert ctx(_packed(file_size=500)).layout(alignment=32, sorted=True, packed=True, trailing="allow", **LAT) is None
+    assert ctx(view(data_offset=64)).layout(alignment=32, sorted=True, packed=True, trailing="reject", **LAT) is None
     # no tensors, no data section to align: a vocab-only GGUF ends where its header does
-    assert ctx(view(header_end=61, data_offset=61)).layout(32, True, True, "reject", LAT) is None
-    assert ctx(view(header_end=61, data_offset=61, file_size=64)).layout(32, True, True, "alignment", LAT) is None
+    assert ctx(view(header_end=61, data_offset=61)).layout(alignment=32, sorted=True, packed=True, trailing="reject", **LAT) is None
+    assert ctx(view(header_end=61, data_offset=61, file_size=64)).layout(alignment=32, sorted=True, packed=True, trailing="alignment", **LAT) is None
     # without an alignment, packed means back to back
     ts = [tensor("a", (1,), "U8", 10, 13), tensor("b", (1,), "U8", 13, 20)]
-    assert ctx(view(tensors=ts, data_offset=10, alignment=None)).layout(None, True, True, "reject", {}) is None
+    assert ctx(view(tensors=ts, data_offset=10, alignment=None)).layout(alignment=None, sorted=True, packed=True, trailing="reject", **NO_LAT) is None
 
 
 def test_layout_alignment():
@@ -505,7 +508,7 @@ def test_layout_alignment():
     assert rejection(ctx(view(tensors=ts)).layout, 32, False, False, "allow", LAT) == diag(
         "LAYOUT_ALIGNMENT", "tensors.b.offset", "b starts at data offset 36, not a multiple of 32", "32", "36",
         "L:1:1", 2)
-    assert ctx(view(tensors=ts)).layout(4, False, False, "allow", LAT) is None
+    assert ctx(view(tensors=ts)).layout(alignment=4, sorted=False, packed=False, trailing="allow", **LAT) is None
 
 
 def test_layout_bounds():
@@ -516,7 +519,7 @@ def test_layout_bounds():
     ts = [tensor("a", (8,), "F32", 64, 120, record=1)]
     assert rejection(ctx(view(tensors=ts, file_size=100)).layout, None, False, False, "allow", LAT)["code"] == \
         "LAYOUT_BOUNDS"
-    assert ctx(view(tensors=ts, file_size=120)).layout(None, False, False, "allow", LAT) is None
+    assert ctx(view(tensors=ts, file_size=120)).layout(alignment=None, sorted=False, packed=False, trailing="allow", **LAT) is None
 
 
 def test_layout_order_and_overlap():
@@ -525,7 +528,7 @@ def test_layout_order_and_overlap():
     assert rejection(ctx(v).layout, 32, True, False, "allow", LAT) == diag(
         "LAYOUT_ORDER", "tensors.a.offset", "a starts at 64, before b at 96 (layout.sorted)", ">= 96", "64", "L:2:1",
         1)
-    assert ctx(v).layout(32, False, True, "reject", LAT) is None
+    assert ctx(v).layout(alignment=32, sorted=False, packed=True, trailing="reject", **LAT) is None
     ts = [tensor("a", (8,), "F32", 64, 100, record=1), tensor("b", (8,), "F32", 96, 104, record=2)]
     assert rejection(ctx(view(tensors=ts)).layout, 32, True, False, "allow", LAT) == diag(
         "LAYOUT_OVERLAP", "tensors.b.offset", "b [96, 104) overlaps a [64, 100)", ">= 100", "96", "L:5:1", 2)
@@ -533,7 +536,7 @@ def test_layout_order_and_overlap():
     assert rejection(ctx(view(tensors=same_start)).layout, 32, False, False, "allow", LAT)["field"] == \
         "tensors.a.offset"
     touching = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 96, 128, record=2)]
-    assert ctx(view(tensors=touching)).layout(32, True, True, "reject", LAT) is None
+    assert ctx(view(tensors=touching)).layout(alignment=32, sorted=True, packed=True, trailing="reject", **LAT) is None
 
 
 def test_layout_gap():
@@ -542,7 +545,7 @@ def test_layout_gap():
         "LAYOUT_GAP", "tensors.b.offset",
         "b starts at 128; packed layout puts it at 96 (unowned bytes beyond alignment padding)", "96", "128",
         "L:3:1", 2)
-    assert ctx(view(tensors=ts)).layout(32, True, False, "allow", LAT) is None
+    assert ctx(view(tensors=ts)).layout(alignment=32, sorted=True, packed=False, trailing="allow", **LAT) is None
     first = [tensor("a", (8,), "F32", 96, 104, record=1)]
     assert rejection(ctx(view(tensors=first)).layout, 32, True, True, "allow", LAT) == diag(
         "LAYOUT_GAP", "tensors.a.offset",
@@ -550,7 +553,7 @@ def test_layout_gap():
         "L:3:1", 1)
     # an unaligned data section: the first tensor may start right at it
     odd = [tensor("a", (8,), "F32", 70, 90, record=1)]
-    assert ctx(view(tensors=odd, data_offset=70)).layout(None, False, True, "reject", LAT) is None
+    assert ctx(view(tensors=odd, data_offset=70)).layout(alignment=None, sorted=False, packed=True, trailing="reject", **LAT) is None
     late = [tensor("a", (8,), "F32", 71, 90, record=1)]
     assert rejection(ctx(view(tensors=late, data_offset=70)).layout, None, False, True, "allow", LAT)["expected"] == \
         "70"
@@ -564,10 +567,10 @@ def test_layout_trailing():
         "129", "L:4:1", 104)
     assert rejection(ctx(view(file_size=65)).layout, 32, True, True, "reject", LAT) == diag(
         "LAYOUT_TRAILING", "layout.trailing", "1 bytes after the last extent", "64", "65", "L:4:1", 64)
-    assert rejection(ctx(view(file_size=97, alignment=None)).layout, None, True, True, "alignment", {}) == diag(
+    assert rejection(ctx(view(file_size=97, alignment=None)).layout, None, True, True, "alignment", NO_LAT) == diag(
         "LAYOUT_TRAILING", "layout.trailing", "33 bytes after the last extent, more than alignment padding", "64",
         "97", None, 64)
-    assert ctx(_packed(file_size=128)).layout(32, True, True, "allow", LAT) is None
+    assert ctx(_packed(file_size=128)).layout(alignment=32, sorted=True, packed=True, trailing="allow", **LAT) is None
 
 
 # --- stores -------------------------------------------------------------------------------------
@@ -578,8 +581,8 @@ def test_store_checks_delegate(monkeypatch):
     monkeypatch.setattr(runtime.stores, "expert_major", lambda *a: calls.append(("em",) + a))
     monkeypatch.setattr(runtime.stores, "ple_rows", lambda *a: calls.append(("ple",) + a))
     c = ctx(view())
-    assert c.expert_major_store("experts", "t", ("f",), ("c",), AT) is None
-    assert c.ple_store("ple", "u", ("g",), 7, AT2) is None
+    assert c.expert_major_store(name="experts", tensor="t", fields=("f",), components=("c",), at=AT) is None
+    assert c.ple_store(name="ple", tensor="u", fields=("g",), head_rows=7, at=AT2) is None
     assert calls == [("em", c, "experts", "t", ("f",), ("c",), AT), ("ple", c, "ple", "u", ("g",), 7, AT2)]
 
 
@@ -610,15 +613,15 @@ def test_exclusions():
     v = view(meta("n_excluded", "uint32", 4, at=100),
              tensors=[tensor("keep", (1,), "F32", 64, 68, record=5), tensor("mtp.0", (1,), "F32", 96, 100, record=6)])
     c = ctx(v)
-    assert c.exclusions((("vision", ("vis.*",), "n_excluded", 4, AT),)) is None
-    assert c.exclusions((("vision", ("vis.*", "img.*"), None, 99, AT),)) is None
-    assert c.exclusions(iter([("vision", ("vis.*",), None, None, AT)])) is None
+    assert c.exclusions(rows=(("vision", ("vis.*",), "n_excluded", 4, AT),)) is None
+    assert c.exclusions(rows=(("vision", ("vis.*", "img.*"), None, 99, AT),)) is None
+    assert c.exclusions(rows=iter([("vision", ("vis.*",), None, None, AT)])) is None
     assert rejection(c.exclusions, (("vision", ("vis.*",), "n_excluded", 5, AT),)) == diag(
         "POLICY_EXCLUSION", "exclusions.vision.source_count", "expected 5, got 4 (n_excluded)", "5", "4", AT, 120)
     assert rejection(c.exclusions, (("vision", ("vis.*",), None, 0, AT), ("mtp", ("x", "mtp.*"), None, 0, AT2))) == \
         diag("POLICY_EXCLUSION", "exclusions.mtp", "tensor 'mtp.0' belongs to the excluded class 'mtp'", "absent",
              "mtp.0", AT2, 6)
-    assert c.exclusions((("mtp", ("MTP.*",), None, 0, AT),)) is None
+    assert c.exclusions(rows=(("mtp", ("MTP.*",), None, 0, AT),)) is None
 
 
 @pytest.mark.parametrize("required, status, ok", [
@@ -630,7 +633,7 @@ def test_exclusions():
 def test_status(required, status, ok):
     c = ctx(view(), require_status=required)
     if ok:
-        assert c.status(status, AT) is None
+        assert c.status(status=status, at=AT) is None
     else:
         assert rejection(c.status, status, AT) == diag(
             "POLICY_STATUS", "status", f"the contract's status is {status!r}; --require-status {required} refuses it",
@@ -639,7 +642,7 @@ def test_status(required, status, ok):
 
 # --- payload ------------------------------------------------------------------------------------
 
-PAT = {"file_sha256": "P:1:1", "padding": "P:2:2"}
+PAT = {"at": "P:1:1", "padding_at": "P:2:2"}
 
 
 @pytest.fixture
@@ -663,8 +666,8 @@ def test_payload_digests(artifact):
     c, whole = artifact()
     a = hashlib.sha256(b"A" * 16).hexdigest()
     b = hashlib.sha256(b"BBBB").hexdigest()
-    assert c.payload(whole, (("a", a, AT), ("b", b, AT2)), "zero", PAT) is None
-    assert c.payload(None, iter([("b", b, AT2)]), "any", PAT) is None
+    assert c.payload(file_sha256=whole, tensors=(("a", a, AT), ("b", b, AT2)), padding="zero", **PAT) is None
+    assert c.payload(file_sha256=None, tensors=iter([("b", b, AT2)]), padding="any", **PAT) is None
     bad = hashlib.sha256(b"").hexdigest()
     assert rejection(c.payload, bad, (), "zero", PAT) == diag(
         "PAYLOAD_FILE_DIGEST", "payload.file_sha256", f"expected '{bad}', got '{whole}'", f"'{bad}'", f"'{whole}'",
@@ -679,15 +682,15 @@ def test_payload_padding_must_be_zero(artifact, at):
     c, whole = artifact(pad_byte_at=at)
     assert rejection(c.payload, None, (), "zero", PAT) == diag(
         "PAYLOAD_PADDING", "layout.padding", f"padding byte at {at} is not zero", "0", "nonzero", "P:2:2", at)
-    assert c.payload(whole, (), "any", PAT) is None
-    assert rejection(c.payload, None, (), "zero", {})["location"] is None
+    assert c.payload(file_sha256=whole, tensors=(), padding="any", **PAT) is None
+    assert rejection(c.payload, None, (), "zero", dict.fromkeys(PAT))["location"] is None
 
 
 def test_payload_header_and_tensor_bytes_are_not_padding(artifact):
     c, whole = artifact(pad_byte_at=10)
-    assert c.payload(whole, (), "zero", PAT) is None
+    assert c.payload(file_sha256=whole, tensors=(), padding="zero", **PAT) is None
     c, whole = artifact(pad_byte_at=70)
-    assert c.payload(whole, (), "zero", PAT) is None
+    assert c.payload(file_sha256=whole, tensors=(), padding="zero", **PAT) is None
 
 
 def test_payload_truncated_file(artifact):
@@ -700,7 +703,7 @@ def test_payload_streams_in_chunks(artifact, monkeypatch):
     monkeypatch.setattr(runtime, "PAYLOAD_CHUNK", 3)
     c, whole = artifact()
     a = hashlib.sha256(b"A" * 16).hexdigest()
-    assert c.payload(whole, (("a", a, AT),), "zero", PAT) is None
+    assert c.payload(file_sha256=whole, tensors=(("a", a, AT),), padding="zero", **PAT) is None
     c, _ = artifact(pad_byte_at=86)
     assert rejection(c.payload, None, (), "zero", PAT)["offset"] == 86
 
@@ -712,19 +715,19 @@ def test_float64_compares_bits_not_equality():
     c = ctx(view(meta("z", "float64", -0.0, at=100), meta("n", "float64", float("nan"), at=200),
                  meta("a", "array", array(VT.FLOAT64, [float("nan")], at=900), "float64", at=300)))
     assert rejection(c.value, "metadata", "z", "float64", 0.0, AT)["code"] == "METADATA_VALUE"
-    assert c.value("metadata", "n", "float64", float("nan"), AT) is None
-    assert c.array("metadata", "a", 1, (float("nan"),), None, AT) is None
+    assert c.value(stage="metadata", key="n", ctype="float64", value=float("nan"), at=AT) is None
+    assert c.array(stage="metadata", key="a", length=1, values=(float("nan"),), sha256=None, at=AT) is None
 
 
 def test_codecs_safetensors_row_is_the_last_dim():
     s = ctx(view(tensors=[tensor("t", (4, 6, 8), "Q", 64, 88)], fmt="safetensors"))
-    assert s.codecs((("Q", 8, 1, AT),)) is None
+    assert s.codecs(rows=(("Q", 8, 1, AT),)) is None
     assert rejection(s.codecs, (("Q", 6, 1, AT),))["message"].endswith("row width 8")
 
 
 def test_layout_equal_starts_are_in_order():
     ts = [tensor("a", (0,), "F32", 64, 64, record=1), tensor("b", (8,), "F32", 64, 96, record=2)]
-    assert ctx(view(tensors=ts)).layout(32, True, False, "allow", LAT) is None
+    assert ctx(view(tensors=ts)).layout(alignment=32, sorted=True, packed=False, trailing="allow", **LAT) is None
 
 
 # --- admit / admit_view -------------------------------------------------------------------------

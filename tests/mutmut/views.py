@@ -3,6 +3,8 @@ reports the wrong one (or none) is told apart."""
 
 from __future__ import annotations
 
+import inspect
+
 from charter.admission.runtime import Context, Rejected
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry
 from charter.formats.gguf import GGUFArray, GGUFValueType
@@ -38,7 +40,17 @@ def ctx(v: ArtifactView, path: str = "/nonexistent/artifact.gguf", require_statu
 
 
 def rejection(call, *args, **kwargs) -> dict:
-    """The diagnostic (as JSON) that `call(*args, **kwargs)` raises; fails the test if it returns."""
+    """The diagnostic (as JSON) that `call(*args, **kwargs)` raises; fails the test if it returns.
+    Context's checks take keyword arguments (as generated checkers pass them): positional `args`
+    are given the names of its parameters, in order; a dict among them gives several names."""
+    names = [n for n, p in inspect.signature(call).parameters.items() if p.kind is p.KEYWORD_ONLY]
+    if names:  # a check; helpers such as fail() take their arguments by position
+        for name, arg in zip(names, args):
+            if isinstance(arg, dict) and len(args) < len(names):
+                kwargs.update(arg)
+            else:
+                kwargs[name] = arg
+        args = ()
     try:
         call(*args, **kwargs)
     except Rejected as r:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-STATUSES = ("structural", "pinned-not-supported", "supported")
+from charter.language import STATUSES
 
 
 def register(sub) -> None:

@@ -42,8 +42,8 @@ from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_vi
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
 from charter.floatbits import float_bits
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
+from charter.language import align_up, expand, meets
 
-STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
 # Keys the container stage owns (container.alignment), never "extra" metadata.
 CONTAINER_KEYS = {"gguf": {"general.alignment"}}
 PAYLOAD_CHUNK = 1 << 20
@@ -108,28 +108,28 @@ class Context:
 
     # --- container ---------------------------------------------------------------------------
 
-    def container_format(self, fmt: str, at: str | None) -> None:
-        if self.view.format != fmt:
-            self.mismatch(Code.CONTAINER_FORMAT, "format", fmt, self.view.format, at, 0)
+    def container_format(self, *, format: str, at: str | None) -> None:
+        if self.view.format != format:
+            self.mismatch(Code.CONTAINER_FORMAT, "format", format, self.view.format, at, 0)
 
-    def container_version(self, version: int, at: str | None) -> None:
+    def container_version(self, *, version: int, at: str | None) -> None:
         if self.view.version != version:
             self.mismatch(Code.CONTAINER_VERSION, "container.version", version, self.view.version, at, 4)
 
-    def container_alignment(self, alignment: int, at: str | None) -> None:
+    def container_alignment(self, *, alignment: int, at: str | None) -> None:
         if self.view.alignment != alignment:
             entry = self.view.meta.get("general.alignment")
             self.mismatch(Code.CONTAINER_ALIGNMENT, "container.alignment", alignment, self.view.alignment, at,
                           entry.offset if entry else None)
 
-    def container_header_aligned(self, aligned: bool, at: str | None) -> None:
+    def container_header_aligned(self, *, aligned: bool, at: str | None) -> None:
         if self.view.header_len_aligned != aligned:
             self.mismatch(Code.CONTAINER_HEADER, "container.header_aligned", aligned,
                           self.view.header_len_aligned, at, 0, " (header length multiple of 8)")
 
     # --- identity ----------------------------------------------------------------------------
 
-    def identity(self, key: str, value: str, at: str | None) -> None:
+    def identity(self, *, key: str, value: str, at: str | None) -> None:
         entry = self.view.meta.get(key)
         if entry is None:
             self.fail(Code.IDENTITY_MISSING, f"identity.{key}", f"key {key!r} is missing", at, value, "missing")
@@ -142,7 +142,7 @@ class Context:
 
     # --- metadata: key set and types ---------------------------------------------------------
 
-    def meta_types(self, facts: Iterable[tuple[str, str, str | None, str | None]]) -> None:
+    def meta_types(self, *, facts: Iterable[tuple[str, str, str | None, str | None]]) -> None:
         """(key, type, element type or None, at): presence and exact type of every pinned key."""
         for key, ctype, element, at in facts:
             entry = self.view.meta.get(key)
@@ -154,7 +154,7 @@ class Context:
                 self.mismatch(Code.METADATA_TYPE, f"metadata.{key}.element", element, entry.element, at,
                               entry.value_offset)
 
-    def meta_key_set(self, pinned: Iterable[str], forbidden: Iterable[tuple[str, str | None]], extra: str,
+    def meta_key_set(self, *, pinned: Iterable[str], forbidden: Iterable[tuple[str, str | None]], extra: str,
                      at: str | None) -> None:
         for key, key_at in forbidden:
             if key in self.view.meta:
@@ -174,25 +174,25 @@ class Context:
     def _entry(self, key: str) -> MetaEntry:
         return self.view.meta[key]  # presence and type were established by the metadata stage
 
-    def value(self, stage: str, key: str, ctype: str, expected: object, at: str | None) -> None:
+    def value(self, *, stage: str, key: str, ctype: str, value: object, at: str | None) -> None:
         entry = self._entry(key)
         actual = entry.value
         if ctype in ("float32", "float64"):
-            same = _same_bits(ctype, float(actual), float(expected))
+            same = _same_bits(ctype, float(actual), float(value))
         else:
-            same = actual == expected and type(actual) is type(expected)
+            same = actual == value and type(actual) is type(value)
         if not same:
             code = Code.TOKENIZER_VALUE if stage == "tokenizer" else Code.METADATA_VALUE
-            self.mismatch(code, f"{stage}.{key}", expected, actual, at, entry.value_offset)
+            self.mismatch(code, f"{stage}.{key}", value, actual, at, entry.value_offset)
 
-    def string_digest(self, stage: str, key: str, sha256: str, at: str | None) -> None:
+    def string_digest(self, *, stage: str, key: str, sha256: str, at: str | None) -> None:
         entry = self._entry(key)
         actual = hashlib.sha256(entry.value.encode("utf-8")).hexdigest()
         if actual != sha256:
             code = Code.TOKENIZER_DIGEST if stage == "tokenizer" else Code.METADATA_DIGEST
             self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, entry.value_offset)
 
-    def array(self, stage: str, key: str, length: int, values: tuple | None, sha256: str | None,
+    def array(self, *, stage: str, key: str, length: int, values: tuple | None, sha256: str | None,
               at: str | None) -> None:
         entry = self._entry(key)
         arr: GGUFArray = entry.value
@@ -216,7 +216,7 @@ class Context:
 
     # --- companion config (a cross-artifact constraint, checked with metadata) ---------------
 
-    def config(self, file: str, facts: Iterable[tuple[str, str, object, str | None]]) -> None:
+    def config(self, *, file: str, facts: Iterable[tuple[str, str, object, str | None]]) -> None:
         """Rows (dotted key, type, expected value, at) checked in the JSON file beside the artifact."""
         facts = tuple(facts)
         data = self._companion(file, facts[0][3] if facts else None)
@@ -248,27 +248,27 @@ class Context:
 
     # --- tokenizer ---------------------------------------------------------------------------
 
-    def special_id(self, key: str, name: str, value: int, at: str | None) -> None:
+    def special_id(self, *, key: str, name: str, value: int, at: str | None) -> None:
         entry = self._entry(key)
         if entry.value != value:
             self.mismatch(Code.TOKENIZER_SPECIAL_ID, f"tokenizer.special.{name}", value, entry.value, at,
                           entry.value_offset, f" ({key})")
 
-    def stop_id(self, key: str, stop_ids: tuple[int, ...], at: str | None) -> None:
+    def stop_id(self, *, key: str, ids: tuple[int, ...], at: str | None) -> None:
         entry = self._entry(key)
-        if entry.value not in stop_ids:
+        if entry.value not in ids:
             self.fail(Code.TOKENIZER_STOP_ID, f"tokenizer.stop.{key}",
-                      f"{key} = {entry.value} is not one of the model's stop ids {list(stop_ids)}", at,
-                      list(stop_ids), entry.value, entry.value_offset)
+                      f"{key} = {entry.value} is not one of the model's stop ids {list(ids)}", at,
+                      list(ids), entry.value, entry.value_offset)
 
-    def token_domain(self, key: str, ids: int, at: str | None) -> None:
+    def token_domain(self, *, key: str, ids: int, at: str | None) -> None:
         entry = self._entry(key)
         if entry.value.count != ids:
             self.fail(Code.TOKENIZER_DOMAIN, "tokenizer.ids",
                       f"{key} holds {entry.value.count} tokens, but the model's tokenizer domain is {ids} ids", at,
                       ids, entry.value.count, entry.offset)
 
-    def logits_rows(self, tensor: str, axis: int, rows: int, at: str | None) -> None:
+    def logits_rows(self, *, tensor: str, axis: int, rows: int, at: str | None) -> None:
         t = self.tensor_named(tensor)
         if t is None or axis >= len(t.shape):
             return  # absence and rank are facts of the tensors stage (Note [Ordered admission])
@@ -285,16 +285,17 @@ class Context:
                 return t
         return None
 
-    def exclude(self, patterns: Iterable[str]) -> None:
+    def exclude(self, *, patterns: Iterable[str]) -> None:
         """Names matching a named exclusion are owned by the policy stage."""
         self._excluded = tuple(patterns)
 
-    def tensors(self, table: Iterable[tuple], at_set: str | None = None) -> None:
+    def tensors(self, *, rows: Iterable[tuple], at: str | None) -> None:
         """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...).
-        `at_set` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
+        `at` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
+        at_set = at
         expected: dict[str, tuple] = {}
-        for name, repeat, role, shape, codec, at in table:
-            for concrete in _expand(name, repeat):
+        for name, repeat, role, shape, codec, at in rows:
+            for concrete in expand(name, repeat):
                 expected[concrete] = (role, shape, codec, at)
         actual: dict[str, TensorEntry] = {}
         for t in self.view.tensors:
@@ -327,9 +328,9 @@ class Context:
 
     # --- codec -------------------------------------------------------------------------------
 
-    def codecs(self, table: Iterable[tuple[str, int, int, str | None]]) -> None:
+    def codecs(self, *, rows: Iterable[tuple[str, int, int, str | None]]) -> None:
         """Rows (codec, block elements, block bytes, at), checked against every tensor of that codec."""
-        geometry = {name: (block, nbytes, at) for name, block, nbytes, at in table}
+        geometry = {name: (block, nbytes, at) for name, block, nbytes, at in rows}
         for t in self.view.tensors:
             if t.codec not in geometry:
                 continue
@@ -349,72 +350,72 @@ class Context:
 
     # --- layout ------------------------------------------------------------------------------
 
-    def layout(self, alignment: int | None, sorted_: bool, packed: bool, trailing: str,
-               at: dict[str, str | None]) -> None:
+    def layout(self, *, alignment: int | None, sorted: bool, packed: bool, trailing: str, at: str | None,
+               alignment_at: str | None, sorted_at: str | None, packed_at: str | None,
+               trailing_at: str | None) -> None:
         v = self.view
         if alignment is not None:
             # No tensors, no data section to align (Note [Tensor-less GGUF] in charter.formats.gguf).
             if v.tensors and v.data_offset % alignment:
                 self.fail(Code.LAYOUT_DATA_OFFSET, "layout.alignment",
                           f"data section starts at {v.data_offset}, not a multiple of {alignment}",
-                          at.get("alignment"), alignment, v.data_offset)
+                          alignment_at, alignment, v.data_offset)
             for t in v.tensors:
                 if (t.start - v.data_offset) % alignment:
                     self.fail(Code.LAYOUT_ALIGNMENT, f"tensors.{t.name}.offset",
                               f"{t.name} starts at data offset {t.start - v.data_offset}, not a multiple of {alignment}",
-                              at.get("alignment"), alignment, t.start - v.data_offset, t.offset)
+                              alignment_at, alignment, t.start - v.data_offset, t.offset)
         for t in v.tensors:
             if t.start < v.data_offset or t.end > v.file_size:
                 self.fail(Code.LAYOUT_BOUNDS, f"tensors.{t.name}.offset",
                           f"{t.name} spans [{t.start}, {t.end}), outside the data section "
                           f"[{v.data_offset}, {v.file_size})", None, f"[{v.data_offset}, {v.file_size})",
                           f"[{t.start}, {t.end})", t.offset)
-        if sorted_:
+        if sorted:
             for prev, t in zip(v.tensors, v.tensors[1:]):
                 if t.start < prev.start:
                     self.fail(Code.LAYOUT_ORDER, f"tensors.{t.name}.offset",
                               f"{t.name} starts at {t.start}, before {prev.name} at {prev.start} (layout.sorted)",
-                              at.get("sorted"), f">= {prev.start}", t.start, t.offset)
-        spans = sorted(v.tensors, key=lambda t: (t.start, t.end))
+                              sorted_at, f">= {prev.start}", t.start, t.offset)
+        spans = _by_extent(v.tensors)
         for prev, t in zip(spans, spans[1:]):
             if t.start < prev.end:
                 self.fail(Code.LAYOUT_OVERLAP, f"tensors.{t.name}.offset",
                           f"{t.name} [{t.start}, {t.end}) overlaps {prev.name} [{prev.start}, {prev.end})",
-                          at.get("layout"),
-                          f">= {prev.end}", t.start, t.offset)
+                          at, f">= {prev.end}", t.start, t.offset)
         step = alignment or 1
         if packed:
             cursor = v.data_offset
             for t in spans:
-                if t.start != _align_up(cursor, step) and not (cursor == v.data_offset and t.start == cursor):
+                if t.start != align_up(cursor, step) and not (cursor == v.data_offset and t.start == cursor):
                     self.fail(Code.LAYOUT_GAP, f"tensors.{t.name}.offset",
-                              f"{t.name} starts at {t.start}; packed layout puts it at {_align_up(cursor, step)} "
-                              f"(unowned bytes beyond alignment padding)", at.get("packed"),
-                              _align_up(cursor, step), t.start, t.offset)
+                              f"{t.name} starts at {t.start}; packed layout puts it at {align_up(cursor, step)} "
+                              f"(unowned bytes beyond alignment padding)", packed_at,
+                              align_up(cursor, step), t.start, t.offset)
                 cursor = t.end
         end = spans[-1].end if spans else v.data_offset
         if trailing == "reject" and v.file_size != end:
             self.fail(Code.LAYOUT_TRAILING, "layout.trailing", f"{v.file_size - end} bytes after the last extent",
-                      at.get("trailing"), end, v.file_size, end)
-        if trailing == "alignment" and v.file_size > _align_up(end, step):
+                      trailing_at, end, v.file_size, end)
+        if trailing == "alignment" and v.file_size > align_up(end, step):
             self.fail(Code.LAYOUT_TRAILING, "layout.trailing",
                       f"{v.file_size - end} bytes after the last extent, more than alignment padding",
-                      at.get("trailing"), _align_up(end, step), v.file_size, end)
+                      trailing_at, align_up(end, step), v.file_size, end)
 
     # --- stores (charter.admission.stores) ----------------------------------------------------
 
-    def expert_major_store(self, name: str, tensor: str, fields, components, at: str | None) -> None:
+    def expert_major_store(self, *, name: str, tensor: str, fields, components, at: str | None) -> None:
         stores.expert_major(self, name, tensor, fields, components, at)
 
-    def ple_store(self, name: str, tensor: str, fields, head_rows, at: str | None) -> None:
+    def ple_store(self, *, name: str, tensor: str, fields, head_rows, at: str | None) -> None:
         stores.ple_rows(self, name, tensor, fields, head_rows, at)
 
     # --- policy ------------------------------------------------------------------------------
 
-    def exclusions(self, table: Iterable[tuple]) -> None:
+    def exclusions(self, *, rows: Iterable[tuple]) -> None:
         """Rows (name, patterns, count key or None, source count, at): no excluded tensor is present,
         and the artifact's own inventory accounts for the excluded source tensors."""
-        for name, patterns, count_key, count, at in table:
+        for name, patterns, count_key, count, at in rows:
             if count_key is not None and self.view.meta[count_key].value != count:
                 entry = self.view.meta[count_key]
                 self.mismatch(Code.POLICY_EXCLUSION, f"exclusions.{name}.source_count", count, entry.value, at,
@@ -425,17 +426,17 @@ class Context:
                               f"tensor {t.name!r} belongs to the excluded class {name!r}", at, "absent",
                               t.name, t.offset)
 
-    def status(self, status: str, at: str | None) -> None:
+    def status(self, *, status: str, at: str | None) -> None:
         required = self.require_status
-        if required and STATUS_ORDER.index(status) < STATUS_ORDER.index(required):
+        if not meets(status, required):
             self.fail(Code.POLICY_STATUS, "status",
                       f"the contract's status is {status!r}; --require-status {required} refuses it", at,
                       required, status)
 
     # --- payload -----------------------------------------------------------------------------
 
-    def payload(self, file_sha256: str | None, tensors: Iterable[tuple[str, str, str | None]], padding: str,
-                at: dict[str, str | None]) -> None:
+    def payload(self, *, file_sha256: str | None, tensors: Iterable[tuple[str, str, str | None]], padding: str,
+                at: str | None, padding_at: str | None) -> None:
         """Stream the file once with a bounded buffer: whole-file digest, tensor digests, zero padding."""
         v = self.view
         wanted = {name: (sha, where) for name, sha, where in tensors}
@@ -443,18 +444,18 @@ class Context:
         whole = hashlib.sha256()
         with open(self.path, "rb") as f:
             pos = self._stream(f, whole, 0, v.header_end)
-            pos = self._stream(f, whole, pos, v.data_offset, zero_at=(at.get("padding") or "") if zero else None)
+            pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
             for t in sorted(v.tensors, key=lambda t: t.start):
-                pos = self._stream(f, whole, pos, t.start, zero_at=(at.get("padding") or "") if zero else None)
+                pos = self._stream(f, whole, pos, t.start, zero_at=(padding_at or "") if zero else None)
                 digest = hashlib.sha256() if t.name in wanted else None
                 pos = self._stream(f, whole, pos, t.end, also=digest)
                 if digest is not None and digest.hexdigest() != wanted[t.name][0]:
                     self.mismatch(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}", wanted[t.name][0],
                                   digest.hexdigest(), wanted[t.name][1], t.start)
-            self._stream(f, whole, pos, v.file_size, zero_at=(at.get("padding") or "") if zero else None)
+            self._stream(f, whole, pos, v.file_size, zero_at=(padding_at or "") if zero else None)
         if file_sha256 is not None and whole.hexdigest() != file_sha256:
             self.mismatch(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256", file_sha256, whole.hexdigest(),
-                          at.get("file_sha256"))
+                          at)
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None) -> int:
         """Hash [start, end) into `whole` (and `also`); with `zero_at`, every byte must be zero."""
@@ -530,18 +531,8 @@ def _json_type(value: object) -> str:
     return type(value).__name__ if value is not None else "null"
 
 
-def _align_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-def _expand(template: str, repeat) -> list[str]:
-    """`repeat` pairs a placeholder with a count (range(count)) or with the indices it takes."""
-    names = [template]
-    for placeholder, count in repeat or ():
-        token = "{" + placeholder + "}"
-        indices = range(count) if isinstance(count, int) else count
-        names = [n.replace(token, str(i)) for n in names for i in indices]
-    return names
+def _by_extent(tensors) -> list:
+    return sorted(tensors, key=lambda t: (t.start, t.end))
 
 
 # --- running a checker -----------------------------------------------------------------------

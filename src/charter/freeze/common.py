@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 
+from charter.language import align_up
 from charter.spec import braces
 from charter.spec.models import RESERVED_NAMES
 
@@ -46,13 +47,13 @@ def layout_policy(path: str, spans: list[tuple[int, int]], data_offset: int, fil
     is_sorted = spans == ordered
     packed, cursor = True, data_offset
     for start, end in ordered:
-        if start != _align_up(cursor, alignment) and not (cursor == data_offset and start == cursor):
+        if start != align_up(cursor, alignment) and not (cursor == data_offset and start == cursor):
             packed = False
         cursor = end
     end = ordered[-1][1] if ordered else data_offset
     if file_size == end:
         trailing = "reject"
-    elif file_size <= _align_up(end, alignment):
+    elif file_size <= align_up(end, alignment):
         trailing = "alignment"
     else:
         trailing = "allow"
@@ -79,10 +80,6 @@ def _padding_is_zero(path: str, ordered, data_offset: int, file_size: int, align
             if f.read(end - start).count(0) != end - start:
                 return False
     return True
-
-
-def _align_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
 
 
 def _template(name: str) -> tuple[str, int] | None:

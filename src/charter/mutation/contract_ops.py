@@ -16,12 +16,13 @@ from typing import Any
 
 import numpy as np
 
+from charter.language import STATUSES
 from charter.mutation.mutant import Mutant
 
 Path = tuple
 
 ENUMS = {
-    "status": ("structural", "pinned-not-supported", "supported"),
+    "status": STATUSES,
     "format": ("gguf", "safetensors"),
     "metadata.extra_keys": ("reject", "allow"),
     "layout.trailing": ("reject", "alignment", "allow"),
@@ -239,7 +240,7 @@ def _mutant(side: str, path: Path, op: str, new: Any, make) -> Mutant:
     reason = equivalence(side, path, new)
     if side == "model" and path[:1] == ("invariants",) and op in ("drop item", "duplicate item"):
         reason = "an invariant constrains the contract's constants when it loads; no artifact check changes"
-    return Mutant("contract", f"{side}:{dotted(path)}", op, None, make, equivalent=reason)
+    return Mutant("contract", f"{side}:{dotted(path)}", op, None, make, equivalent=reason, leaf=path)
 
 
 def _containers(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:

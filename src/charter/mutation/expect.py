@@ -1,7 +1,7 @@
 """Predict where a mutated contract rejects the unchanged artifact, from the checks that changed.
 
-The generated checker's checks (charter.codegen.python.build.checks) are compared before and
-after the mutation. Each changed check is evaluated against the conforming artifact by the rules
+The generated checker's typed checks (charter.spec.checks, Note [Typed checks]) are compared
+before and after the mutation. Each changed check is evaluated against the conforming artifact by the rules
 of its stage (Note [Ordered admission]); the first that must fail is the expectation. No changed
 check means no generated code enforces the leaf: the mutant is expected to survive, and does
 unless the operator declared it equivalent.
@@ -10,20 +10,22 @@ unless the operator declared it equivalent.
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import json
 import math
-import re
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import assert_never
 
 from charter.admission.view import ArtifactView
-from charter.codegen.python.build import Check
+from charter.diagnostics import Location
 from charter.floatbits import float_bits
+from charter.language import expand, meets
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
+from charter.spec import checks
+from charter.spec.checks import Check
 
-STATUS_ORDER = ("structural", "pinned-not-supported", "supported")
-_LOCATION = re.compile(r".+\.ya?ml:\d+(:\d+)?$")
 
 
 @dataclass(frozen=True)
@@ -33,20 +35,18 @@ class Prediction:
 
 
 def _plain(value):
-    """A check's arguments without contract locations (moving a fact is not changing it)."""
-    if isinstance(value, str) and _LOCATION.match(value):
+    """A check's values without contract locations (moving a fact is not changing it)."""
+    if isinstance(value, Location):
         return "@"
     if isinstance(value, tuple):
         return tuple(_plain(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
     if isinstance(value, float):  # by its bits: every NaN prints `nan` (Note [Float bits])
         return ("float", float_bits("float64", value))
     return value
 
 
 def _key(c: Check) -> tuple:
-    return (c.stage, c.method, repr(_plain(c.args)))
+    return (type(c), repr(tuple(_plain(getattr(c, f.name)) for f in fields(c))))
 
 
 def predict(before: list[Check], after: list[Check], view: ArtifactView, require_status: str | None,
@@ -59,11 +59,10 @@ def predict(before: list[Check], after: list[Check], view: ArtifactView, require
     new = {_key(c) for c in after}
     added = [c for c in after if _key(c) not in old]
     removed = [c for c in before if _key(c) not in new]
-    excluded = next((c.args[0] for c in after if c.method == "exclude"), ())
-    previous = {(c.stage, c.method, _store_name(c)): c for c in before}
+    excluded = next((c.patterns for c in after if isinstance(c, checks.Exclude)), ())
+    previous = {(type(c), _store_name(c)): c for c in before}
     for c in added:
-        expect = _evaluate(c, view, require_status, excluded, previous.get((c.stage, c.method, _store_name(c))),
-                           beside)
+        expect = _evaluate(c, view, require_status, excluded, previous.get((type(c), _store_name(c))), beside)
         if expect is not None:
             return Prediction(tuple(added + removed), expect)
     return Prediction(tuple(added + removed), None)
@@ -99,141 +98,129 @@ def _same_float(ctype: str, a: float, b: float) -> bool:
 def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: tuple[str, ...],
               previous: Check | None, beside: Path | None = None) -> Expect | None:
     """Would this check, with these literals, reject the artifact? (stage rules, not the runtime)"""
-    a = c.args
-    m = c.method
-    if m == "container_format":
-        return Expect("container", "CONTAINER_FORMAT", "format") if a[0] != v.format else None
-    if m == "container_version":
-        return Expect("container", "CONTAINER_VERSION", "container.version") if a[0] != v.version else None
-    if m == "container_alignment":
-        return Expect("container", "CONTAINER_ALIGNMENT", "container.alignment") if a[0] != v.alignment else None
-    if m == "container_header_aligned":
-        return Expect("container", "CONTAINER_HEADER", "container.header_aligned") \
-            if a[0] != v.header_len_aligned else None
-    if m == "identity":
-        key, value = a[0], a[1]
-        entry = v.meta.get(key)
-        if entry is None:
-            return Expect("identity", "IDENTITY_MISSING", f"identity.{key}")
-        if entry.type != "string" or entry.value != value:
-            code = "IDENTITY_ARCHITECTURE" if key.endswith(".architecture") and entry.type == "string" \
-                else "IDENTITY_MISMATCH"
-            return Expect("identity", code, f"identity.{key}")
-        return None
-    if m == "meta_types":
-        for key, ctype, element, _ in a[0]:
-            entry = v.meta.get(key)
+    match c:
+        case checks.ContainerFormat():
+            return Expect("container", "CONTAINER_FORMAT", "format") if c.format != v.format else None
+        case checks.ContainerVersion():
+            return Expect("container", "CONTAINER_VERSION", "container.version") if c.version != v.version else None
+        case checks.ContainerAlignment():
+            return Expect("container", "CONTAINER_ALIGNMENT", "container.alignment") \
+                if c.alignment != v.alignment else None
+        case checks.ContainerHeaderAligned():
+            return Expect("container", "CONTAINER_HEADER", "container.header_aligned") \
+                if c.aligned != v.header_len_aligned else None
+        case checks.Identity():
+            entry = v.meta.get(c.key)
             if entry is None:
-                return Expect("metadata", "METADATA_MISSING", f"metadata.{key}")
-            if entry.type != ctype:
-                return Expect("metadata", "METADATA_TYPE", f"metadata.{key}")
-            if element is not None and entry.element != element:
-                return Expect("metadata", "METADATA_TYPE", f"metadata.{key}.element")
-        return None
-    if m == "meta_key_set":
-        pinned, forbidden, extra = set(a[0]), a[1], a[2]
-        for key, _ in forbidden:
-            if key in v.meta:
-                return Expect("metadata", "METADATA_FORBIDDEN", f"metadata.{key}")
-        if extra == "reject":
-            for key in v.meta:
-                if key not in pinned and not (v.format == "gguf" and key == "general.alignment"):
-                    return Expect("metadata", "METADATA_UNEXPECTED", f"metadata.{key}")
-        return None
-    if m == "value":
-        stage, key, ctype, value = a[0], a[1], a[2], a[3]
-        actual = v.meta[key].value
-        same = _same_float(ctype, actual, value) if ctype in ("float32", "float64") else (
-            actual == value and type(actual) is type(value))
-        return None if same else Expect(stage, f"{stage.upper()}_VALUE", f"{stage}.{key}")
-    if m == "string_digest":
-        import hashlib
-
-        stage, key, sha = a[0], a[1], a[2]
-        actual = hashlib.sha256(v.meta[key].value.encode("utf-8")).hexdigest()
-        return None if actual == sha else Expect(stage, f"{stage.upper()}_DIGEST", f"{stage}.{key}.sha256")
-    if m == "array":
-        stage, key, length, values, sha = a[0], a[1], a[2], a[3], a[4]
-        arr = v.meta[key].value
-        prefix = stage.upper()
-        if arr.count != length:
-            return Expect(stage, f"{prefix}_ARRAY_LENGTH", f"{stage}.{key}.length")
-        if values is not None:
-            for i, (want, got) in enumerate(zip(values, arr.items())):
-                if want != got or type(want) is not type(got):
-                    return Expect(stage, f"{prefix}_VALUE", f"{stage}.{key}.values[{i}]")
-        if sha is not None and arr.sha256() != sha:
-            return Expect(stage, f"{prefix}_ARRAY_DIGEST", f"{stage}.{key}.sha256")
-        return None
-    if m == "special_id":
-        key, name, value = a[0], a[1], a[2]
-        return None if v.meta[key].value == value else Expect("tokenizer", "TOKENIZER_SPECIAL_ID",
-                                                               f"tokenizer.special.{name}")
-    if m == "stop_id":
-        key, ids = a[0], a[1]
-        return None if v.meta[key].value in ids else Expect("tokenizer", "TOKENIZER_STOP_ID", f"tokenizer.stop.{key}")
-    if m == "token_domain":
-        key, ids = a[0], a[1]
-        return None if v.meta[key].value.count == ids else Expect("tokenizer", "TOKENIZER_DOMAIN", "tokenizer.ids")
-    if m == "logits_rows":
-        name, axis, rows = a[0], a[1], a[2]
-        t = next((t for t in v.tensors if t.name == name), None)
-        if t is None or axis >= len(t.shape) or t.shape[axis] == rows:
+                return Expect("identity", "IDENTITY_MISSING", f"identity.{c.key}")
+            if entry.type != "string" or entry.value != c.value:
+                code = "IDENTITY_ARCHITECTURE" if c.key.endswith(".architecture") and entry.type == "string" \
+                    else "IDENTITY_MISMATCH"
+                return Expect("identity", code, f"identity.{c.key}")
             return None
-        return Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows")
-    if m == "config":
-        return _config(a[0], a[1], beside)
-    if m == "exclude":
-        return None  # takes effect through the tensors check that follows
-    if m == "tensors":
-        return _tensors(a[0], v, excluded)
-    if m == "codecs":
-        return _codecs(a[0], v)
-    if m == "layout":
-        alignment, sorted_, packed, trailing = a[0], a[1], a[2], a[3]
-        spans = [(t.name, t.start, t.end) for t in v.tensors]
-        policy = {"sorted": sorted_, "packed": packed, "trailing": trailing}
-        if alignment is not None and v.tensors and v.data_offset % alignment:
-            return Expect("layout", "LAYOUT_DATA_OFFSET", "layout.alignment")
-        return oracle.layout(spans, v.data_offset, v.file_size, alignment, policy)
-    if m == "exclusions":
-        for name, patterns, count_key, count, _ in a[0]:
-            if count_key is not None and v.meta[count_key].value != count:
-                return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}.source_count")
-            if any(fnmatch.fnmatchcase(t.name, p) for t in v.tensors for p in patterns):
-                return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}")
-        return None
-    if m == "status":
-        if require_status and STATUS_ORDER.index(a[0]) < STATUS_ORDER.index(require_status):
-            return Expect("policy", "POLICY_STATUS", "status")
-        return None
-    if m in ("expert_major_store", "ple_store"):
-        return _store(c, previous)
-    if m == "payload":
-        # The conforming artifact matches the unchanged contract's digests (its baseline is admitted
-        # with --verify-payload), so a payload check rejects exactly when a digest literal changed.
-        before = previous.args if previous is not None else (None, (), "any", {})
-        if a[0] is not None and a[0] != before[0]:
-            return Expect("payload", "PAYLOAD_FILE_DIGEST", "payload.file_sha256")
-        for name, sha, _ in a[1]:
-            if (name, sha) not in {(n, d) for n, d, _ in before[1]}:
-                return Expect("payload", "PAYLOAD_DIGEST", f"payload.tensors.{name}")
-        return None
-    raise ValueError(f"no prediction rule for check {m!r}")
-
-
-def _expand(template: str, repeat) -> list[str]:
-    names = [template]
-    for placeholder, count in repeat or ():
-        indices = range(count) if isinstance(count, int) else count
-        names = [n.replace("{" + placeholder + "}", str(i)) for n in names for i in indices]
-    return names
+        case checks.MetaTypes():
+            for key, ctype, element, _ in c.facts:
+                entry = v.meta.get(key)
+                if entry is None:
+                    return Expect("metadata", "METADATA_MISSING", f"metadata.{key}")
+                if entry.type != ctype:
+                    return Expect("metadata", "METADATA_TYPE", f"metadata.{key}")
+                if element is not None and entry.element != element:
+                    return Expect("metadata", "METADATA_TYPE", f"metadata.{key}.element")
+            return None
+        case checks.MetaKeySet():
+            for key, _ in c.forbidden:
+                if key in v.meta:
+                    return Expect("metadata", "METADATA_FORBIDDEN", f"metadata.{key}")
+            if c.extra == "reject":
+                pinned = set(c.pinned)
+                for key in v.meta:
+                    if key not in pinned and not (v.format == "gguf" and key == "general.alignment"):
+                        return Expect("metadata", "METADATA_UNEXPECTED", f"metadata.{key}")
+            return None
+        case checks.Value():
+            stage, actual = c.stage.value, v.meta[c.key].value
+            same = _same_float(c.ctype, actual, c.value) if c.ctype in ("float32", "float64") else (
+                actual == c.value and type(actual) is type(c.value))
+            return None if same else Expect(stage, f"{stage.upper()}_VALUE", f"{stage}.{c.key}")
+        case checks.StringDigest():
+            stage = c.stage.value
+            actual = hashlib.sha256(v.meta[c.key].value.encode("utf-8")).hexdigest()
+            return None if actual == c.sha256 else Expect(stage, f"{stage.upper()}_DIGEST", f"{stage}.{c.key}.sha256")
+        case checks.ArrayFact():
+            stage, arr = c.stage.value, v.meta[c.key].value
+            prefix = stage.upper()
+            if arr.count != c.length:
+                return Expect(stage, f"{prefix}_ARRAY_LENGTH", f"{stage}.{c.key}.length")
+            if c.values is not None:
+                for i, (want, got) in enumerate(zip(c.values, arr.items())):
+                    if want != got or type(want) is not type(got):
+                        return Expect(stage, f"{prefix}_VALUE", f"{stage}.{c.key}.values[{i}]")
+            if c.sha256 is not None and arr.sha256() != c.sha256:
+                return Expect(stage, f"{prefix}_ARRAY_DIGEST", f"{stage}.{c.key}.sha256")
+            return None
+        case checks.SpecialId():
+            return None if v.meta[c.key].value == c.value else Expect("tokenizer", "TOKENIZER_SPECIAL_ID",
+                                                                     f"tokenizer.special.{c.name}")
+        case checks.StopId():
+            return None if v.meta[c.key].value in c.ids else Expect("tokenizer", "TOKENIZER_STOP_ID",
+                                                                   f"tokenizer.stop.{c.key}")
+        case checks.TokenDomain():
+            return None if v.meta[c.key].value.count == c.ids else Expect("tokenizer", "TOKENIZER_DOMAIN",
+                                                                         "tokenizer.ids")
+        case checks.LogitsRows():
+            t = next((t for t in v.tensors if t.name == c.tensor), None)
+            if t is None or c.axis >= len(t.shape) or t.shape[c.axis] == c.rows:
+                return None
+            return Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows")
+        case checks.Config():
+            return _config(c.file, c.facts, beside)
+        case checks.Exclude():
+            return None  # takes effect through the tensors check that follows
+        case checks.Tensors():
+            return _tensors(c.rows, v, excluded)
+        case checks.Codecs():
+            return _codecs(c.rows, v)
+        case checks.Layout():
+            spans = [(t.name, t.start, t.end) for t in v.tensors]
+            policy = {"sorted": c.sorted, "packed": c.packed, "trailing": c.trailing}
+            if c.alignment is not None and v.tensors and v.data_offset % c.alignment:
+                return Expect("layout", "LAYOUT_DATA_OFFSET", "layout.alignment")
+            return oracle.layout(spans, v.data_offset, v.file_size, c.alignment, policy)
+        case checks.Exclusions():
+            for name, patterns, count_key, count, _ in c.rows:
+                if count_key is not None and v.meta[count_key].value != count:
+                    return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}.source_count")
+                if any(fnmatch.fnmatchcase(t.name, p) for t in v.tensors for p in patterns):
+                    return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}")
+            return None
+        case checks.Status():
+            if not meets(c.status, require_status):
+                return Expect("policy", "POLICY_STATUS", "status")
+            return None
+        case checks.ExpertMajorStore():
+            return _expert_major(c, previous)
+        case checks.PleStore():
+            return _ple(c, previous)
+        case checks.Payload():
+            # The conforming artifact matches the unchanged contract's digests (its baseline is admitted
+            # with --verify-payload), so a payload check rejects exactly when a digest literal changed.
+            before = previous if isinstance(previous, checks.Payload) else None
+            if c.file_sha256 is not None and c.file_sha256 != (before and before.file_sha256):
+                return Expect("payload", "PAYLOAD_FILE_DIGEST", "payload.file_sha256")
+            old = {(d.tensor, d.sha256) for d in before.tensors} if before else set()
+            for d in c.tensors:
+                if (d.tensor, d.sha256) not in old:
+                    return Expect("payload", "PAYLOAD_DIGEST", f"payload.tensors.{d.tensor}")
+            return None
+        case _:
+            assert_never(c)
 
 
 def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None:
     expected: dict[str, tuple] = {}
     for template, repeat, _role, shape, codec, _ in table:
-        for name in _expand(template, repeat):
+        for name in expand(template, repeat):
             expected[name] = (shape, codec)
     actual = {t.name: t for t in v.tensors}
     for name in expected:
@@ -268,61 +255,76 @@ def _codecs(table, v: ArtifactView) -> Expect | None:
     return None
 
 
-def _store_name(c: Check):
-    return c.args[0] if c.method in ("expert_major_store", "ple_store") else None
+def _store_name(c: Check) -> str | None:
+    return c.name if isinstance(c, (checks.ExpertMajorStore, checks.PleStore)) else None
 
 
 # Manifest fields each store kind states directly (the rest of the contract's fields are derived).
-_STORED = {"expert_major_store": {"version", "family", "layers", "experts", "experts_used", "codec_id", "group_size",
+_STORED = {checks.ExpertMajorStore: {"version", "family", "layers", "experts", "experts_used", "codec_id", "group_size",
                                   "group_bytes", "record_alignment"},
-           "ple_store": {"version", "family", "heads", "width", "row_alignment", "logical_rows", "rows_per_page",
+           checks.PleStore: {"version", "family", "heads", "width", "row_alignment", "logical_rows", "rows_per_page",
                          "page_header_bytes", "codec_id", "group_size", "codec_version", "page_alignment"}}
 
 
-def _store(c: Check, previous: Check | None) -> Expect | None:
+def _manifest_moved(c, previous) -> Expect | None:
     """The conforming artifact states exactly the unchanged contract's store, so a changed literal
     fails at the first check (in the stage's order) whose expected value moved."""
-    from charter.stores import expertmajor, ple
-
     if previous is None:
         return Expect("stores", "STORE_MISSING", None)
-    name = c.args[0]
-    new = {f: v for f, v, _ in c.args[2]}
-    old = {f: v for f, v, _ in previous.args[2]}
-    for field, _, _ in c.args[2]:
-        if field in _STORED[c.method] and new[field] != old[field]:
-            return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.{field}")
-    if c.method == "expert_major_store":
-        comps_new, comps_old = c.args[3], previous.args[3]
-        if len(comps_new) != len(comps_old):
-            return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.components")
+    old = {f.field: f.value for f in previous.fields}
+    for f in c.fields:
+        if f.field in _STORED[type(c)] and f.value != old[f.field]:
+            return Expect("stores", "STORE_MANIFEST", f"stores.{c.name}.manifest.{f.field}")
+    return None
 
-        def geometry(fields, comps):
-            return expertmajor.geometry(fields["layers"], fields["experts"], [x[:3] for x in comps],
-                                        fields["group_size"], fields["group_bytes"], fields["record_alignment"])
 
-        g_new, g_old = geometry(new, comps_new), geometry(old, comps_old)
-        for field in ("record_bytes", "table_offset", "records_offset", "record_count"):
-            if g_new[field] != g_old[field]:
-                return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.manifest.{field}")
-        if g_new["size"] != g_old["size"]:
-            return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.size")
-        for i, (a, b) in enumerate(zip(g_new["components"], g_old["components"])):
-            for field in ("name", "ne0", "ne1", "offset", "bytes"):
-                if a[field] != b[field]:
-                    return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.components[{i}].{field}")
-        return None
-    rows_new, rows_old = [v for v, _ in c.args[3]], [v for v, _ in previous.args[3]]
+def _expert_major(c: checks.ExpertMajorStore, previous: checks.ExpertMajorStore | None) -> Expect | None:
+    from charter.stores import expertmajor
+
+    moved = _manifest_moved(c, previous)
+    if moved is not None:
+        return moved
+    name = c.name
+    if len(c.components) != len(previous.components):
+        return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.components")
+
+    def geometry(s: checks.ExpertMajorStore):
+        f = {x.field: x.value for x in s.fields}
+        return expertmajor.geometry(f["layers"], f["experts"], [x[:3] for x in s.components], f["group_size"],
+                                    f["group_bytes"], f["record_alignment"])
+
+    g_new, g_old = geometry(c), geometry(previous)
+    for field in ("record_bytes", "table_offset", "records_offset", "record_count"):
+        if g_new[field] != g_old[field]:
+            return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.manifest.{field}")
+    if g_new["size"] != g_old["size"]:
+        return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.size")
+    for i, (a, b) in enumerate(zip(g_new["components"], g_old["components"])):
+        for field in ("name", "ne0", "ne1", "offset", "bytes"):
+            if a[field] != b[field]:
+                return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.components[{i}].{field}")
+    return None
+
+
+def _ple(c: checks.PleStore, previous: checks.PleStore | None) -> Expect | None:
+    from charter.stores import ple
+
+    moved = _manifest_moved(c, previous)
+    if moved is not None:
+        return moved
+    name = c.name
+    rows_new, rows_old = [h.value for h in c.head_rows], [h.value for h in previous.head_rows]
     padded = lambda rows: rows + [0] * (ple.HEADS_MAX - len(rows))  # noqa: E731
     for i, (a, b) in enumerate(zip(padded(rows_new), padded(rows_old))):
         if a != b:
             return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.head_rows[{i}]")
 
-    def geometry(f):
+    def geometry(s: checks.PleStore):
+        f = {x.field: x.value for x in s.fields}
         return ple.geometry(f["logical_rows"], f["row_alignment"], f["width"], f["group_size"], f["group_bytes"],
                             f["rows_per_page"], f["page_header_bytes"], f["page_alignment"])
 
-    g_new, g_old = geometry(new), geometry(old)
+    g_new, g_old = geometry(c), geometry(previous)
     for field in ("padded_rows", "encoded_row_bytes", "page_count", "page_stride", "page_table_offset",
                   "payload_offset"):
         if g_new[field] != g_old[field]:

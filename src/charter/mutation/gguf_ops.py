@@ -27,13 +27,12 @@ from charter.formats.gguf import (
     serialize_gguf_header,
 )
 from charter.mutation import oracle
+from charter.language import INT_RANGES
 from charter.mutation.mutant import Expect, Mutant
 from charter.spec.plan import ArtifactPlan
 
 T = GGUFValueType
-INT_TYPES = {T.UINT8: (0, 2**8 - 1), T.INT8: (-(2**7), 2**7 - 1), T.UINT16: (0, 2**16 - 1),
-             T.INT16: (-(2**15), 2**15 - 1), T.UINT32: (0, 2**32 - 1), T.INT32: (-(2**31), 2**31 - 1),
-             T.UINT64: (0, 2**64 - 1), T.INT64: (-(2**63), 2**63 - 1)}
+INT_TYPES = {t: INT_RANGES[t.name.lower()] for t in T if t.name.lower() in INT_RANGES}
 EXTRA_KEY = "charter.mutant.extra"
 EXTRA_TENSOR = "charter_mutant.weight"
 # Codec swaps that keep a plausible tensor: each codec's alternative.

@@ -58,6 +58,7 @@ class Mutant:
     expect: Expect | None  # None: an acceptance control that must be admitted
     make: Callable[[], object] | None = field(default=None, compare=False, repr=False)
     equivalent: str | None = None  # the operator's reason why this cannot change meaning
+    leaf: tuple = field(default=(), compare=False)  # a contract mutant's changed path in its document
 
     @property
     def id(self) -> str:

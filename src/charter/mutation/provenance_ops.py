@@ -169,7 +169,7 @@ def contract_mutants(data: dict) -> Iterator[Mutant]:
                 out = copy.deepcopy(data)
                 change(out)
                 return out
-        return ProvenanceMutant("contract", target, op, expect, make, equivalent, also)
+        return ProvenanceMutant("contract", target, op, expect, make, equivalent, also=also)
 
     yield mutant("contract", "unchanged", None, lambda d: None)
     yield mutant("arrays", "reverse label order", None, lambda d: d["arrays"].reverse())
@@ -350,7 +350,7 @@ def fixture_mutants(fixture: str, arrays: dict[str, np.ndarray], raw: bytes, lab
     by_name = {label["name"]: label for label in labels}
 
     def mutant(target: str, op: str, expect: Expect | None, make, also: tuple = ()) -> ProvenanceMutant:
-        return ProvenanceMutant("artifact", target, op, expect, make, None, also)
+        return ProvenanceMutant("artifact", target, op, expect, make, None, also=also)
 
     def replaced(name: str, payload: Callable[[np.ndarray], bytes]):
         return lambda: _zip([(k, payload(v) if k == name else npy_bytes(v)) for k, v in items])

@@ -138,7 +138,7 @@ def _bare(o: Outcome) -> Outcome:
     m = o.mutant
     also = getattr(m, "also", ())
     return dataclasses.replace(o, mutant=provenance_ops.ProvenanceMutant(m.side, m.target, m.operator, m.expect,
-                                                                         None, m.equivalent, also))
+                                                                         None, m.equivalent, also=also))
 
 
 def run(b: ProvenanceBattery, mutants: list[Mutant],

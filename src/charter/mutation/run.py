@@ -22,17 +22,19 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import assert_never
 
 from charter import engines
 from charter.admission.report import AdmissionReport
 from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
-from charter.codegen.python.build import Check, checks
 from charter.diagnostics import CharterError, Stage
-from charter.mutation import contract_ops, gguf_ops, safetensors_ops, store_ops
+from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
+from charter.spec import checks
+from charter.spec.checks import Check, checks_of
 from charter.spec.contractset import ContractSet
 from charter.spec.load import LoadedContract, contract_from_document
 from charter.spec.plan import ArtifactPlan
@@ -48,7 +50,7 @@ class Battery:
     loaded: LoadedContract
     model: LoadedContract
     plan: ArtifactPlan
-    checks: list[Check]
+    checks: tuple[Check, ...]
     checker: types.ModuleType
     view: ArtifactView
     raw_header: bytes
@@ -91,7 +93,7 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     view = read_view(str(artifact_path), plan.format)
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
-    return Battery(artifact_path, loaded, model, plan, checks(plan), checker, view, raw)
+    return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw)
 
 
 def checker_module(plan: ArtifactPlan) -> types.ModuleType:
@@ -131,7 +133,7 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
             plan = _resolve(b, *m.make())
         except CharterError:
             continue
-        if predict(b.checks, checks(plan), b.view, b.require_status, b.artifact_path.parent).changed:
+        if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent).changed:
             plans[library.checker_key(plan)] = plan
     if plans:
         b.cpp_keys = library.load(plans, cache, jobs)
@@ -227,11 +229,11 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         plan = _resolve(b, artifact_data, model_data)
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
-        refused = Mutant(m.side, m.target, m.operator, Expect("spec"), m.make, m.equivalent)
+        refused = dataclasses.replace(m, expect=Expect("spec"))
         outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
-    after = checks(plan)
+    after = checks_of(plan)
     prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent)
     if not prediction.changed:
         if m.equivalent:
@@ -257,8 +259,23 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         d = report.diagnostic
         return Outcome(m, Verdict.REGRESSION, d.stage, d.code, d.field, f"predicted admission; {d.message}",
                        enforced)
-    outcome = _from_report(Mutant(m.side, m.target, m.operator, expect, m.make, m.equivalent), report)
-    return dataclasses.replace(outcome, enforced_by=enforced)
+    outcome = _from_report(dataclasses.replace(m, expect=expect), report)
+    return _cited(b, dataclasses.replace(outcome, enforced_by=enforced), report.diagnostic)
+
+
+def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
+    """A killed contract mutant must cite the fact it changed (Note [Location oracle])."""
+    if outcome.verdict is not Verdict.KILLED or d is None:
+        return outcome
+    m = outcome.mutant
+    where = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
+                              dropped=m.operator.startswith("drop"))
+    cited = str(d.location) if d.location is not None else None
+    if cited in where:
+        return outcome
+    return dataclasses.replace(outcome, verdict=Verdict.REGRESSION,
+                               detail=f"cites {cited or 'no contract location'}, not the changed fact "
+                                      f"({' or '.join(sorted(where)) or 'unlocated'}); {outcome.detail}")
 
 
 def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | None:
@@ -276,13 +293,39 @@ def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | 
 
 
 def _describe(c: Check) -> str:
-    """A short name for a generated check: `stage: ctx.method(first argument)`."""
-    first = c.args[0] if c.args else ""
-    if isinstance(first, tuple):
-        first = "table"
-    elif c.method in ("value", "array", "string_digest") and len(c.args) > 1:
-        first = c.args[1]
-    return f"check_{c.stage}: ctx.{c.method}({first!r})"
+    """A short name for a generated check, as `--trace` prints it: `stage: ctx.method(subject)`."""
+    return f"check_{c.stage.value}: ctx.{c.method}({_subject(c)!r})"
+
+
+def _subject(c: Check) -> object:
+    """The key, name or value a check is about; "table" for a check of rows."""
+    match c:
+        case (checks.Identity() | checks.Value() | checks.StringDigest() | checks.ArrayFact() | checks.SpecialId()
+              | checks.StopId() | checks.TokenDomain()):
+            return c.key
+        case checks.ExpertMajorStore() | checks.PleStore():
+            return c.name
+        case checks.ContainerFormat():
+            return c.format
+        case checks.ContainerVersion():
+            return c.version
+        case checks.ContainerAlignment() | checks.Layout():
+            return c.alignment
+        case checks.ContainerHeaderAligned():
+            return c.aligned
+        case checks.LogitsRows():
+            return c.tensor
+        case checks.Config():
+            return c.file
+        case checks.Status():
+            return c.status
+        case checks.Payload():
+            return c.file_sha256
+        case checks.MetaTypes() | checks.MetaKeySet() | checks.Exclude() | checks.Tensors() | checks.Codecs() \
+                | checks.Exclusions():
+            return "table"
+        case _:
+            assert_never(c)
 
 
 def _resolve(b: Battery, artifact_data: dict, model_data: dict) -> ArtifactPlan:

@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
+from charter.language import INT_RANGES
 
 __all__ = [
     "CTYPES",
@@ -861,11 +862,6 @@ CTYPES = frozenset(
         "float64",
     }
 )
-_INT_RANGES: dict[str, tuple[int, int]] = {
-    f"{sign}int{bits}": ((0, 2**bits - 1) if sign else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1))
-    for bits in (8, 16, 32, 64)
-    for sign in ("u", "")
-}
 FLOAT32_MAX: float = struct.unpack("<f", b"\xff\xff\x7f\x7f")[0]
 
 
@@ -905,8 +901,8 @@ def _ctype_problem(value: object, ctype: str) -> tuple[Code, str, str] | None:
         if ctype == "bool" and isinstance(value, bool):
             return None
         return Code.EXPR_TYPE, ctype, f"{shown} is {_a(value)}, not a {ctype}"
-    if ctype in _INT_RANGES:
-        lo, hi = _INT_RANGES[ctype]
+    if ctype in INT_RANGES:
+        lo, hi = INT_RANGES[ctype]
         if not isinstance(value, int):
             return Code.EXPR_TYPE, ctype, f"{shown} is {_a(value)}, not an integer"
         if not lo <= value <= hi:

@@ -16,6 +16,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints, model_validator
 
+from charter.language import STATUSES
 from charter.spec import braces
 
 SCHEMA_VERSION = 1
@@ -56,8 +57,8 @@ class Status(str, Enum):
     SUPPORTED = "supported"
 
     @property
-    def rank(self) -> int:
-        return list(Status).index(self)
+    def rank(self) -> int:  # members are charter.language.STATUSES, in order (tests/spec/test_checks.py)
+        return STATUSES.index(self.value)
 
 
 class Header(Strict):

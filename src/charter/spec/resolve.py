@@ -13,6 +13,7 @@ from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
 from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
+from charter.language import expand
 from charter.spec import braces, expr
 from charter.spec.load import LoadedContract
 from charter.spec.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
@@ -329,7 +330,7 @@ def _tokenizer_plan(c: _Collector, a: ArtifactContract, model: ModelPlan) -> Tok
         tokens_key=t.tokens, ids=model.tokenizer_ids,
         ids_location=model.locations.get("tokenizer.ids"),
         logits_tensor=t.logits.tensor if t.logits else None, logits_axis=t.logits.axis if t.logits else None,
-        logits_rows=model.logits_rows, logits_location=model.locations.get("tokenizer.logits_rows"),
+        logits_rows=model.logits_rows, logits_location=c.at("tokenizer", "logits") if t.logits else None,
         special=tuple(special), stop_keys=tuple((k, c.at("tokenizer", "stop", i)) for i, k in enumerate(t.stop)),
         stop_ids=model.stop_ids,
     )
@@ -419,7 +420,7 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
         loc = c.at(*path)
         template = t.name if counts else braces.unescape(t.name)  # Note [Brace escapes]
         rows.append(TensorRow(template, tuple(counts.items()), t.role, tuple(shape), t.codec, loc))
-        for name in _expand_name(template, counts):
+        for name in _expand_counts(template, counts):
             if name in seen:
                 c.error(Code.SPEC_INVALID, path + ("name",), f"tensor {name!r} is also stated at {seen[name]}")
                 continue
@@ -428,14 +429,8 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
     return tuple(out), tuple(rows)
 
 
-def _expand_name(template: str, counts: dict) -> list[str]:
-    """A count means range(count); a tuple lists the indices (layers of one kind)."""
-    names = [template]
-    for placeholder, count in counts.items():
-        token = "{" + placeholder + "}"
-        indices = range(count) if isinstance(count, int) else count
-        names = [n.replace(token, str(k)) for n in names for k in indices]
-    return names
+def _expand_counts(template: str, counts: dict) -> list[str]:
+    return expand(template, counts.items())
 
 
 def _store(c: _Collector, name: str, store, env: dict, tensors: tuple[TensorCheck, ...]) -> StorePlan | None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 
+from charter.language import align_up
 from charter.stores.layout import layout
 
 MAGIC = b"PLE1"
@@ -38,10 +39,6 @@ PAGE = layout(
 )
 PAGE_TABLE = MANIFEST.size
 DIGEST = 32
-
-
-def align_up(n: int, a: int) -> int:
-    return -(-n // a) * a
 
 
 def geometry(logical_rows: int, row_alignment: int, width: int, group: int, group_bytes: int, rows_per_page: int,

@@ -1,7 +1,7 @@
 """C++ target: an artifact plan -> generated/cpp/<id>.hpp, a header-only admission checker.
 
-`build.py` turns `charter.codegen.python.build.checks(plan)` (the one structured list of checks
-both engines render) into C++ tables and statements; `templates/checker.hpp.jinja` only loops and
+`build.py` turns `charter.spec.checks.checks_of(plan)` (the one typed list of checks both
+engines render) into C++ tables and statements; `templates/checker.hpp.jinja` only loops and
 substitutes; `escape.py` is the one way a contract value becomes C++ text.
 """
 

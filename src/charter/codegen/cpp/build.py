@@ -1,8 +1,8 @@
 """ArtifactPlan -> the view the C++ checker template renders.
 
-The checks are exactly those of `charter.codegen.python.build.checks(plan)`, in the same order:
-the Python and C++ checkers are two renderings of one list, so they cannot drift apart in what
-they check (tests/native proves they agree in how, diagnostic for diagnostic). Facts that repeat
+The checks are exactly those of `charter.spec.checks.checks_of(plan)`, in the same order: the
+Python and C++ checkers are two renderings of one typed list (Note [Typed checks]), so they
+cannot drift apart in what they check (tests/native proves they agree in how, diagnostic for diagnostic). Facts that repeat
 become constexpr tables the runtime loops over (a `{i}` tensor row is one row, expanded at run
 time as the Python runtime does). Every literal goes through charter.codegen.cpp.escape.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import assert_never
 
 import jinja2
 
@@ -29,8 +30,8 @@ from charter.codegen.cpp.escape import (
     identifier,
 )
 from charter.codegen.cpp.glob import compile_glob
-from charter.codegen.python.build import DOCS, Check, checks
 from charter.diagnostics import ADMISSION_STAGES
+from charter.spec import checks
 from charter.spec.plan import ArtifactPlan
 
 TEMPLATE = "checker.hpp.jinja"
@@ -62,29 +63,44 @@ class CheckerView:
 
 @dataclass
 class _Tables:
-    """Named constexpr arrays, in the order they are first needed."""
+    """Named constexpr arrays, in the order they are first needed; equal tables are declared once."""
 
     decls: list[str] = field(default_factory=list)
-    counter: int = 0
+    names: dict[tuple, str] = field(default_factory=dict)  # (ctype, items) -> declared name
     stores: list[str] = field(default_factory=list)  # rows of kStores, declared after the tables
 
-    def add(self, stem: str, ctype: str, items: list[str], one_per_line: bool = True) -> str:
-        """Declare `inline constexpr <ctype> kStemN[] = {...}` and return rt::span(...) of it, or an
-        empty span for no items (C++ has no zero-length arrays)."""
+    def add(self, stem: str, ctype: str, items: list[str], label: str = "", one_per_line: bool = True) -> str:
+        """rt::span(...) of `inline constexpr <ctype> k<Stem>_<label>[] = {...}`, named for what it
+        holds, or an empty span for no items (C++ has no zero-length arrays)."""
         if not items:
             return f"rt::Span<{ctype}>{{}}"
-        self.counter += 1
-        name = f"k{stem}{self.counter}"
-        if one_per_line:
-            body = "".join(f"    {item},\n" for item in items)
-            self.decls.append(f"inline constexpr {ctype} {name}[] = {{\n{body}}};")
-        else:
-            self.decls.append(f"inline constexpr {ctype} {name}[] = {{{', '.join(items)}}};")
-        return f"rt::span({name})"
+        key = (ctype, tuple(items))
+        if key not in self.names:
+            self.names[key] = name = self._fresh(f"k{stem}" + (f"_{_label(label)}" if label else ""))
+            if one_per_line:
+                body = "".join(f"    {item},\n" for item in items)
+                self.decls.append(f"inline constexpr {ctype} {name}[] = {{\n{body}}};")
+            else:
+                self.decls.append(f"inline constexpr {ctype} {name}[] = {{{', '.join(items)}}};")
+        return f"rt::span({self.names[key]})"
+
+    def _fresh(self, name: str) -> str:
+        taken = set(self.names.values())
+        if name not in taken:
+            return name
+        n = 2
+        while f"{name}_{n}" in taken:
+            n += 1
+        return f"{name}_{n}"
 
 
-def _loc(at: str | None) -> str:
-    return cpp_opt_sv(at)
+def _label(text: str) -> str:
+    """A C++ identifier tail naming a table's owner: letters, digits, underscores, at most 40."""
+    return "".join(c if c.isascii() and c.isalnum() else "_" for c in text)[:40]
+
+
+def _loc(at) -> str:
+    return cpp_opt_sv(str(at) if at is not None else None)
 
 
 def _glob(t: _Tables, pattern: str) -> str:
@@ -97,139 +113,135 @@ def _glob(t: _Tables, pattern: str) -> str:
         else:
             op = {"char": "Char", "any": "Any", "star": "Star", "never": "Never"}[tok.op]
             tokens.append(f"{{rt::GlobToken::Op::{op}, 0x{tok.ch:x}u, false, {{}}}}")
-    span = t.add("Glob", "rt::GlobToken", tokens, one_per_line=False)
+    span = t.add("Glob", "rt::GlobToken", tokens, label=pattern, one_per_line=False)
     return f"rt::Glob{{{cpp_sv(pattern)}, {span}}}"
 
 
-def _repeat(t: _Tables, placeholder: str, count) -> str:
+def _repeat(t: _Tables, r: checks.Repeat) -> str:
     """A `{placeholder}` of a tensor row: range(count), or the listed indices."""
-    if isinstance(count, int):
-        return f"{{{cpp_sv(placeholder)}, {cpp_int(count)}, false, {{}}}}"
-    indices = t.add("Indices", "rt::Int", [cpp_int(i) for i in count], one_per_line=False)
-    return f"{{{cpp_sv(placeholder)}, rt::Int(0ull), true, {indices}}}"
+    if isinstance(r.count, int):
+        return f"{{{cpp_sv(r.placeholder)}, {cpp_int(r.count)}, false, {{}}}}"
+    indices = t.add("Indices", "rt::Int", [cpp_int(i) for i in r.count], label=r.placeholder, one_per_line=False)
+    return f"{{{cpp_sv(r.placeholder)}, rt::Int(0ull), true, {indices}}}"
+
+
+def _repeat_label(repeat: tuple[checks.Repeat, ...]) -> str:
+    return "_".join(f"{r.placeholder}{r.count if isinstance(r.count, int) else 'listed'}" for r in repeat)
 
 
 def _call(method: str, *args: str) -> str:
     return f"if (!ctx.{method}({', '.join(args)})) return false;"
 
 
-def _statement(c: Check, t: _Tables) -> tuple[str, str | None]:
-    """(C++ statement, location of the fact) for one check; every method of runtime.Context a
-    generated Python checker can call has its rendering here."""
-    m, a = c.method, c.args
-    if m == "container_format":
-        fmt, at = a
-        return _call(m, cpp_sv(fmt), _loc(at)), at
-    if m in ("container_version", "container_alignment"):
-        value, at = a
-        return _call(m, cpp_int(value), _loc(at)), at
-    if m == "container_header_aligned":
-        value, at = a
-        return _call(m, cpp_bool(value), _loc(at)), at
-    if m == "identity":
-        key, value, at = a
-        return _call(m, cpp_sv(key), cpp_sv(value), _loc(at)), at
-    if m == "meta_types":
-        (facts,) = a
-        rows = [f"{{{cpp_sv(k)}, {cpp_sv(ty)}, {cpp_opt_sv(el)}, {_loc(at)}}}" for k, ty, el, at in facts]
-        return _call(m, t.add("MetaTypes", "rt::MetaTypeFact", rows)), None
-    if m == "meta_key_set":
-        pinned, forbidden, extra, at = a
-        keys = t.add("Pinned", "std::string_view", [cpp_sv(k) for k in pinned])
-        banned = t.add("Forbidden", "rt::KeyAt", [f"{{{cpp_sv(k)}, {_loc(loc)}}}" for k, loc in forbidden])
-        return _call(m, keys, banned, cpp_sv(extra), _loc(at)), at
-    if m == "value":
-        stage, key, ctype, value, at = a
-        return _call(m, cpp_sv(stage), cpp_sv(key), cpp_sv(ctype), cpp_lit(value), _loc(at)), at
-    if m == "string_digest":
-        stage, key, sha, at = a
-        return _call(m, cpp_sv(stage), cpp_sv(key), cpp_sv(sha), _loc(at)), at
-    if m == "array":
-        stage, key, length, values, sha, at = a
-        vals = t.add("Values", "rt::Lit", [cpp_lit(v) for v in values or ()])
-        return _call(m, cpp_sv(stage), cpp_sv(key), cpp_int(length), cpp_bool(values is not None), vals,
-                     cpp_opt_sv(sha), _loc(at)), at
-    if m == "config":
-        file, facts = a
-        rows = [f"{{{cpp_sv(k)}, {cpp_sv(ty)}, {cpp_lit(v)}, {_loc(at)}}}" for k, ty, v, at in facts]
-        return _call(m, cpp_sv(file), t.add("Config", "rt::ConfigFact", rows)), None
-    if m == "special_id":
-        key, name, value, at = a
-        return _call(m, cpp_sv(key), cpp_sv(name), cpp_int(value), _loc(at)), at
-    if m == "stop_id":
-        key, ids, at = a
-        return _call(m, cpp_sv(key), t.add("StopIds", "rt::Int", [cpp_int(i) for i in ids], False), _loc(at)), at
-    if m == "token_domain":
-        key, ids, at = a
-        return _call(m, cpp_sv(key), cpp_int(ids), _loc(at)), at
-    if m == "logits_rows":
-        tensor, axis, rows, at = a
-        return _call(m, cpp_sv(tensor), cpp_i64(axis), cpp_int(rows), _loc(at)), at
-    if m == "exclude":
-        (patterns,) = a
-        return f"ctx.exclude({t.add('Excluded', 'rt::Glob', [_glob(t, p) for p in patterns])});", None
-    if m == "tensors":
-        table, at_set = a
-        rows = []
-        for name, repeat, role, shape, codec, at in table:
-            reps = t.add("Repeat", "rt::Repeat", [_repeat(t, p, n) for p, n in repeat], False)
-            dims = t.add("Shape", "rt::Int", [cpp_int(d) for d in shape], False)
-            rows.append(f"{{{cpp_sv(name)}, {reps}, {cpp_sv(role)}, {dims}, {cpp_sv(codec)}, {_loc(at)}}}")
-        return _call(m, t.add("Tensors", "rt::TensorRow", rows), _loc(at_set)), at_set
-    if m == "codecs":
-        (table,) = a
-        rows = [f"{{{cpp_sv(n)}, {cpp_int(b)}, {cpp_int(nb)}, {_loc(at)}}}" for n, b, nb, at in table]
-        return _call(m, t.add("Codecs", "rt::CodecRow", rows)), None
-    if m == "layout":
-        alignment, sorted_, packed, trailing, at = a
-        known = ("alignment", "layout", "packed", "sorted", "trailing")
-        where = ", ".join(_loc(at.get(k)) for k in known)
-        return _call(m, cpp_bool(alignment is not None), cpp_int(alignment if alignment is not None else 0),
-                     cpp_bool(sorted_), cpp_bool(packed), cpp_sv(trailing), f"rt::LayoutAt{{{where}}}"), at.get("layout")
-    if m == "exclusions":
-        (table,) = a
-        rows = []
-        for name, patterns, count_key, count, at in table:
-            globs = t.add("Globs", "rt::Glob", [_glob(t, p) for p in patterns])
-            counted = f"{cpp_opt_sv(count_key)}, {cpp_int(count if count_key is not None else 0)}"
-            rows.append(f"{{{cpp_sv(name)}, {globs}, {counted}, {_loc(at)}}}")
-        return _call(m, t.add("Exclusions", "rt::ExclusionRow", rows)), None
-    if m in ("expert_major_store", "ple_store"):
-        name, tensor, facts, rows, at = a
-        fields = t.add("StoreFields", "rt::StoreField",
-                       [f"{{{cpp_sv(f)}, {cpp_int(v)}, {_loc(loc)}}}" for f, v, loc in facts])
-        if m == "expert_major_store":
-            kind = "expert-major-v2"
+def _statement(c: checks.Check, t: _Tables) -> str:
+    """The C++ statement of one check: a call of charter::rt::Context (native/include/charter)."""
+    m = c.method
+    match c:
+        case checks.ContainerFormat():
+            return _call(m, cpp_sv(c.format), _loc(c.at))
+        case checks.ContainerVersion():
+            return _call(m, cpp_int(c.version), _loc(c.at))
+        case checks.ContainerAlignment():
+            return _call(m, cpp_int(c.alignment), _loc(c.at))
+        case checks.ContainerHeaderAligned():
+            return _call(m, cpp_bool(c.aligned), _loc(c.at))
+        case checks.Identity():
+            return _call(m, cpp_sv(c.key), cpp_sv(c.value), _loc(c.at))
+        case checks.MetaTypes():
+            rows = [f"{{{cpp_sv(f.key)}, {cpp_sv(f.ctype)}, {cpp_opt_sv(f.element)}, {_loc(f.at)}}}" for f in c.facts]
+            return _call(m, t.add("MetaTypes", "rt::MetaTypeFact", rows))
+        case checks.MetaKeySet():
+            keys = t.add("Pinned", "std::string_view", [cpp_sv(k) for k in c.pinned])
+            banned = t.add("Forbidden", "rt::KeyAt", [f"{{{cpp_sv(k.key)}, {_loc(k.at)}}}" for k in c.forbidden])
+            return _call(m, keys, banned, cpp_sv(c.extra), _loc(c.at))
+        case checks.Value():
+            return _call(m, cpp_sv(c.stage.value), cpp_sv(c.key), cpp_sv(c.ctype), cpp_lit(c.value), _loc(c.at))
+        case checks.StringDigest():
+            return _call(m, cpp_sv(c.stage.value), cpp_sv(c.key), cpp_sv(c.sha256), _loc(c.at))
+        case checks.ArrayFact():
+            values = t.add("Values", "rt::Lit", [cpp_lit(v) for v in c.values or ()], label=c.key)
+            return _call(m, cpp_sv(c.stage.value), cpp_sv(c.key), cpp_int(c.length), cpp_bool(c.values is not None),
+                         values, cpp_opt_sv(c.sha256), _loc(c.at))
+        case checks.Config():
+            rows = [f"{{{cpp_sv(f.key)}, {cpp_sv(f.ctype)}, {cpp_lit(f.value)}, {_loc(f.at)}}}" for f in c.facts]
+            return _call(m, cpp_sv(c.file), t.add("Config", "rt::ConfigFact", rows))
+        case checks.SpecialId():
+            return _call(m, cpp_sv(c.key), cpp_sv(c.name), cpp_int(c.value), _loc(c.at))
+        case checks.StopId():
+            ids = t.add("StopIds", "rt::Int", [cpp_int(i) for i in c.ids], one_per_line=False)
+            return _call(m, cpp_sv(c.key), ids, _loc(c.at))
+        case checks.TokenDomain():
+            return _call(m, cpp_sv(c.key), cpp_int(c.ids), _loc(c.at))
+        case checks.LogitsRows():
+            return _call(m, cpp_sv(c.tensor), cpp_i64(c.axis), cpp_int(c.rows), _loc(c.at))
+        case checks.Exclude():
+            return f"ctx.exclude({t.add('Excluded', 'rt::Glob', [_glob(t, p) for p in c.patterns])});"
+        case checks.Tensors():
+            rows = []
+            for r in c.rows:
+                reps = t.add("Repeat", "rt::Repeat", [_repeat(t, x) for x in r.repeat], label=_repeat_label(r.repeat),
+                             one_per_line=False)
+                dims = t.add("Shape", "rt::Int", [cpp_int(d) for d in r.shape], label="x".join(map(str, r.shape)),
+                             one_per_line=False)
+                rows.append(f"{{{cpp_sv(r.template)}, {reps}, {cpp_sv(r.role)}, {dims}, {cpp_sv(r.codec)}, "
+                            f"{_loc(r.at)}}}")
+            return _call(m, t.add("Tensors", "rt::TensorRow", rows), _loc(c.at))
+        case checks.Codecs():
+            rows = [f"{{{cpp_sv(r.name)}, {cpp_int(r.block)}, {cpp_int(r.bytes)}, {_loc(r.at)}}}" for r in c.rows]
+            return _call(m, t.add("Codecs", "rt::CodecRow", rows))
+        case checks.Layout():
+            where = ", ".join(_loc(a) for a in (c.alignment_at, c.at, c.packed_at, c.sorted_at, c.trailing_at))
+            return _call(m, cpp_bool(c.alignment is not None), cpp_int(c.alignment if c.alignment is not None else 0),
+                         cpp_bool(c.sorted), cpp_bool(c.packed), cpp_sv(c.trailing), f"rt::LayoutAt{{{where}}}")
+        case checks.ExpertMajorStore():
             comps = t.add("Components", "rt::StoreComponent",
-                          [f"{{{cpp_sv(n)}, {cpp_int(ne0)}, {cpp_int(ne1)}, {_loc(loc)}}}" for n, ne0, ne1, loc in rows])
-            heads = "rt::Span<rt::HeadRow>{}"
-        else:
-            kind = "ple-rows-v1"
-            comps = "rt::Span<rt::StoreComponent>{}"
-            heads = t.add("HeadRows", "rt::HeadRow", [f"{{{cpp_int(v)}, {_loc(loc)}}}" for v, loc in rows], False)
-        index = len(t.stores)
-        t.stores.append(f"{{{cpp_sv(name)}, {cpp_sv(kind)}, {cpp_sv(tensor)}, {fields}, {comps}, {heads}, {_loc(at)}}}")
-        return f"if (!ctx.{m}(kStores[{index}])) return false;", at
-    if m == "status":
-        status, at = a
-        return _call(m, cpp_sv(status), _loc(at)), at
-    if m == "payload":
-        file_sha, tensors, padding, at = a
-        digests = t.add("PayloadDigests", "rt::KeyAt",
-                        [f"{{{cpp_sv(n)}, {cpp_sv(d)}}}" for n, d, _ in tensors])
-        return _call(m, cpp_opt_sv(file_sha), digests, cpp_sv(padding), _loc(at.get("file_sha256")),
-                     _loc(at.get("padding"))), at.get("file_sha256")
-    raise ValueError(f"the C++ generator has no rendering for check {m!r}: add it to charter.codegen.cpp.build")
+                          [f"{{{cpp_sv(x.name)}, {cpp_int(x.ne0)}, {cpp_int(x.ne1)}, {_loc(x.at)}}}"
+                           for x in c.components], label=c.name)
+            return _store(t, c, "expert-major-v2", comps, "rt::Span<rt::HeadRow>{}")
+        case checks.PleStore():
+            heads = t.add("HeadRows", "rt::HeadRow", [f"{{{cpp_int(h.value)}, {_loc(h.at)}}}" for h in c.head_rows],
+                          label=c.name, one_per_line=False)
+            return _store(t, c, "ple-rows-v1", "rt::Span<rt::StoreComponent>{}", heads)
+        case checks.Exclusions():
+            rows = []
+            for r in c.rows:
+                globs = t.add("Globs", "rt::Glob", [_glob(t, p) for p in r.patterns], label=r.name)
+                counted = f"{cpp_opt_sv(r.count_key)}, {cpp_int(r.count if r.count_key is not None else 0)}"
+                rows.append(f"{{{cpp_sv(r.name)}, {globs}, {counted}, {_loc(r.at)}}}")
+            return _call(m, t.add("Exclusions", "rt::ExclusionRow", rows))
+        case checks.Status():
+            return _call(m, cpp_sv(c.status), _loc(c.at))
+        case checks.Payload():
+            digests = t.add("PayloadDigests", "rt::KeyAt", [f"{{{cpp_sv(d.tensor)}, {cpp_sv(d.sha256)}}}"
+                                                            for d in c.tensors])
+            return _call(m, cpp_opt_sv(c.file_sha256), digests, cpp_sv(c.padding), _loc(c.at), _loc(c.padding_at))
+        case _:
+            assert_never(c)
+
+
+def _store(t: _Tables, c, kind: str, components: str, heads: str) -> str:
+    """A store's facts are one row of kStores (declared after the tables); the check names its row."""
+    fields_ = t.add("StoreFields", "rt::StoreField", [f"{{{cpp_sv(f.field)}, {cpp_int(f.value)}, {_loc(f.at)}}}"
+                                                      for f in c.fields], label=c.name)
+    index = len(t.stores)
+    t.stores.append(f"{{{cpp_sv(c.name)}, {cpp_sv(kind)}, {cpp_sv(c.tensor)}, {fields_}, {components}, {heads}, "
+                    f"{_loc(c.at)}}}")
+    return f"if (!ctx.{c.method}(kStores[{index}])) return false;"
+
+
+def _where(c: checks.Check):
+    """The location a C++ statement's comment names: the fact the check enforces, if one owns it."""
+    return getattr(c, "at", None)
 
 
 def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: str | None = None) -> CheckerView:
     tables = _Tables()
     by_stage: dict[str, list[str]] = {s.value: [] for s in ADMISSION_STAGES}
-    for c in checks(plan):
-        statement, at = _statement(c, tables)
-        comment = f"// {cpp_comment(at)}" if at else None
-        by_stage[c.stage].extend(([comment] if comment else []) + [statement])
-    stages = tuple(Stage(name, DOCS[name], tuple(st)) for name, st in by_stage.items())
+    for c in checks.checks_of(plan):
+        statement, at = _statement(c, tables), _where(c)
+        comment = [f"// {cpp_comment(str(at))}"] if at is not None else []
+        by_stage[c.stage.value].extend(comment + [statement])
+    stages = tuple(Stage(name, checks.STAGE_DOCS[name], tuple(st)) for name, st in by_stage.items())
     return CheckerView(
         header=header,
         contract_id=cpp_sv(plan.id),

@@ -1,0 +1,463 @@
+"""The checks an artifact contract makes: one frozen dataclass per kind, built once from the plan.
+
+Note [Typed checks]
+~~~~~~~~~~~~~~~~~~~
+`checks_of(plan)` lists, in execution order, every check of the generated checker of one artifact
+contract. Four consumers read this list and nothing else of the plan:
+
+* charter.codegen.python renders each check as one keyword call of admission.runtime.Context;
+* charter.codegen.cpp renders each as one call of charter::rt::Context (native/include/charter);
+* charter.mutation.expect predicts, check by check, where a mutated contract must reject;
+* `charter mutate --trace` names the checks that enforce each contract leaf.
+
+The C++ renderer and the prediction match on the check's type and end in `assert_never`, so a new
+kind one of them forgets fails type checking; tests/spec/test_checks.py hands every consumer one
+check of every kind, so it also fails a test. A check holds typed literals and `at`, the location
+of the contract fact it enforces (None where no single fact owns it: the rows own theirs).
+Repeated facts are rows (named tuples): a row renders as a plain tuple in generated Python.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import ClassVar, NamedTuple, Union
+
+from charter.diagnostics import ADMISSION_STAGES, Location, Stage
+from charter.spec.plan import ArtifactPlan, MetaCheck, Scalar
+
+At = Location | None
+
+
+STAGE_DOCS = {  # each stage's one-line docstring in both generated checkers
+    "container": "The container's own facts; the strict reader has already bounded the header.",
+    "identity": "The artifact is the model the contract names.",
+    "metadata": "Exact key set and exact types of every key, then the values metadata owns.",
+    "tokenizer": "Tokenizer values, special and stop ids, id domain vs physical logits rows.",
+    "tensors": "Exact tensor set, then rank, shape and codec of each (name, repeat, role, shape, codec, at).",
+    "codec": "Block geometry of each codec: the block divides the row, the extent has the computed size.",
+    "layout": "Extents aligned, in order, disjoint, packed; trailing bytes per policy.",
+    "stores": "Embedded store manifests and geometry.",
+    "policy": "Named exclusions stay out; the support status meets what the caller requires.",
+    "payload": "Opt-in: streams the file once (bounded memory) for digests and zero padding.",
+}
+
+
+# --- rows ---------------------------------------------------------------------------------------
+
+class MetaType(NamedTuple):
+    key: str
+    ctype: str
+    element: str | None
+    at: At
+
+
+class KeyAt(NamedTuple):
+    key: str
+    at: At
+
+
+class ConfigFact(NamedTuple):
+    key: str  # dotted path in the companion JSON
+    ctype: str
+    value: Scalar
+    at: At
+
+
+class Repeat(NamedTuple):
+    placeholder: str
+    count: int | tuple[int, ...]  # range(count), or the listed indices
+
+
+class TensorFact(NamedTuple):
+    template: str  # a name, or a template with `{placeholder}`s expanded by `repeat`
+    repeat: tuple[Repeat, ...]
+    role: str
+    shape: tuple[int, ...]
+    codec: str
+    at: At
+
+
+class CodecFact(NamedTuple):
+    name: str
+    block: int  # elements per block
+    bytes: int  # bytes per block
+    at: At
+
+
+class StoreField(NamedTuple):
+    field: str
+    value: int
+    at: At
+
+
+class Component(NamedTuple):
+    name: str
+    ne0: int
+    ne1: int
+    at: At
+
+
+class HeadRow(NamedTuple):
+    value: int
+    at: At
+
+
+class ExclusionFact(NamedTuple):
+    name: str
+    patterns: tuple[str, ...]
+    count_key: str | None  # the artifact's own count of the excluded source tensors, if it has one
+    count: int
+    at: At
+
+
+class TensorDigest(NamedTuple):
+    tensor: str
+    sha256: str
+    at: At
+
+
+# --- checks, by stage ---------------------------------------------------------------------------
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerFormat:
+    stage: ClassVar[Stage] = Stage.CONTAINER
+    method: ClassVar[str] = "container_format"
+    format: str
+    at: At = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerVersion:
+    stage: ClassVar[Stage] = Stage.CONTAINER
+    method: ClassVar[str] = "container_version"
+    version: int
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerAlignment:
+    stage: ClassVar[Stage] = Stage.CONTAINER
+    method: ClassVar[str] = "container_alignment"
+    alignment: int
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class ContainerHeaderAligned:
+    stage: ClassVar[Stage] = Stage.CONTAINER
+    method: ClassVar[str] = "container_header_aligned"
+    aligned: bool
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class Identity:
+    stage: ClassVar[Stage] = Stage.IDENTITY
+    method: ClassVar[str] = "identity"
+    key: str
+    value: str
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetaTypes:
+    stage: ClassVar[Stage] = Stage.METADATA
+    method: ClassVar[str] = "meta_types"
+    facts: tuple[MetaType, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class MetaKeySet:
+    stage: ClassVar[Stage] = Stage.METADATA
+    method: ClassVar[str] = "meta_key_set"
+    pinned: tuple[str, ...]
+    forbidden: tuple[KeyAt, ...]
+    extra: str  # "reject" or "allow"
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class Value:
+    """A scalar value; metadata or the tokenizer owns it (`stage`)."""
+
+    method: ClassVar[str] = "value"
+    stage: Stage
+    key: str
+    ctype: str
+    value: Scalar
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class StringDigest:
+    method: ClassVar[str] = "string_digest"
+    stage: Stage
+    key: str
+    sha256: str
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class ArrayFact:
+    method: ClassVar[str] = "array"
+    stage: Stage
+    key: str
+    length: int
+    values: tuple[Scalar, ...] | None
+    sha256: str | None
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class Config:
+    stage: ClassVar[Stage] = Stage.METADATA
+    method: ClassVar[str] = "config"
+    file: str
+    facts: tuple[ConfigFact, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecialId:
+    stage: ClassVar[Stage] = Stage.TOKENIZER
+    method: ClassVar[str] = "special_id"
+    key: str
+    name: str
+    value: int
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class StopId:
+    stage: ClassVar[Stage] = Stage.TOKENIZER
+    method: ClassVar[str] = "stop_id"
+    key: str
+    ids: tuple[int, ...]
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenDomain:
+    stage: ClassVar[Stage] = Stage.TOKENIZER
+    method: ClassVar[str] = "token_domain"
+    key: str
+    ids: int
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class LogitsRows:
+    stage: ClassVar[Stage] = Stage.TOKENIZER
+    method: ClassVar[str] = "logits_rows"
+    tensor: str
+    axis: int
+    rows: int
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exclude:
+    """Names the policy stage owns: the tensors check that follows does not count them."""
+
+    stage: ClassVar[Stage] = Stage.TENSORS
+    method: ClassVar[str] = "exclude"
+    patterns: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Tensors:
+    stage: ClassVar[Stage] = Stage.TENSORS
+    method: ClassVar[str] = "tensors"
+    rows: tuple[TensorFact, ...]
+    at: At  # the tensor list: the fact an unexpected tensor breaks
+
+
+@dataclass(frozen=True, kw_only=True)
+class Codecs:
+    stage: ClassVar[Stage] = Stage.CODEC
+    method: ClassVar[str] = "codecs"
+    rows: tuple[CodecFact, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout:
+    stage: ClassVar[Stage] = Stage.LAYOUT
+    method: ClassVar[str] = "layout"
+    alignment: int | None
+    sorted: bool
+    packed: bool
+    trailing: str  # "reject", "alignment" or "allow"
+    at: At  # the layout mapping (overlap has no field of its own)
+    alignment_at: At
+    sorted_at: At
+    packed_at: At
+    trailing_at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExpertMajorStore:
+    stage: ClassVar[Stage] = Stage.STORES
+    method: ClassVar[str] = "expert_major_store"
+    name: str
+    tensor: str
+    fields: tuple[StoreField, ...]
+    components: tuple[Component, ...]
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class PleStore:
+    stage: ClassVar[Stage] = Stage.STORES
+    method: ClassVar[str] = "ple_store"
+    name: str
+    tensor: str
+    fields: tuple[StoreField, ...]
+    head_rows: tuple[HeadRow, ...]
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class Exclusions:
+    stage: ClassVar[Stage] = Stage.POLICY
+    method: ClassVar[str] = "exclusions"
+    rows: tuple[ExclusionFact, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Status:
+    stage: ClassVar[Stage] = Stage.POLICY
+    method: ClassVar[str] = "status"
+    status: str
+    at: At
+
+
+@dataclass(frozen=True, kw_only=True)
+class Payload:
+    stage: ClassVar[Stage] = Stage.PAYLOAD
+    method: ClassVar[str] = "payload"
+    file_sha256: str | None
+    tensors: tuple[TensorDigest, ...]
+    padding: str  # "zero" or "any"
+    at: At  # file_sha256's
+    padding_at: At
+
+
+Check = Union[
+    ContainerFormat, ContainerVersion, ContainerAlignment, ContainerHeaderAligned, Identity, MetaTypes, MetaKeySet,
+    Value, StringDigest, ArrayFact, Config, SpecialId, StopId, TokenDomain, LogitsRows, Exclude, Tensors, Codecs,
+    Layout, ExpertMajorStore, PleStore, Exclusions, Status, Payload,
+]
+KINDS: tuple[type, ...] = Check.__args__
+
+
+def arguments(check: Check) -> dict[str, object]:
+    """The check's fields by name, in declaration order: the keyword arguments of its call."""
+    return {f.name: getattr(check, f.name) for f in fields(check)}
+
+
+# --- from the plan ------------------------------------------------------------------------------
+
+def checks_of(plan: ArtifactPlan) -> tuple[Check, ...]:
+    """Every check of the generated checker, in execution order (Note [Ordered admission])."""
+    out: list[Check] = []
+    for stage in ADMISSION_STAGES:
+        out.extend(_BUILDERS[stage](plan))
+    return tuple(out)
+
+
+def _container(p: ArtifactPlan):
+    yield ContainerFormat(format=p.format)
+    if p.version is not None:
+        yield ContainerVersion(version=p.version, at=p.version_location)
+    if p.alignment is not None:
+        yield ContainerAlignment(alignment=p.alignment, at=p.alignment_location)
+    if p.header_aligned is not None:
+        yield ContainerHeaderAligned(aligned=p.header_aligned, at=p.header_aligned_location)
+
+
+def _identity(p: ArtifactPlan):
+    for m in p.identity:
+        yield Identity(key=m.key, value=m.value, at=m.location)
+
+
+def _metadata(p: ArtifactPlan):
+    every = p.identity + p.metadata
+    yield MetaTypes(facts=tuple(MetaType(m.key, "string" if m.stage == "identity" else m.type, m.element, m.location)
+                                for m in every))
+    yield MetaKeySet(pinned=tuple(m.key for m in every), forbidden=tuple(KeyAt(k, loc) for k, loc in p.forbidden),
+                     extra=p.extra_keys, at=p.extra_keys_location)
+    yield from _values(Stage.METADATA, [m for m in p.metadata if m.stage == "metadata"])
+    if p.config_file is not None:
+        yield Config(file=p.config_file, facts=tuple(ConfigFact(m.key, m.type, m.value, m.location) for m in p.config))
+
+
+def _values(stage: Stage, facts: list[MetaCheck]):
+    for m in facts:
+        if m.type == "array":
+            yield ArrayFact(stage=stage, key=m.key, length=m.length, values=m.values, sha256=m.sha256, at=m.location)
+        elif m.sha256 is not None:
+            yield StringDigest(stage=stage, key=m.key, sha256=m.sha256, at=m.location)
+        elif m.value is not None:
+            yield Value(stage=stage, key=m.key, ctype=m.type, value=m.value, at=m.location)
+
+
+def _tokenizer(p: ArtifactPlan):
+    t = p.tokenizer
+    if t is None:
+        return
+    yield from _values(Stage.TOKENIZER, [m for m in p.metadata if m.stage == "tokenizer"])
+    for s in t.special:
+        yield SpecialId(key=s.key, name=s.name, value=s.value, at=s.location)
+    for key, loc in t.stop_keys:
+        yield StopId(key=key, ids=t.stop_ids, at=loc)
+    if t.tokens_key is not None and t.ids is not None:
+        yield TokenDomain(key=t.tokens_key, ids=t.ids, at=t.ids_location)
+    if t.logits_tensor is not None and t.logits_rows is not None:
+        yield LogitsRows(tensor=t.logits_tensor, axis=t.logits_axis, rows=t.logits_rows, at=t.logits_location)
+
+
+def _tensors(p: ArtifactPlan):
+    yield Exclude(patterns=tuple(pat for e in p.exclusions for pat in e.patterns))
+    rows = tuple(TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape, r.codec, r.location)
+                 for r in p.tensor_rows)
+    yield Tensors(rows=rows, at=p.tensors_location)
+
+
+def _codec(p: ArtifactPlan):
+    if p.codecs:
+        yield Codecs(rows=tuple(CodecFact(c.name, c.block, c.bytes, c.location) for c in p.codecs))
+
+
+def _layout(p: ArtifactPlan):
+    lay, at = p.layout, p.layout_locations
+    yield Layout(alignment=p.alignment, sorted=lay["sorted"], packed=lay["packed"], trailing=lay["trailing"],
+                 at=at.get("layout"), alignment_at=at.get("alignment"), sorted_at=at.get("sorted"),
+                 packed_at=at.get("packed"), trailing_at=at.get("trailing"))
+
+
+def _stores(p: ArtifactPlan):
+    for st in p.stores:
+        facts = tuple(StoreField(*f) for f in st.fields)
+        if st.kind == "expert-major-v2":
+            yield ExpertMajorStore(name=st.name, tensor=st.tensor, fields=facts,
+                                   components=tuple(Component(*c) for c in st.components), at=st.location)
+        else:
+            yield PleStore(name=st.name, tensor=st.tensor, fields=facts,
+                           head_rows=tuple(HeadRow(*h) for h in st.head_rows), at=st.location)
+
+
+def _policy(p: ArtifactPlan):
+    yield Exclusions(rows=tuple(ExclusionFact(e.name, e.patterns, e.count_key, e.source_count, e.location)
+                                for e in p.exclusions))
+    yield Status(status=p.status, at=p.status_location)
+
+
+def _payload(p: ArtifactPlan):
+    yield Payload(file_sha256=p.payload_file_sha256, tensors=tuple(TensorDigest(*t) for t in p.payload_tensors),
+                  padding=p.layout["padding"], at=p.payload_location, padding_at=p.layout_locations.get("padding"))
+
+
+_BUILDERS = {
+    Stage.CONTAINER: _container, Stage.IDENTITY: _identity, Stage.METADATA: _metadata, Stage.TOKENIZER: _tokenizer,
+    Stage.TENSORS: _tensors, Stage.CODEC: _codec, Stage.LAYOUT: _layout, Stage.STORES: _stores, Stage.POLICY: _policy,
+    Stage.PAYLOAD: _payload,
+}
