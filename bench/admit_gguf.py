@@ -42,7 +42,7 @@ def smollm2_path() -> Path:
 
 
 def load_checker():
-    from charter.codegen.loader import load_checker as load
+    from charter.engines.choose import python_checker as load
     from charter.spec.contractset import load_set
 
     cs = load_set([CONTRACT], [ROOT / "specs"])

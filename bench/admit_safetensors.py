@@ -48,7 +48,7 @@ def main() -> int:
 
     from charter.admission.runtime import admit
     from charter.admission.view import read_view
-    from charter.codegen.loader import load_checker
+    from charter.engines.choose import python_checker
     from charter.fixtures import build
     from charter.spec.contractset import load_set
 
@@ -56,7 +56,7 @@ def main() -> int:
     if cs.diagnostics:
         raise SystemExit("\n".join(d.render() for d in cs.diagnostics))
     (cid,) = cs.artifacts
-    checker, origin = load_checker(cs, cid, ROOT / "generated")
+    checker, origin = python_checker(cs, cid, ROOT / "generated")
 
     with tempfile.TemporaryDirectory() as tmp:
         path = build(cs.artifacts[cid], Path(tmp) / "tiny-llama.safetensors", payload=args.payload)

@@ -16,7 +16,7 @@ subprocess under an address-space limit and a timeout, and ends as one of:
 
 When charter._native is built with the shipped contracts' C++ checkers, a "charter (C++)" column
 runs every case the reader rejects (CONTAINER_* not about a contract's `container.` fact) through
-the C++ engine (charter.native.file_verdict under tiny-llama-gguf / tiny-llama-safetensors: the
+the C++ engine (charter.engines.cpp.run_file under tiny-llama-gguf / tiny-llama-safetensors: the
 reader's verdict does not depend on the contract).
 
 What "loaded" means per tool: charter runs `charter admit FILE --contract C` (header-only
@@ -80,12 +80,12 @@ SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
 def worker(tool: str, path: str) -> None:
     """Load `path` with a third-party tool (or charter's C++ engine); print one JSON line."""
     if tool == "charter-cpp":
-        from charter import native
+        from charter.engines import cpp
 
         fmt = "gguf" if path.endswith(".gguf") else "safetensors"
-        d = native.file_verdict(path, SHIPPED[fmt], fmt)
-        print(json.dumps({"outcome": "accepted" if d["admitted"] else "rejected", "code": d["code"],
-                          "field": d["field"]}))
+        v = cpp.run_file(path, SHIPPED[fmt])
+        print(json.dumps({"outcome": "accepted" if v.admitted else "rejected", "code": v.finding.code,
+                          "field": v.finding.field}))
         return
     try:
         if tool == "gguf":
@@ -165,13 +165,11 @@ def run_one(tool: str, path: Path, contract: Path | None, args, env: dict) -> di
 def native_available() -> bool:
     """charter._native is built and holds the C++ checkers of the shipped contracts the reader
     cases run under (the reader's verdict does not depend on the contract)."""
-    try:
-        from charter import native
-    except ImportError:
+    from charter.engines import cpp
+
+    if not cpp.available():
         return False
-    if not getattr(native, "available", lambda: False)():
-        return False
-    return set(SHIPPED.values()) <= set(native.contracts())
+    return set(SHIPPED.values()) <= set(cpp.contracts())
 
 
 def cell(tool: str, case, result: dict | None) -> str:

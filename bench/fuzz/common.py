@@ -25,7 +25,7 @@ for p in (ROOT, ROOT / "src"):
 def checker(fmt: str):
     """The generated Python checker of the corpus's base contract for `fmt`."""
     from charter.cli import search_paths
-    from charter.codegen.loader import load_checker
+    from charter.engines.choose import python_checker
     from charter.spec.contractset import load_set
     from tests.hardening import corpus
 
@@ -35,7 +35,7 @@ def checker(fmt: str):
     cs = load_set([path], search_paths([str(path)], None))
     assert not cs.diagnostics, cs.diagnostics
     (cid,) = cs.artifacts
-    return load_checker(cs, cid, work / "generated")[0]
+    return python_checker(cs, cid, work / "generated")[0]
 
 
 def facts(view):

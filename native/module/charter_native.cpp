@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <exception>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -125,6 +126,44 @@ class Regions {
   std::vector<rt::Region> spans_;
 };
 
+// The caller's `read_at(offset, length) -> bytes-like`, asked for each store read no passed region
+// holds (Note [Store regions] in charter/stores.hpp). It runs with the GIL taken back; its bytes
+// are held until the check ends. An exception it raises (or an answer longer than asked, which
+// Context.read would not accept either) voids the check and is raised once the check returns.
+class ReaderArg {
+ public:
+  explicit ReaderArg(nb::handle read_at) : read_at_(read_at) {}
+  rt::RegionReader get() {
+    if (read_at_.is_none()) return {};
+    return rt::RegionReader{&ReaderArg::read, this};
+  }
+  void raise_if_failed() const {
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  static bool read(void* context, std::uint64_t offset, std::uint64_t length, rt::Region* out) {
+    auto* self = static_cast<ReaderArg*>(context);
+    nb::gil_scoped_acquire gil;
+    try {
+      nb::object data = self->read_at_(nb::int_(offset), nb::int_(length));
+      const Buffer& held = self->buffers_.emplace_back(data);
+      if (held.size() > length) {
+        throw nb::value_error(("read_at returned " + std::to_string(held.size()) + " bytes for a read of " +
+                               std::to_string(length)).c_str());
+      }
+      *out = rt::Region{offset, held.data(), held.size()};
+      return true;
+    } catch (...) {
+      self->error_ = std::current_exception();
+      return false;
+    }
+  }
+  nb::handle read_at_;
+  std::deque<Buffer> buffers_;
+  std::exception_ptr error_;
+};
+
 // The companion file a contract's `config` binds, as the caller read it: bytes-like (its bytes),
 // a str (why it could not be read), or None (not given); held for the duration of a check.
 class CompanionArg {
@@ -155,24 +194,27 @@ class CompanionArg {
 
 rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
-               nb::handle companion) {
+               nb::handle companion, nb::handle read_at) {
   const rt::CheckerEntry* c = find(contract_id);
   if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
   const rt::AdmitFn admit = c->admit;
   Buffer buf(header);
   const Regions held(regions);
   const CompanionArg beside(companion);
+  ReaderArg reader(read_at);
   rt::Options options;
   const std::string require(require_status);
   options.require_status = require;
   options.max_header_bytes = max_header_bytes;
   options.regions = held.span();
+  options.reader = reader.get();
   options.companion = beside.get();
   rt::Report report;
   {
     nb::gil_scoped_release release;
     report = admit(buf.data(), buf.size(), file_size, options);
   }
+  reader.raise_if_failed();
   return report;
 }
 
@@ -269,15 +311,16 @@ NB_MODULE(_native, m) {
      "The contract, model, spec, format, status, input digests and embedded store facts of one checker.");
 
   m.def("load_library", &load_library, nb::arg("path"),
-        "Load a checker library built by charter.codegen.cpp.library; returns its keys (RuntimeError if it cannot be\n"
+        "Load a checker library built by charter.engines.library; returns its keys (RuntimeError if it cannot be\n"
         "loaded or was built by another compiler or ABI).");
 
   m.attr("COMPILER") = rt::library_stamp().compiler;
 
   m.def("admit", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                     std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
-                    nb::handle companion) {
-    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion);
+                    nb::handle companion, nb::handle read_at) {
+    const rt::Report r = run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion,
+                             read_at);
     if (r.admitted) return nb::make_tuple(true, nb::none(), nb::none(), nb::none(), nb::none(), nb::none());
     const rt::Diagnostic& g = r.diagnostic;
     return nb::make_tuple(false, text(rt::stage_of(g.code), "strict"), text(rt::code_name(g.code), "strict"),
@@ -286,19 +329,20 @@ NB_MODULE(_native, m) {
                           text(g.message, "replace"));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
      nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
-     nb::arg("companion").none() = nb::none(),
+     nb::arg("companion").none() = nb::none(), nb::arg("read_at").none() = nb::none(),
      "Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).\n"
-     "regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.\n"
+     "read_at: read_at(offset, length) -> bytes-like, asked for each read of a contract's embedded stores that\n"
+     "regions, (absolute offset, bytes-like) pairs read up front, do not hold.\n"
      "companion: the file a contract's config binds, as read beside the artifact: bytes-like, or a str saying why it\n"
      "could not be read.");
 
   m.def("admit_detail", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                            std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
-                           nb::handle companion) {
-    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion));
+                           nb::handle companion, nb::handle read_at) {
+    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion, read_at));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
      nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
-     nb::arg("companion").none() = nb::none(),
+     nb::arg("companion").none() = nb::none(), nb::arg("read_at").none() = nb::none(),
      "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).");
 
   m.def("read", [](std::string_view format, nb::handle header, std::uint64_t file_size, std::uint64_t max_header_bytes) {

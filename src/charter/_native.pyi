@@ -19,21 +19,22 @@ def info(contract_id: str) -> dict:
 
 def load_library(path: str) -> list:
     """
-    Load a checker library built by charter.codegen.cpp.library; returns its keys (RuntimeError if it cannot be
+    Load a checker library built by charter.engines.library; returns its keys (RuntimeError if it cannot be
     loaded or was built by another compiler or ABI).
     """
 
 COMPILER: str = '12.2.0'
 
-def admit(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None) -> tuple:
+def admit(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None, read_at: object | None = None) -> tuple:
     """
     Admit a header span (bytes-like) of a file of file_size bytes: (admitted, stage, code, field, offset, message).
-    regions: the (absolute offset, bytes-like) regions a contract's embedded stores are read from.
+    read_at: read_at(offset, length) -> bytes-like, asked for each read of a contract's embedded stores that
+    regions, (absolute offset, bytes-like) pairs read up front, do not hold.
     companion: the file a contract's config binds, as read beside the artifact: bytes-like, or a str saying why it
     could not be read.
     """
 
-def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None) -> dict:
+def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None, read_at: object | None = None) -> dict:
     """
     admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).
     """

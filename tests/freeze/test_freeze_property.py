@@ -331,10 +331,10 @@ def check_edits(frozen: Frozen, fmt: str, cpp_key: str | None = None) -> int:
         python = python_verdict(frozen, buf, size, fmt, checker)
         assert python is not None, f"{what}: the frozen contract admits the edited artifact"
         if cpp_key is not None:
-            from charter import native
+            from charter.engines import Options, cpp
 
-            said = native.disagreement(cpp_key, buf, size, None, python, companion=companion)
-            assert said is None, f"{what}: {said}"
+            said = cpp.run(cpp_key, buf, size, Options(companion=companion))
+            assert said.finding == python, f"{what}: python {python} / c++ {said}"
         count += 1
     return count
 
@@ -424,8 +424,7 @@ CPP_GENERATED_EXAMPLES = 1  # per format, besides the fixed headers (each checke
 
 
 def test_both_engines_admit_frozen_contracts_and_agree_on_each_edit(tmp_path):
-    from charter import native
-    from charter.codegen.cpp import library
+    from charter.engines import library
 
     cases: list[tuple[str, str, Path]] = []
     for name, case in TRICKY_GGUF.items():
@@ -446,7 +445,7 @@ def test_both_engines_admit_frozen_contracts_and_agree_on_each_edit(tmp_path):
     keys = {name: library.checker_key(plan) for name, plan in plans.items()}
     # One library for all (one compiler run: the runtime headers are parsed once); `admit --engine
     # cpp` then finds each checker loaded under its key instead of compiling it again.
-    native.load_library(library.build_checkers({keys[n]: plans[n] for n in plans}, tmp_path / "cache", jobs=1))
+    library.load({keys[n]: plans[n] for n in plans}, tmp_path / "cache", jobs=1)
     for name, fmt, artifact in cases:
         with _cwd(tmp_path):
             assert main(["admit", "--contract", str(frozen[name].contract), "--engine", "cpp"]) == 0, name

@@ -96,10 +96,10 @@ SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
 
 
 def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
-    from charter import native
     from charter.admission.runtime import admit as admit_python
     from charter.console import search_paths
-    from charter.codegen.loader import load_checker
+    from charter.engines import cpp as native
+    from charter.engines.choose import python_checker
     from charter.spec.contractset import load_set
 
     assert set(SHIPPED.values()) <= set(native.contracts()), "charter._native lacks a shipped checker"
@@ -107,15 +107,15 @@ def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
     for fmt, cid in SHIPPED.items():
         spec = ROOT / "specs" / "artifacts" / f"{cid}.yaml"
         cs = load_set([spec], search_paths([str(spec)], None))
-        checkers[fmt] = load_checker(cs, cid, ROOT / "generated")[0]
+        checkers[fmt] = python_checker(cs, cid, ROOT / "generated")[0]
     disagreements, ran = [], 0
     for case in READER_CASES:
         path = corpus.write_case(case, tmp_path)
         py = admit_python(str(path), checkers[case.format]).diagnostic
-        cpp = native.file_verdict(path, SHIPPED[case.format], case.format)
+        cpp = native.run_file(path, SHIPPED[case.format])
         want = (case.code, case.field if case.field is not None else py.field)
-        if (py.code, py.field) != want or cpp["admitted"] or (cpp["code"], cpp["field"]) != want:
-            disagreements.append((case.name, want, (py.code, py.field), (cpp["code"], cpp["field"])))
+        if (py.code, py.field) != want or cpp.admitted or cpp.finding[1:3] != want:
+            disagreements.append((case.name, want, (py.code, py.field), cpp.finding[1:3]))
         path.unlink()
         ran += 1
     assert ran > 200

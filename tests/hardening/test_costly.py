@@ -16,7 +16,7 @@ import tracemalloc
 import pytest
 
 from charter.admission.view import parse_view
-from charter.diagnostics import CharterError
+from charter.diagnostics import CharterError, Stage
 from charter.formats import gguf, safetensors
 from tests.conftest import ROOT
 from tests.hardening import costly
@@ -57,15 +57,15 @@ def _count_offset(data: bytes, key: bytes) -> int:
 
 
 @pytest.fixture(scope="module")
-def native():
-    from charter import native
+def cpp_engine():
+    from charter.engines import cpp
 
-    assert set(SHIPPED.values()) <= set(native.contracts()), "charter._native lacks a shipped checker"
-    return native
+    assert set(SHIPPED.values()) <= set(cpp.contracts()), "charter._native lacks a shipped checker"
+    return cpp
 
 
 @pytest.mark.parametrize("name,build,size,want", BOUNDARIES, ids=[b[0] for b in BOUNDARIES])
-def test_each_limit_at_its_boundary_in_both_engines(name, build, size, want, native):
+def test_each_limit_at_its_boundary_in_both_engines(name, build, size, want, cpp_engine):
     data = build()
     fmt = "safetensors" if name.startswith("json") else "gguf"
     size = len(data) if size is None else size
@@ -75,10 +75,10 @@ def test_each_limit_at_its_boundary_in_both_engines(name, build, size, want, nat
     except CharterError as exc:
         d = exc.diagnostics[0]
         python = (d.code.value, d.field, d.offset)
-    cpp = native.verdict(SHIPPED[fmt], data, size)
+    cpp = cpp_engine.run(SHIPPED[fmt], data, size)
     if want is None:  # read whole: the reader is not what rejects it
         assert python is None
-        assert cpp["stage"] != "container", cpp
+        assert cpp.failed is not Stage.CONTAINER, cpp
         return
     code, field, offset = want
     if offset == "count":
@@ -86,7 +86,7 @@ def test_each_limit_at_its_boundary_in_both_engines(name, build, size, want, nat
     if offset is None:
         offset = python[2]
     assert python == (code, field, offset)
-    assert (cpp["code"], cpp["field"], cpp["offset"]) == (code, field, offset), cpp
+    assert cpp.finding[1:] == (code, field, offset), cpp
 
 
 def test_python_limits_are_parameters():

@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view
-from charter.cli import search_paths
-from charter.codegen.loader import load_checker
+from charter.console import search_paths
+from charter.engines.choose import python_checker
 from charter.diagnostics import CharterError, Code, Stage
 from charter.formats.gguf import GGUFArray
 from charter.spec import expr
@@ -46,7 +46,7 @@ def _checker(path: Path):
     cs = load_set([path], search_paths([str(path)], None))
     assert not cs.diagnostics, cs.diagnostics
     (cid,) = cs.artifacts
-    return load_checker(cs, cid, Path("/nonexistent-generated"))[0]
+    return python_checker(cs, cid, Path("/nonexistent-generated"))[0]
 
 
 @pytest.fixture(scope="module")
@@ -338,7 +338,7 @@ def test_edited_contracts_resolve_or_report(ops, tmp_path_factory):
             assert d.code.value in OWN_CODES, d
         return
     for cid in cs.artifacts:
-        checker, _ = load_checker(cs, cid, root / "generated")
+        checker, _ = python_checker(cs, cid, root / "generated")
         assert checker.CONTRACT_ID == cid
 
 

@@ -25,9 +25,9 @@ import pytest
 from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
 from charter.cli import main
-from charter.console import search_paths
-from charter.codegen.loader import load_checker
 from charter.codegen.common.names import module_name
+from charter.console import search_paths
+from charter.engines.choose import python_checker
 from charter.spec.contractset import load_set
 from charter.spec.load import load_contract
 from tests.conftest import ROOT
@@ -199,7 +199,7 @@ def test_generated_python_imports_and_runs_nothing(hostile, generated):
 
 def test_python_checker_enforces_the_exact_strings(hostile, generated, capsys):
     out, cs = generated
-    checker, origin = load_checker(cs, CONTRACT_ID, out)
+    checker, origin = python_checker(cs, CONTRACT_ID, out)
     assert origin.startswith("committed"), origin  # the generated file, not a re-render
     data = hostile.gguf()
     report = admit_view(parse_view(data, len(data), "gguf"), "<memory>", checker)

@@ -1,48 +1,27 @@
-"""The two engines side by side: the Python checker and the generated C++ checker on the same bytes."""
+"""The two engines side by side: the Python checker and the generated C++ checker on the same bytes,
+each giving a charter.engines.Verdict."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
-from charter.diagnostics import CharterError
+from charter.diagnostics import CharterError, Stage
+from charter.engines import Options, Verdict
+from charter.engines import cpp
 from charter.formats.gguf import parse_gguf
 from charter.formats.safetensors import parse_safetensors
-
-
-@dataclass(frozen=True)
-class Verdict:
-    admitted: bool
-    stage: str | None = None
-    code: str | None = None
-    field: str | None = None
-    offset: int | None = None
-
-    def __str__(self) -> str:
-        if self.admitted:
-            return "admitted"
-        return f"{self.stage} {self.code} {self.field} @{self.offset}"
 
 
 def python_verdict(checker, fmt: str, buf, size: int, require_status: str | None, path: str = "<mutant>") -> Verdict:
     try:
         view = parse_view(buf, size, fmt)
     except CharterError as exc:
-        d = exc.diagnostics[0]
-        return Verdict(False, d.stage.value, d.code.value, d.field, d.offset)
-    report = admit_view(view, path, checker, require_status=require_status)
-    d = report.diagnostic
-    if d is None:
-        return Verdict(True)
-    return Verdict(False, d.stage, d.code, d.field, d.offset)
+        return Verdict.rejected(Stage.CONTAINER, exc.diagnostics[0])
+    return Verdict.of_report(admit_view(view, path, checker, require_status=require_status))
 
 
 def cpp_verdict(native, contract_id: str, buf, size: int, require_status: str | None) -> Verdict:
-    d = native.admit_detail(contract_id, buf, size, require_status or "")
-    if d["admitted"]:
-        return Verdict(True)
-    return Verdict(False, d["code_stage"], d["code"], d["field"], d["offset"])
+    return cpp.run(contract_id, buf, size, Options(require_status=require_status))
 
 
 def python_read(fmt: str, buf, size: int, max_header_bytes: int | None = None) -> Verdict:
@@ -53,14 +32,10 @@ def python_read(fmt: str, buf, size: int, max_header_bytes: int | None = None) -
         else:
             parse_safetensors(buf, size)
     except CharterError as exc:
-        d = exc.diagnostics[0]
-        return Verdict(False, d.stage.value, d.code.value, d.field, d.offset)
-    return Verdict(True)
+        return Verdict.rejected(Stage.CONTAINER, exc.diagnostics[0])
+    return Verdict()
 
 
 def cpp_read(native, fmt: str, buf, size: int, max_header_bytes: int | None = None) -> Verdict:
     args = (fmt, buf, size) if max_header_bytes is None else (fmt, buf, size, max_header_bytes)
-    d = native.read(*args)
-    if d["admitted"]:
-        return Verdict(True)
-    return Verdict(False, d["code_stage"], d["code"], d["field"], d["offset"])
+    return cpp.verdict_of(native.read(*args))

@@ -1,12 +1,13 @@
-"""charter.native: the C++ engine admits the real SmolLM2 checkpoint, reports like the Python
+"""charter.engines.cpp: the C++ engine admits the real SmolLM2 checkpoint, reports like the Python
 engine, retries on a short span, refuses a stale checker, and shares the readers' tables."""
 
 from __future__ import annotations
 
 import pytest
 
-from charter import native as glue
 from charter.admission.runtime import admit
+from charter.engines import Options, Verdict, disagreement
+from charter.engines import cpp as engine
 from charter.formats.ggml_types import GGML_TYPES
 from charter.formats.safetensors import DTYPE_BITS
 from charter.mutation.run import all_mutants
@@ -31,7 +32,7 @@ def _key(report):
 
 def test_real_smollm2_is_admitted(smollm2):
     cid, b = smollm2
-    report = glue.admit_cpp(b.artifact_path, cid)
+    report = engine.admit(b.artifact_path, cid)
     assert report.admitted, report.render()
     assert _key(report) == _key(admit(str(b.artifact_path), b.checker))
     assert [s.result for s in report.stages].count("passed") == 9
@@ -52,7 +53,7 @@ def test_reports_match_python(smollm2):
         buf, size = made[0], made[1]
         if len(made) > 2 and made[2]:
             continue  # bytes patched outside the header (store manifests): not a header mutant
-        cpp = glue.admit_cpp(buf, cid, file_size=size, require_status=b.require_status)
+        cpp = engine.admit(buf, cid, Options(require_status=b.require_status), file_size=size)
         try:
             view = parse_view(buf, size, "gguf")
         except CharterError:
@@ -66,7 +67,7 @@ def test_reports_match_python(smollm2):
 
 def test_require_status(smollm2):
     cid, b = smollm2
-    report = glue.admit_cpp(b.artifact_path, cid, require_status="supported")
+    report = engine.admit(b.artifact_path, cid, Options(require_status="supported"))
     assert (report.diagnostic.stage, report.diagnostic.code, report.diagnostic.field) == ("policy", "POLICY_STATUS",
                                                                                          "status")
 
@@ -80,8 +81,8 @@ def test_grow_and_retry_gives_the_full_verdict(smollm2, native):
         reads.append(n)
         return data[:n]
 
-    d = glue.admit_header(cid, read, b.view.file_size, first=4096)
-    assert d["admitted"] and len(reads) > 1 and reads[-1] >= b.view.data_offset - 64
+    verdict = engine.run_prefixes(cid, read, b.view.file_size, first=4096)
+    assert verdict.admitted and len(reads) > 1 and reads[-1] >= b.view.data_offset - 64
     short = native.admit_detail(cid, data[:4096], b.view.file_size)
     assert short["needs_more"] and short["code"] == "CONTAINER_TRUNCATED"
 
@@ -89,7 +90,7 @@ def test_grow_and_retry_gives_the_full_verdict(smollm2, native):
 def test_safetensors_admitted(native, tmp_path):
     cid, b = load_battery_for(TINY_ST, tmp_path)
     need_checker(native, cid)
-    report = glue.admit_cpp(b.artifact_path, cid)
+    report = engine.admit(b.artifact_path, cid)
     assert report.admitted and _key(report) == _key(admit(str(b.artifact_path), b.checker))
 
 
@@ -97,7 +98,7 @@ def test_unreadable_file(native, tmp_path):
     ids = native.contracts()
     if not ids:
         pytest.skip("no C++ checker compiled in")
-    report = glue.admit_cpp(tmp_path / "missing.gguf", ids[0])
+    report = engine.admit(tmp_path / "missing.gguf", ids[0])
     assert (report.diagnostic.code, report.diagnostic.field) == ("CONTAINER_UNREADABLE", "file")
 
 
@@ -110,9 +111,9 @@ def test_compiled_checkers_are_current(native, contract_set):
         pytest.skip("no C++ checker compiled in")
     for cid in ids:
         assert cid in contract_set.artifacts
-        glue.require_current(cid, inputs_of(contract_set, contract_set.artifacts[cid]))
-    with pytest.raises(glue.NativeUnavailable):
-        glue.require_current(ids[0], {"specs/x.yaml": "0" * 64})
+        engine.require_current(cid, inputs_of(contract_set, contract_set.artifacts[cid]))
+    with pytest.raises(engine.EngineUnavailable):
+        engine.require_current(ids[0], {"specs/x.yaml": "0" * 64})
 
 
 def test_contracts_are_the_committed_headers(native):
@@ -129,27 +130,31 @@ def test_reader_tables_match_python(native):
 
 
 def test_internal_is_not_a_verdict():
-    """A check the C++ engine cannot run (stores, companion config) is refused, never reported."""
-    d = {"admitted": False, "code": "INTERNAL", "message": "the C++ engine does not read embedded stores (x)",
+    """A check the C++ engine cannot evaluate is refused, never reported."""
+    d = {"admitted": False, "code": "INTERNAL", "message": "the geometry of store \"x\" is out of range",
          "stage": "stores"}
-    with pytest.raises(glue.NativeUnavailable):
-        glue.report_of(d, artifact="a", contract="c", spec="s", fmt="gguf", status="structural")
+    with pytest.raises(engine.EngineUnavailable, match="cannot evaluate this contract: the geometry"):
+        engine.verdict_of(d)
 
 
 def test_payload_runs_in_python_after_cpp(tmp_path, native):
     cid, b = load_battery_for(TINY_ST, tmp_path)
     need_checker(native, cid)
-    report = glue.admit_cpp(b.artifact_path, cid, verify_payload=True, checker=b.checker)
+    report = engine.admit(b.artifact_path, cid, Options(verify_payload=True), checker=b.checker)
     assert report.admitted and [s.result for s in report.stages].count("passed") == 10
     data = bytearray(b.artifact_path.read_bytes())
     data[-1] ^= 0xFF  # a payload byte: the header still admits, the payload digest (if pinned) or nothing
     bad = tmp_path / "bad.safetensors"
     bad.write_bytes(bytes(data))
-    assert glue.admit_cpp(bad, cid).admitted
+    assert engine.admit(bad, cid).admitted
 
 
 def test_disagreement(smollm2):
     cid, b = smollm2
-    assert glue.disagreement(cid, b.raw_header, b.view.file_size, None, (None, None, None)) is None
-    said = glue.disagreement(cid, b.raw_header, b.view.file_size, None, ("tensors", "TENSOR_MISSING", "tensors.x"))
-    assert said and "python tensors TENSOR_MISSING tensors.x / c++ admitted" in said
+    cpp = engine.run(cid, b.raw_header, b.view.file_size)
+    assert cpp.admitted and disagreement(Verdict(), cpp) is None
+    missing = Verdict.of_report(admit(str(b.artifact_path), b.checker, require_status="supported"))
+    assert disagreement(missing, cpp, offsets=False) == ("engines disagree: python policy POLICY_STATUS status / "
+                                                         "c++ admitted")
+    said = disagreement(missing, cpp)
+    assert said == f"engines disagree: python policy POLICY_STATUS status @{missing.diagnostic.offset} / c++ admitted"

@@ -1,4 +1,4 @@
-"""Checker libraries (charter.codegen.cpp.library; Note [Checker libraries] in
+"""Checker libraries (charter.engines.library; Note [Checker libraries] in
 native/include/charter/registry.hpp): the C++ checkers of mutated contracts, compiled at run time
 and loaded into charter._native, so that `--engine both` compares contract mutants too."""
 
@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from charter import native as glue
-from charter.codegen.cpp import library
+from charter.engines import cpp, library
 from charter.mutation.mutant import Verdict
 from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
 
@@ -28,10 +27,10 @@ def test_a_library_checker_gives_the_compiled_in_verdict(native, smollm2, tmp_pa
     cid, b = smollm2
     key = library.checker_key(b.plan)
     assert key.startswith("sha256:") and f"namespace charter::checkers::k_{key[7:39]} {{" in library.checker_source(b.plan)
-    assert glue.load_library(library.build_checkers({key: b.plan}, tmp_path)) == [key]
-    assert glue.checker_info(key)["contract"] == cid
+    assert cpp.load_library(library.build_checkers({key: b.plan}, tmp_path)) == [key]
+    assert cpp.info(key).contract == cid
     for header in (b.raw_header, b.raw_header[:200] + b"\xff" + b.raw_header[201:]):
-        assert glue.verdict(key, header, b.view.file_size) == glue.verdict(cid, header, b.view.file_size)
+        assert cpp.run(key, header, b.view.file_size) == cpp.run(cid, header, b.view.file_size)
 
 
 def test_builds_are_cached_and_whole(smollm2, tmp_path, monkeypatch):
@@ -68,11 +67,11 @@ def _shared_object(tmp_path: Path, name: str, source: str) -> Path:
 
 
 def test_load_refuses_what_is_not_a_checker_library(native, tmp_path):
-    with pytest.raises(glue.NativeUnavailable, match="cannot load checker library"):
-        glue.load_library(tmp_path / "missing.so")
+    with pytest.raises(cpp.EngineUnavailable, match="cannot load checker library"):
+        cpp.load_library(tmp_path / "missing.so")
     plain = _shared_object(tmp_path, "plain", "extern \"C\" int nothing() { return 0; }\n")
-    with pytest.raises(glue.NativeUnavailable, match="is not a checker library: it has no symbol charter_checker_library"):
-        glue.load_library(plain)
+    with pytest.raises(cpp.EngineUnavailable, match="is not a checker library: it has no symbol charter_checker_library"):
+        cpp.load_library(plain)
 
 
 @pytest.mark.parametrize("change", ["s.version += 1", "s.report_size += 8", "s.compiler = \"another compiler\""])
@@ -87,8 +86,8 @@ extern "C" const charter::rt::CheckerEntry* charter_checker_library(charter::rt:
   return nullptr;
 }}
 """)
-    with pytest.raises(glue.NativeUnavailable, match="does not match charter._native .* rebuild it"):
-        glue.load_library(foreign)
+    with pytest.raises(cpp.EngineUnavailable, match="does not match charter._native .* rebuild it"):
+        cpp.load_library(foreign)
 
 
 def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, tmp_path, monkeypatch):
@@ -99,8 +98,7 @@ def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, t
     rendered = cpp_build._statement
 
     def drops_special_ids(check, tables):
-        statement = rendered(check, tables)
-        return "(void)0;" if check.method == "special_id" else statement
+        return "(void)0;" if check.method == "special_id" else rendered(check, tables)
 
     monkeypatch.setattr(cpp_build, "_statement", drops_special_ids)
     _, b = load_battery_for(SMOLLM2, tmp_path)

@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from charter import native as glue
+from charter.engines import Options, choose
+from charter.engines import cpp as engine
 from charter.admission.runtime import MAX_COMPANION_BYTES, admit
 from charter.cli import main
-from charter.codegen.cpp import library
 from charter.mutation.run import checker_module
 from charter.spec.contractset import load_set
 from tests.freeze.test_freeze import _write_safetensors
@@ -46,11 +46,11 @@ class Frozen:
         cs.raise_if_failed()
         self.plan = cs.artifacts["frozen-config"]
         self.checker = checker_module(self.plan)
-        self.key, _ = library.current_checker(cs, self.plan, root / "cache")
+        self.key, _ = choose.cpp_checker(cs, self.plan, root / "cache")
 
     def verdicts(self) -> tuple[tuple, tuple]:
         py = admit(str(self.weights), self.checker)
-        cpp = glue.admit_cpp(self.weights, self.key)
+        cpp = engine.admit(self.weights, self.key)
         return _first(py), _first(cpp)
 
 
@@ -62,7 +62,7 @@ def _first(report) -> tuple:
 @pytest.fixture(scope="module")
 def frozen(native, tmp_path_factory):
     f = Frozen(tmp_path_factory.mktemp("companion"))
-    assert f.plan.config_file == "config.json" and glue.checker_info(f.key)["companion"] == "config.json"
+    assert f.plan.config_file == "config.json" and engine.info(f.key).companion == "config.json"
     return f
 
 
@@ -151,18 +151,18 @@ def test_missing_unreadable_not_regular_and_too_large(config):
     config.config.unlink()
     config.config.write_bytes(json.dumps(BASE).encode() + b" " * MAX_COMPANION_BYTES)
     assert config.verdicts() == (("metadata", "METADATA_CONFIG", "config", None),) * 2
-    report = glue.admit_cpp(config.weights, config.key)
+    report = engine.admit(config.weights, config.key)
     assert "config.json is more than 16777216 bytes" in report.diagnostic.message
 
 
 def test_a_header_span_without_its_companion_is_refused(config):
-    """admit_cpp over bytes takes the companion from the caller; none given reads as unreadable."""
+    """The C++ engine over bytes takes the companion from the caller; none given reads as unreadable."""
     raw = config.weights.read_bytes()
     size = len(raw)
-    report = glue.admit_cpp(raw, config.key, file_size=size)
+    report = engine.admit(raw, config.key, file_size=size)
     assert report.diagnostic.code == "METADATA_CONFIG"
     assert "not provided" in report.diagnostic.message
-    assert glue.admit_cpp(raw, config.key, file_size=size, companion=config.original).admitted
+    assert engine.admit(raw, config.key, Options(companion=config.original), file_size=size).admitted
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

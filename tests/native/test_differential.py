@@ -20,7 +20,7 @@ from .differential import cpp_read, cpp_verdict, python_read, python_verdict
 
 
 def _same(p, q) -> bool:
-    return (p.stage, p.code, p.field, p.offset) == (q.stage, q.code, q.field, q.offset)
+    return p.finding == q.finding
 
 
 @pytest.fixture(scope="module", params=[SMOLLM2, TINY_ST, TINY_GGUF], ids=["smollm2", "tiny-st", "tiny-gguf"])
@@ -42,7 +42,7 @@ def test_every_artifact_mutant_agrees(native, battery):
             continue  # bytes patched outside the header (store manifests): not a header mutant
         p = python_verdict(b.checker, b.plan.format, buf, size, b.require_status)
         q = cpp_verdict(native, cid, buf, size, b.require_status)
-        codes.add(p.code)
+        codes.add(p.finding.code)
         if not _same(p, q):
             differ.append(f"{m.id}: python {p} / c++ {q}")
     assert not differ, f"{len(differ)}/{len(mutants)} mutants differ:\n" + "\n".join(differ[:20])
@@ -118,13 +118,13 @@ def test_hostile_gguf(native, name):
     for size in sorted({len(data), len(data) + 100, 2**40}):
         p, q = python_read("gguf", data, size), cpp_read(native, "gguf", data, size)
         assert _same(p, q), (name, size, str(p), str(q))
-        assert p.admitted or p.code.startswith("CONTAINER_")
+        assert p.admitted or p.finding.code.startswith("CONTAINER_")
 
 
 def test_gguf_header_cap(native):
     data = _gguf([("k", 8, _s("x" * 500))])
     p, q = python_read("gguf", data, len(data), 300), cpp_read(native, "gguf", data, len(data), 300)
-    assert _same(p, q) and p.code == "CONTAINER_HEADER"
+    assert _same(p, q) and p.finding.code == "CONTAINER_HEADER"
 
 
 def _st(header, data=b"", pad=True) -> bytes:
@@ -246,7 +246,7 @@ def test_number_spellings(native, case):
     the same diagnostic, offset included, from both readers."""
     p, q = python_read("safetensors", case.data, len(case.data)), cpp_read(native, "safetensors", case.data,
                                                                           len(case.data))
-    assert (p.code, p.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
+    assert (p.finding.code, p.finding.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
 
 
 # --- random edits: both engines agree, whatever the bytes ------------------------------------------
@@ -357,7 +357,7 @@ def test_format_sniff(native, tiny_gguf, tiny_st, case):
     for size in (len(case.data), len(case.data) + 100):
         p = python_verdict(b.checker, b.plan.format, case.data, size, b.require_status)
         q = cpp_verdict(native, cid, case.data, size, b.require_status)
-        assert (p.code, p.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
+        assert (p.finding.code, p.finding.field) == (case.code, case.field) and _same(p, q), (str(p), str(q))
 
 
 def test_format_sniff_on_short_buffers(native, tiny_gguf, tiny_st):
@@ -371,7 +371,8 @@ def test_format_sniff_on_short_buffers(native, tiny_gguf, tiny_st):
             q = cpp_verdict(native, cid, buf, b.view.file_size, b.require_status)
             assert _same(p, q), (n, str(p), str(q))
             if n < 16:
-                assert (p.code, p.field, d["needs_more"], d["need"]) == ("CONTAINER_TRUNCATED", "format", True, 16)
+                assert (p.finding.code, p.finding.field, d["needs_more"], d["need"]) == (
+                    "CONTAINER_TRUNCATED", "format", True, 16)
 
 
 _MAGICS = [b"", b"GGUF", b"PK\x03\x04", b"PK\x05\x06", b"\x80\x02", b"\x80\x05", b"\x80\x06", b"\xef\xbb\xbf", b"{",

@@ -1,6 +1,6 @@
 """The stores stage in the C++ engine (Note [Store regions] in native/include/charter/stores.hpp):
 over the Qwen4Exp sparse fixture, the C++ checker reads the store manifests only from the regions
-the caller passes and gives the Python stage's first diagnostic -- stage, code, field and byte
+the caller passes or its reader reads when asked, asks for exactly the reads of the Python stage, and gives the Python stage's first diagnostic -- stage, code, field and byte
 offset -- on every artifact mutant of the battery (header and store mutants), on short, missing,
 shifted and overlapping regions, and on random edits of the manifest bytes; an AddressSanitizer
 build proves it never reads outside the regions it is given."""
@@ -17,16 +17,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from charter import native as glue
 from charter.admission.runtime import admit, admit_view
 from charter.admission.view import parse_view
-from charter.diagnostics import CharterError
+from charter.diagnostics import CharterError, Stage
+from charter.engines import Options, Verdict
+from charter.engines import cpp as engine
 from charter.mutation.run import all_mutants, overlay_reader, run
 from charter.stores import expertmajor as em
 from charter.stores import ple
 
 from .conftest import ROOT, need_checker
-from .differential import Verdict
 
 CID = "qwen4exp-text"
 SPEC = "specs/artifacts/qwen4exp-text.yaml"
@@ -41,6 +41,7 @@ class Qwen:
     view: object
     facts: list
     extents: dict
+    reads: list  # (offset, length) of each store read, as the C++ checker asks for them
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +56,16 @@ def qwen(native, tmp_path_factory):
     path = tmp_path_factory.mktemp("qwen4exp-cpp") / f"{CID}.gguf"
     build_sparse(plan, path, overrides=overrides_for(CID))
     b = load_battery(cs, CID, path)
-    facts = glue.store_facts(CID)
+    facts = list(engine.info(CID).stores)
     extents = native.tensor_extents("gguf", b.raw_header, b.view.file_size, [s["tensor"] for s in facts])
-    yield Qwen(b, path, b.raw_header, b.view, facts, extents)
+    reads = []
+
+    def recording(offset, length):
+        reads.append((offset, length))
+        return overlay_reader(b, b.view, {})(offset, length)
+
+    assert engine.run(CID, b.raw_header, b.view.file_size, read_at=recording).admitted
+    yield Qwen(b, path, b.raw_header, b.view, facts, extents, reads)
     path.unlink()
 
 
@@ -71,25 +79,20 @@ def _python_view(q: Qwen, buf, size: int, reader_for):
     try:
         view = q.view if buf is q.header else parse_view(buf, size, "gguf")
     except CharterError as exc:
-        d = exc.diagnostics[0]
-        return Verdict(False, d.stage.value, d.code.value, d.field, d.offset), None
+        return Verdict.rejected(Stage.CONTAINER, exc.diagnostics[0]), None
     report = admit_view(view, str(q.path), q.battery.checker, require_status=q.battery.require_status,
                         reader=reader_for(view))
-    d = report.diagnostic
-    return (Verdict(True) if d is None else Verdict(False, d.stage, d.code, d.field, d.offset)), view
+    return Verdict.of_report(report), view
 
 
 def _cpp(q: Qwen, buf, size: int, read_at=None, regions=None) -> Verdict:
-    if regions is not None:
-        d = glue.verdict(CID, buf, size, require_status=q.battery.require_status, regions=regions)
-    else:
-        d = glue.verdict_reading(CID, buf, size, read_at, require_status=q.battery.require_status)
-    assert d.get("code") != "INTERNAL", d
-    return Verdict(True) if d["admitted"] else Verdict(False, d["code_stage"], d["code"], d["field"], d["offset"])
+    """The C++ engine (INTERNAL raises), its store bytes from `regions` or asked of `read_at`."""
+    return engine.run(CID, buf, size, Options(require_status=q.battery.require_status), read_at=read_at,
+                      regions=regions)
 
 
 def _same(p: Verdict, q: Verdict) -> bool:
-    return (p.admitted, p.stage, p.code, p.field, p.offset) == (q.admitted, q.stage, q.code, q.field, q.offset)
+    return (p.admitted, p.finding) == (q.admitted, q.finding)
 
 
 def _region_reader(regions):
@@ -112,15 +115,16 @@ def _region_reader(regions):
 
 
 def test_sparse_artifact_is_admitted_by_both_engines(qwen):
-    cpp = glue.admit_cpp(qwen.path, CID, require_status="structural")
+    cpp = engine.admit(qwen.path, CID, Options(require_status="structural"))
     py = admit(str(qwen.path), qwen.battery.checker, require_status="structural")
     assert cpp.admitted and py.admitted, (cpp.render(), py.render())
     assert [(s.stage, s.result) for s in cpp.stages] == [(s.stage, s.result) for s in py.stages]
     assert ("stores", "passed") in [(s.stage, s.result) for s in cpp.stages]
 
 
-def test_regions_are_the_reads_of_the_python_stage(qwen):
-    """store_reads lists exactly the (offset, length) reads Context.read serves for the stage."""
+def test_the_cpp_checker_asks_for_the_reads_of_the_python_stage(qwen):
+    """The C++ checker asks its reader for exactly the (offset, length) reads Context.read serves
+    for the Python stage, in its order (Note [Store regions]): one statement of them per engine."""
     seen = []
 
     def recording(offset, length):
@@ -128,7 +132,7 @@ def test_regions_are_the_reads_of_the_python_stage(qwen):
         return overlay_reader(qwen.battery, qwen.view, {})(offset, length)
 
     admit_view(qwen.view, str(qwen.path), qwen.battery.checker, reader=recording)
-    reads = glue.store_reads(qwen.facts, qwen.extents)
+    reads = qwen.reads
     assert reads == seen
     sizes = {n for _, n in reads}
     assert {em.MANIFEST.size, ple.MANIFEST.size, ple.PAGE.size, 64 * 3, 64 * 24576} <= sizes
@@ -138,16 +142,16 @@ def test_without_regions_the_stage_reports_the_missing_bytes(qwen):
     """No regions: the file reads as ending where the first manifest starts (Context.read's short read)."""
     base = qwen.extents["expert_major.store"][0]
     v = _cpp(qwen, qwen.header, qwen.view.file_size, regions=[])
-    assert (v.stage, v.code, v.field, v.offset) == ("stores", "STORE_GEOMETRY", "file", base)
+    assert v.finding == ("stores", "STORE_GEOMETRY", "file", base)
     p = _python(qwen, qwen.header, qwen.view.file_size, lambda view: lambda o, n: b"")
     assert _same(p, v)
 
 
 def test_admit_cpp_over_bytes_needs_a_reader(qwen):
     with pytest.raises(TypeError, match="read_at"):
-        glue.admit_cpp(qwen.header, CID, file_size=qwen.view.file_size)
+        engine.admit(qwen.header, CID, file_size=qwen.view.file_size)
     read_at = overlay_reader(qwen.battery, qwen.view, {})
-    report = glue.admit_cpp(qwen.header, CID, file_size=qwen.view.file_size, read_at=read_at)
+    report = engine.admit(qwen.header, CID, file_size=qwen.view.file_size, read_at=read_at)
     assert report.admitted, report.render()
 
 
@@ -189,7 +193,7 @@ def test_every_artifact_mutant_agrees(qwen):
         patched += bool(patches)
         p, view = _python_view(qwen, buf, size, lambda view, patches=patches: overlay_reader(b, view, patches))
         q = _cpp(qwen, buf, size, read_at=overlay_reader(b, view, patches) if view is not None else None)
-        codes.add(p.code)
+        codes.add(p.finding.code)
         if not _same(p, q):
             differ.append(f"{m.id}: python {p} / c++ {q}")
     assert not differ, f"{len(differ)}/{len(mutants)} mutants differ:\n" + "\n".join(differ[:20])
@@ -215,7 +219,8 @@ def test_mutate_engine_both_runs_store_mutants(qwen):
 
 
 def _true_regions(q: Qwen):
-    return glue.store_regions(q.facts, q.extents, overlay_reader(q.battery, q.view, {}))
+    read = overlay_reader(q.battery, q.view, {})
+    return [(offset, read(offset, length)) for offset, length in q.reads]
 
 
 def _agree_on_regions(q: Qwen, regions) -> Verdict:
@@ -235,10 +240,10 @@ def test_each_region_cut_short_or_missing(qwen):
         for keep in (0, 1, len(data) // 2, len(data) - 1):
             cut = regions[:i] + [(offset, data[:keep])] + regions[i + 1:]
             v = _agree_on_regions(qwen, cut)
-            assert (v.code, v.field, v.offset) == ("STORE_GEOMETRY", "file", offset)
+            assert (v.finding.code, v.finding.field, v.finding.offset) == ("STORE_GEOMETRY", "file", offset)
             seen.add(offset)
         v = _agree_on_regions(qwen, regions[:i] + regions[i + 1:])
-        assert (v.code, v.field) == ("STORE_GEOMETRY", "file")
+        assert (v.finding.code, v.finding.field) == ("STORE_GEOMETRY", "file")
     assert len(seen) == len(regions) >= 10
 
 
@@ -248,7 +253,7 @@ def test_shifted_split_and_overlapping_regions(qwen):
     offset, data = regions[2]
     half = len(data) // 2
     v = _agree_on_regions(qwen, regions[:2] + [(offset, data[:half]), (offset + half, data[half:])] + regions[3:])
-    assert (v.field, v.offset) == ("file", offset)
+    assert (v.finding.field, v.finding.offset) == ("file", offset)
     # a region that starts one byte early (its bytes shifted): served from inside it
     shifted = [(o - 1, b"\0" + d) for o, d in regions]
     assert _agree_on_regions(qwen, shifted).admitted
@@ -258,7 +263,7 @@ def test_shifted_split_and_overlapping_regions(qwen):
     # two regions holding the whole read: the first one listed serves it
     offset, data = regions[0]
     v = _agree_on_regions(qwen, [(offset, b"\xff" * (len(data) + 1))] + regions)
-    assert v.code == "STORE_MANIFEST" and v.field == "stores.expert_major.manifest.magic"
+    assert v.finding.code == "STORE_MANIFEST" and v.finding.field == "stores.expert_major.manifest.magic"
     # regions far from the stores, empty and at offset 0
     assert _agree_on_regions(qwen, [(0, b""), (2**63, b"x"), (2**64 - 1, b"")] + regions).admitted
 
@@ -281,7 +286,7 @@ def _edit_agrees(q: Qwen, patches: dict[int, bytes]) -> Verdict:
                       min_size=1, max_size=4))
 def test_fuzz_manifest_byte_edits(qwen, picks):
     """Random bytes of the store regions changed (the digests then fail, unless a field check fails first)."""
-    reads = glue.store_reads(qwen.facts, qwen.extents)
+    reads = qwen.reads
     patches = {}
     for which, pos, value in picks:
         offset, length = reads[which % len(reads)]
@@ -318,7 +323,7 @@ def test_fuzz_record_table_edits(qwen, index, field, delta):
     old = int.from_bytes(overlay_reader(b, qwen.view, {})(at, width), "little")
     v = _edit_agrees(qwen, {at: ((old + delta) % 256**width).to_bytes(width, "little")})
     if delta:
-        assert (v.field, v.offset) == (f"stores.expert_major.records[{index}].{field}", at)
+        assert (v.finding.field, v.finding.offset) == (f"stores.expert_major.records[{index}].{field}", at)
 
 
 # --- never reading outside the regions: an AddressSanitizer build ---------------------------------
@@ -413,6 +418,6 @@ def test_asan_never_reads_outside_the_regions(qwen, asan_driver):
     assert len(lines) == len(cases)
     for case, line in zip(cases, lines):
         p = _python(qwen, qwen.header, qwen.view.file_size, lambda view, case=case: _region_reader(case))
-        want = "admitted" if p.admitted else f"{p.code} {p.field} {p.offset}"
+        want = "admitted" if p.admitted else f"{p.finding.code} {p.finding.field} {p.finding.offset}"
         assert line == want, (line, want)
     assert lines[0] == "admitted" and lines[1].startswith("STORE_GEOMETRY file ")

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from charter.admission.runtime import admit
-from charter.codegen.loader import load_checker
+from charter.engines.choose import python_checker
 from charter.fixtures.stores import build_sparse, qwen4exp_overrides
 from charter.spec.contractset import load_set
 from charter.stores import expertmajor, ple
@@ -35,7 +35,7 @@ def test_full_size_sparse_artifact_is_admitted(contracts, sparse):
     st = os.stat(sparse)
     assert st.st_size > 120 * 10**9  # the full apparent size (about 129 GB)
     assert st.st_blocks * 512 < 64 * 2**20  # but only the header and store manifests on disk
-    checker, _ = load_checker(contracts, "qwen4exp-text", ROOT / "generated")
+    checker, _ = python_checker(contracts, "qwen4exp-text", ROOT / "generated")
     report = admit(str(sparse), checker, require_status="structural")
     assert report.admitted, report.diagnostic
     assert [s.result for s in report.stages if s.stage == "stores"] == ["passed"]
@@ -63,7 +63,7 @@ def test_a_manifest_field_edit_is_rejected_at_the_stores_stage(contracts, sparse
     """One store field changed in place (a real file edit, restored afterwards)."""
     from charter.formats.gguf import read_gguf
 
-    checker, _ = load_checker(contracts, "qwen4exp-text", ROOT / "generated")
+    checker, _ = python_checker(contracts, "qwen4exp-text", ROOT / "generated")
     store = next(t for t in read_gguf(sparse).tensors if t.name == "expert_major.store")
     at = store.start + expertmajor.MANIFEST.offset_of("layers")
     with open(sparse, "r+b") as f:

@@ -23,7 +23,9 @@ struct Options {
   std::string_view require_status{};  // "" : no requirement (admit --require-status)
   std::uint64_t max_header_bytes = gguf::kMaxHeaderBytes;
   // Bytes outside the header the stores stage reads (Note [Store regions], charter/stores.hpp):
-  // (absolute offset, bytes) regions the caller read; a contract without stores needs none.
+  // the caller's reader, asked for each read, and (absolute offset, bytes) regions it read up
+  // front; a contract without stores needs neither.
+  RegionReader reader{};
   Span<Region> regions{};
   // The companion file a contract's `config` binds (config.json beside the artifact), read by the
   // caller (charter/companion.hpp); a contract without `config` needs none.
@@ -57,7 +59,7 @@ inline Report run(Format format, Span<StageFn> stages, const unsigned char* head
     r.stage = stage::kContainer;
     return r;
   }
-  Context ctx(v, r, options.require_status, options.regions, options.companion);
+  Context ctx(v, r, options.require_status, store::Regions(options.regions, options.reader), options.companion);
   for (const StageFn& s : stages) {
     if (s.name == stage::kPayload) continue;
     if (!s.check(ctx)) {

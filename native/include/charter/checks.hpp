@@ -94,10 +94,11 @@ inline std::string replace_all(std::string s, std::string_view token, std::strin
 
 class Context {
  public:
-  // `regions`: the bytes outside the header the caller read for the stores stage (Note [Store
-  // regions] in charter/stores.hpp); a contract without stores needs none.
+  // `regions`: the bytes outside the header the stores stage reads, as the caller passed them or
+  // its reader reads them (Note [Store regions] in charter/stores.hpp); a contract without stores
+  // needs none.
   // `companion`: the file a contract's `config` binds, as the caller read it (charter/companion.hpp).
-  Context(const View& v, Report& r, std::string_view require_status, Span<Region> regions = {},
+  Context(const View& v, Report& r, std::string_view require_status, store::Regions regions = store::Regions({}),
           Companion companion = {})
       : v_(v), r_(r), require_(require_status), regions_(regions), companion_(companion) {}
 
@@ -973,11 +974,16 @@ class Context {
   }
 
   // --- stores: reading the caller's regions, and the checks' shared steps ----------------------
-  // Context.read: the `length` bytes at `offset`, or the short read's rejection.
+  // Context.read: the `length` bytes at `offset` (from a passed region, else asked of the caller's
+  // reader), or the short read's rejection.
   bool read(store::Num offset, store::Num length, const unsigned char** out) {
     static const unsigned char kNothing[1] = {0};
     if (!offset.ok || !length.ok) return internal("a store read out of range", {});
-    const store::u128 n = regions_.available(offset.v, length.v, out);
+    store::u128 n = regions_.available(offset.v, length.v, out);
+    if (n < length.v && regions_.can_ask(offset.v, length.v) && !regions_.ask(offset.v, length.v, out, &n)) {
+      return internal("the caller's reader could not read " + store::u128s(length.v) + " bytes at offset " +
+                      store::u128s(offset.v), {});
+    }
     if (n < length.v) {
       const std::string ended = store::u128s(offset.v + n), wanted = store::u128s(offset.v + length.v);
       const std::uint64_t at = offset.v > UINT64_MAX ? UINT64_MAX : static_cast<std::uint64_t>(offset.v);

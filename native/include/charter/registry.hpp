@@ -1,6 +1,6 @@
 // How compiled checkers are found by key: charter._native registers every committed generated
 // checker under its contract id, and can load more from a checker library built at run time
-// (charter.codegen.cpp.library: the C++ checkers of mutated contracts, Note [Checker libraries]).
+// (charter.engines.library: the C++ checkers of mutated contracts, Note [Checker libraries]).
 //
 // Note [Checker libraries]
 // A checker library is a shared object g++ builds from many generated checker headers. It
@@ -43,7 +43,7 @@ struct LibraryStamp {
   const char* compiler;  // __VERSION__ of the compiler that built the object
 };
 
-inline constexpr std::uint32_t kLibraryVersion = 1;
+inline constexpr std::uint32_t kLibraryVersion = 2;  // 2: Options::reader (Note [Store regions])
 
 inline constexpr LibraryStamp library_stamp() {
   return LibraryStamp{kLibraryVersion, sizeof(CheckerEntry), sizeof(Report), sizeof(Options), sizeof(Diagnostic),

@@ -4,16 +4,21 @@
 //
 // Note [Store regions]
 // ~~~~~~~~~~~~~~~~~~~~
-// Store manifests live in the data section, outside the header span. The caller reads, with the
-// reader the Python engine uses, the regions the `stores` stage needs (for an ExpertMajor store its
-// 128-byte manifest, component table and record table; for a PLE store its 512-byte header, page
-// table and padding, and the 64-byte headers of the first and last pages) and passes them as
-// (absolute offset, bytes) regions. The checker reads through `Regions::read` only: a request is
-// served from one region that holds all of it, or it is rejected exactly as
+// Store manifests live in the data section, outside the header span. The checker asks the caller
+// for each read the `stores` stage makes (for an ExpertMajor store its 128-byte manifest, component
+// table and record table; for a PLE store its 512-byte header, the page table and padding in 1 MiB
+// chunks, and the 64-byte headers of the first and last pages), as it asks for more header bytes:
+// the caller's `RegionReader` (Options::reader) reads them with the reader the Python engine uses.
+// Which regions are read is thus stated once per engine, in its stage (Context::read here,
+// charter.admission.runtime.Context.read in Python), never planned beside it. A caller may also
+// pass (absolute offset, bytes) regions up front (Options::regions): a read one of them holds in
+// full is served from it; any other read is asked of the reader, whose answer stands (fewer bytes
+// than asked: the file ended there). Without a reader, a read is served from the one region that
+// holds the longest run of it, and one that no region holds in full is rejected exactly as
 // charter.admission.runtime.Context.read rejects a short read (STORE_GEOMETRY, field "file", at
-// the offset of the request). A region holding fewer bytes than asked is a file that ended there.
-// Every offset is computed in 128 bits with checked arithmetic from the header's extents and the
-// contract's literals, and every access is bounded by the region that serves it.
+// the offset of the request). Every offset is computed in 128 bits with checked arithmetic from
+// the header's extents and the contract's literals, and every access is bounded by the region
+// that serves it.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +35,15 @@ struct Region {
   std::uint64_t offset = 0;
   const unsigned char* data = nullptr;
   std::uint64_t size = 0;
+};
+
+// The caller's reader of the artifact (Note [Store regions]): `read` fills `out` with up to
+// `length` bytes at absolute `offset` (fewer: the file ends there) and returns true, or returns
+// false when it could not read (the caller keeps its own error; the verdict is then INTERNAL,
+// never a judgement of the file). The bytes are the caller's and live until the admission returns.
+struct RegionReader {
+  bool (*read)(void* context, std::uint64_t offset, std::uint64_t length, Region* out) = nullptr;
+  void* context = nullptr;
 };
 
 namespace store {
@@ -186,9 +200,9 @@ struct PleGeometry {
 
 class Regions {
  public:
-  explicit Regions(Span<Region> regions) : regions_(regions) {}
+  explicit Regions(Span<Region> regions, RegionReader reader = {}) : regions_(regions), reader_(reader) {}
 
-  // How many of the `length` bytes at `offset` one region holds (the longest run), and where.
+  // How many of the `length` bytes at `offset` one passed region holds (the longest run), and where.
   u128 available(u128 offset, u128 length, const unsigned char** at) const {
     u128 best = 0;
     *at = nullptr;
@@ -206,8 +220,27 @@ class Regions {
     return best;
   }
 
+  // Whether a read no passed region holds in full can be asked of the caller's reader.
+  bool can_ask(u128 offset, u128 length) const {
+    return reader_.read != nullptr && offset <= UINT64_MAX && length <= UINT64_MAX - offset;
+  }
+
+  // The reader's answer for the `length` bytes at `offset`: how many it read (at most `length`),
+  // and where; false when it could not read.
+  bool ask(u128 offset, u128 length, const unsigned char** at, u128* got) const {
+    Region r{};
+    if (!reader_.read(reader_.context, static_cast<std::uint64_t>(offset), static_cast<std::uint64_t>(length), &r)) {
+      return false;
+    }
+    if (r.data == nullptr && r.size != 0) return false;
+    *got = r.size < length ? r.size : length;
+    *at = r.data;
+    return true;
+  }
+
  private:
   Span<Region> regions_;
+  RegionReader reader_;
 };
 
 }  // namespace store

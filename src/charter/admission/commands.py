@@ -41,10 +41,9 @@ def register(sub) -> None:
 
 def run_admit(args) -> int:
     from charter.admission.locate import locate
-    from charter.admission.runtime import admit
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
-    from charter.codegen.loader import load_checker
     from charter.diagnostics import CharterError
+    from charter.engines import Options, choose, cpp, python
     from charter.spec.contractset import load_set
     from charter.spec.models import ArtifactContract
 
@@ -73,25 +72,21 @@ def run_admit(args) -> int:
     else:
         print("charter: name the artifact file (the contract pins no source)", file=sys.stderr)
         return EXIT_USAGE
-    checker, origin = load_checker(cs, loaded.id, Path(args.generated))
+    options = Options(require_status=args.require_status, verify_payload=args.verify_payload)
+    checker, origin = choose.python_checker(cs, loaded.id, Path(args.generated))
     if args.verbose:
         print(f"checker: {origin}", file=sys.stderr)
     if args.engine == "cpp":
-        from charter import native
-        from charter.codegen.cpp.library import LibraryError, current_checker
-        from charter.codegen.loader import cache_dir
-
         try:
-            key, engine = current_checker(cs, cs.artifacts[loaded.id], cache_dir() / "checkers")
-            report = native.admit_cpp(path, key, require_status=args.require_status,
-                                      verify_payload=args.verify_payload, checker=checker)
-        except (native.NativeUnavailable, LibraryError) as exc:
+            key, engine = choose.cpp_checker(cs, cs.artifacts[loaded.id], choose.cache_dir() / "checkers")
+            report = cpp.admit(path, key, options, checker=checker)
+        except cpp.EngineUnavailable as exc:
             print(f"charter: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if args.verbose:
             print(f"engine: {engine}", file=sys.stderr)
     else:
-        report = admit(str(path), checker, verify_payload=args.verify_payload, require_status=args.require_status)
+        report = python.admit(path, checker, options)
     print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
     return EXIT_OK if report.admitted else EXIT_REJECTED
 

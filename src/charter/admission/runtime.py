@@ -41,7 +41,7 @@ from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
 from charter.floatbits import float_bits
-from charter.formats.gguf import GGUFArray
+from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
 from charter.language import align_up, expand, meets
 
 # Keys the container stage owns (container.alignment), never "extra" metadata.
@@ -538,10 +538,11 @@ def _by_extent(tensors) -> list:
 # --- running a checker -----------------------------------------------------------------------
 
 
-def admit(path: str, checker, *, verify_payload: bool = False, require_status: str | None = None) -> AdmissionReport:
+def admit(path: str, checker, *, verify_payload: bool = False, require_status: str | None = None,
+          max_header_bytes: int = MAX_HEADER_BYTES) -> AdmissionReport:
     """Run a generated checker module over the artifact at `path` (Note [Ordered admission])."""
     try:
-        view = read_view(str(path), checker.FORMAT)
+        view = read_view(str(path), checker.FORMAT, max_header_bytes)
     except CharterError as exc:
         report = _report(str(path), checker)
         report.reject(Stage.CONTAINER.value, exc.diagnostics[0])

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from charter.formats.gguf import GGUFHeader, GGUFValueType, parse_gguf, read_gguf
+from charter.formats.gguf import MAX_HEADER_BYTES, GGUFHeader, GGUFValueType, parse_gguf, read_gguf
 from charter.formats.records import gc_paused
 from charter.formats.safetensors import SafetensorsHeader, parse_safetensors, read_safetensors
 from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
@@ -76,14 +76,14 @@ class LazyMeta(Mapping):
         return len(self._records)
 
 
-def read_view(path: str, fmt: str) -> ArtifactView:
+def read_view(path: str, fmt: str, max_header_bytes: int = MAX_HEADER_BYTES) -> ArtifactView:
     """The view of the file at `path` as a `fmt` file, once its first bytes say it is one
-    (Note [Format sniff])."""
+    (Note [Format sniff]); `max_header_bytes` caps a GGUF header."""
     head = read_head(path)
     if head is not None:
         require_format(*head, fmt)
     if fmt == "gguf":
-        return gguf_view(read_gguf(path))
+        return gguf_view(read_gguf(path, max_header_bytes=max_header_bytes))
     return safetensors_view(read_safetensors(path))
 
 

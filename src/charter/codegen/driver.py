@@ -59,7 +59,9 @@ def template_hashes() -> dict[str, str]:
     return out
 
 
-def _inputs_of(cs: ContractSet, plan: ArtifactPlan) -> dict[str, str]:
+def checker_inputs(cs: ContractSet, plan: ArtifactPlan) -> dict[str, str]:
+    """Spec display path -> sha256 of its bytes, for the artifact and its model: what a checker of
+    `plan` is generated from (the manifest's inputs)."""
     model = cs.contracts[plan.model]
     return {plan.spec_path: plan.spec_sha256, model.doc.file: sha256_text(model.doc.source)}
 
@@ -69,7 +71,7 @@ def python_checker_path(contract_id: str) -> str:
 
 
 def render_python_checker(cs: ContractSet, plan: ArtifactPlan) -> Output:
-    inputs = _inputs_of(cs, plan)
+    inputs = checker_inputs(cs, plan)
     model_spec = {k: v for k, v in inputs.items() if k != plan.spec_path}
     header = generated_header("#", (plan.spec_path, plan.spec_sha256), model_spec)
     return Output(python_checker_path(plan.id), render_checker_text(plan, header), inputs)

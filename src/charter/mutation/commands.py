@@ -115,9 +115,8 @@ def _prepare_cpp(cs, battery, mutants, args) -> bool:
     """Both engines: compile the C++ checkers of the contract mutants (charter.mutation.run.prepare_cpp)
     and, when charter._native holds no current checker of the contract, the contract's own, saying
     so on stderr (a cold build takes seconds, a cached one none)."""
-    from charter import native
-    from charter.codegen.cpp.library import LibraryError, compiled_in
-    from charter.codegen.loader import cache_dir
+    from charter.engines.choose import cache_dir, compiled_in
+    from charter.engines.cpp import EngineUnavailable
     from charter.mutation.run import prepare_cpp
 
     start = time.monotonic()
@@ -130,7 +129,7 @@ def _prepare_cpp(cs, battery, mutants, args) -> bool:
               file=sys.stderr)
     try:
         count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=current)
-    except (LibraryError, native.NativeUnavailable) as exc:
+    except EngineUnavailable as exc:
         print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
         return False
     battery.engines = "both"

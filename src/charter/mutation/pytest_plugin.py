@@ -119,8 +119,7 @@ def _battery_doc(doc) -> dict:
 
 
 def _both_engines(cs, battery, mutants) -> None:
-    from charter.codegen.cpp.library import compiled_in
-    from charter.codegen.loader import cache_dir
+    from charter.engines.choose import cache_dir, compiled_in
     from charter.mutation.run import prepare_cpp
 
     prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=2, compiled_in=compiled_in(cs, battery.plan))

@@ -8,7 +8,7 @@ With both engines, every mutant also runs the generated C++ checker, and any dif
 first diagnostic (stage, code, field, byte offset) is an error: differential verdicts. Artifact
 mutants run the C++ checker compiled into charter._native; contract mutants run the C++ checker
 generated from the mutated contract, compiled beforehand with all the others into one checker
-library (`prepare_cpp`, charter.codegen.cpp.library).
+library (`prepare_cpp`, charter.engines.library).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never
 
+from charter import engines
 from charter.admission.report import AdmissionReport
 from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
-from charter.diagnostics import CharterError
+from charter.diagnostics import CharterError, Stage
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
@@ -62,6 +63,11 @@ class Battery:
     def require_status(self) -> str:
         """Admission runs with the contract's own status required, so lowering it is caught."""
         return self.plan.status
+
+    def options(self, plan: ArtifactPlan) -> engines.Options:
+        """How both engines admit the battery's artifact under `plan` (the contract or a mutant):
+        with the contract's own status required, and the companion file `plan` binds."""
+        return engines.Options(require_status=self.require_status, companion=companion(self, plan))
 
 
 class BrokenBaseline(Exception):
@@ -114,9 +120,8 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
     """Compile and load the C++ checker of every contract mutant whose checker the Python battery
     runs (its contract resolves, and a generated check changed), and, unless charter._native holds
     a current one (`compiled_in`), the unchanged contract's: how many. For `engines == "both"`;
-    raises charter.codegen.cpp.library.LibraryError or charter.native.NativeUnavailable."""
-    from charter import native
-    from charter.codegen.cpp import library
+    raises charter.engines.cpp.EngineUnavailable (charter.engines.library.LibraryError)."""
+    from charter.engines import library
 
     plans: dict[str, ArtifactPlan] = {}
     if not compiled_in:
@@ -131,20 +136,20 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
         if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent).changed:
             plans[library.checker_key(plan)] = plan
     if plans:
-        b.cpp_keys = frozenset(native.load_library(library.build_checkers(plans, cache, jobs)))
+        b.cpp_keys = library.load(plans, cache, jobs)
     b.cpp_key = b.plan.id if compiled_in else library.checker_key(b.plan)
     return len(plans)
 
 
 def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
     """The companion file a plan's `config` binds, beside the battery's artifact, as the C++ engine
-    takes it (charter.native.read_companion), read once per battery; None without `config`."""
-    from charter import native
+    takes it (charter.engines.cpp.read_companion), read once per battery; None without `config`."""
+    from charter.engines import cpp
 
     if plan.config_file is None:
         return None
     if plan.config_file not in b.companions:
-        b.companions[plan.config_file] = native.read_companion(b.artifact_path, plan.config_file)
+        b.companions[plan.config_file] = cpp.read_companion(b.artifact_path, plan.config_file)
     return b.companions[plan.config_file]
 
 
@@ -163,32 +168,32 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
     made = m.make()
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
-    outcome, view, offset = _python_artifact(b, m, buf, size, patches)
+    outcome, view, python = _python_artifact(b, m, buf, size, patches)
     if b.engines == "both":
-        from charter import native
+        from charter.engines import cpp
 
         # Store mutants patch the data section: the C++ checker reads its store regions through the
         # same overlay reader the Python engine read them with (Note [Store regions]).
         read_at = overlay_reader(b, view, patches) if view is not None else None
-        said = native.disagreement(b.cpp_key or b.plan.id, buf, size, b.require_status,
-                                   (outcome.stage, outcome.code, outcome.field, offset), read_at=read_at,
-                                   companion=companion(b, b.plan))
+        said = engines.disagreement(python, cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan),
+                                                    read_at=read_at))
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
     return outcome
 
 
-def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Outcome, ArtifactView | None, int | None]:
-    """The Python engine's outcome, the view it read (None if the reader rejected) and the byte
-    offset of its diagnostic."""
+def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Outcome, ArtifactView | None,
+                                                                              engines.Verdict]:
+    """The Python engine's outcome, the view it read (None if the reader rejected) and its verdict."""
     try:
         view = parse_view(buf, size, b.plan.format)
     except CharterError as exc:
         d = exc.diagnostics[0]
-        return judge(m, False, d.stage.value, d.code.value, d.field, d.message), None, d.offset
+        return (judge(m, False, d.stage.value, d.code.value, d.field, d.message), None,
+                engines.Verdict.rejected(Stage.CONTAINER, d))
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches))
-    return _from_report(m, report), view, None if report.diagnostic is None else report.diagnostic.offset
+    return _from_report(m, report), view, engines.Verdict.of_report(report)
 
 
 def overlay_reader(b: Battery, view: ArtifactView, patches: dict[int, bytes]):
@@ -275,18 +280,16 @@ def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
 
 def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | None:
     """What the C++ checker generated from the mutated contract says, if it differs from the Python
-    report. The C++ engine never runs the payload stage (charter.native): where Python rejects at
-    payload, the C++ checker must admit the header."""
-    from charter import native
-    from charter.codegen.cpp.library import checker_key
+    report. The C++ engine never runs the payload stage (charter.engines.cpp): where Python rejects
+    at payload, the C++ checker must admit the header."""
+    from charter.engines import cpp
+    from charter.engines.library import checker_key
 
     key = checker_key(plan)
     if key not in b.cpp_keys:
         return "no C++ checker was built for this mutated contract (prepare_cpp)"
-    d = report.diagnostic
-    python = (None, None, None, None) if d is None or d.stage == "payload" else (d.stage, d.code, d.field, d.offset)
-    return native.disagreement(key, b.raw_header, b.view.file_size, b.require_status, python,
-                               read_at=overlay_reader(b, b.view, {}), companion=companion(b, plan))
+    said = cpp.run(key, b.raw_header, b.view.file_size, b.options(plan), read_at=overlay_reader(b, b.view, {}))
+    return engines.disagreement(engines.Verdict.of_report(report).header_only(), said)
 
 
 def _describe(c: Check) -> str:

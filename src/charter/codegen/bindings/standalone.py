@@ -29,8 +29,8 @@ from pathlib import Path
 from types import ModuleType
 
 from charter.codegen.bindings import render_bindings
-from charter.codegen.cpp import library
 from charter.spec.contractset import load_set
+from charter.toolchain import ToolchainError, compiler, compiler_version
 
 MODULE = "charter_kernels_standalone"
 
@@ -80,10 +80,10 @@ def _key(files: dict[str, str]) -> str:
     h = hashlib.sha256()
     for name, text in sorted(files.items()):
         h.update(name.encode() + b"\0" + text.encode() + b"\0")
-    try:  # the compiler CMake will find, as charter.codegen.cpp.library finds it
-        cxx = library.compiler()
-        version = library.compiler_version(cxx)
-    except library.LibraryError as exc:
+    try:  # the compiler CMake will find, as charter.engines.library finds it
+        cxx = compiler()
+        version = compiler_version(cxx)
+    except ToolchainError as exc:
         raise BuildError(str(exc)) from exc
     h.update(f"{nanobind.__version__}|{sys.version}|{platform.machine()}|{cxx}|{version}".encode())
     return h.hexdigest()[:20]

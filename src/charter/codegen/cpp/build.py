@@ -267,7 +267,7 @@ def _environment() -> jinja2.Environment:
 def render_checker_text(plan: ArtifactPlan, inputs: dict[str, str], namespace: str | None = None) -> str:
     """The C++ checker of one plan; `inputs` maps each spec display path to the sha256 of its bytes.
     `namespace` (default: from the contract id) lets many checkers of one contract share a
-    translation unit (charter.codegen.cpp.library)."""
+    translation unit (charter.engines.library)."""
     extra = {k: v for k, v in inputs.items() if k != plan.spec_path}
     header = generated_header("//", (plan.spec_path, plan.spec_sha256), extra)
     view = build(plan, header, inputs, namespace)

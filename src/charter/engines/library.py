@@ -5,7 +5,7 @@ contract that is not committed (a frozen one) and, above all, the mutated contra
 run with `--engine both`. Each is rendered exactly as `charter generate` renders a checker (in a
 namespace of its own, so that many share a translation unit), compiled all at once with the
 machine's C++ compiler (CXX, else c++; it must be the one that built the module, which checks),
-and the library is loaded into charter._native (Note [Checker libraries] in
+and the library is loaded into charter._native (`load`; Note [Checker libraries] in
 native/include/charter/registry.hpp). Each checker is found by its key, a digest of its default
 rendering, so the same contract always finds the same checker and a checker can never answer for
 a contract it was not rendered from.
@@ -19,15 +19,17 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import shutil
 import subprocess
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from charter import __version__
 from charter.codegen.common.cpp import cpp_sv
-from charter.codegen.cpp.build import render_checker_text
+from charter.codegen.cpp.build import render_checker_text, template_hash
+from charter.engines.cpp import EngineUnavailable, load_library
 from charter.spec.plan import ArtifactPlan
+from charter.toolchain import ToolchainError, compiler, compiler_version
 
 FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")
 # One checker compiled for `charter admit` (a contract charter._native does not hold) is optimized
@@ -37,25 +39,18 @@ FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")
 OPTIMIZED = ("-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden")
 
 
-class LibraryError(RuntimeError):
+class LibraryError(EngineUnavailable):
     """No compiler, no runtime headers, or a compilation failed (the message holds its output)."""
 
 
 def include_dir() -> Path:
     """The runtime headers: installed with the package (charter/include), or the checkout's."""
     here = Path(__file__).resolve()
-    for candidate in (here.parents[2] / "include", here.parents[4] / "native" / "include"):
+    for candidate in (here.parents[1] / "include", here.parents[3] / "native" / "include"):
         if (candidate / "charter" / "registry.hpp").is_file():
             return candidate
     raise LibraryError("the C++ runtime headers (charter/registry.hpp) are neither installed with charter nor in a "
                        "checkout next to it")
-
-
-def compiler() -> str:
-    cxx = shutil.which(os.environ.get("CXX", "c++"))
-    if cxx is None:
-        raise LibraryError(f"no C++17 compiler: {os.environ.get('CXX', 'c++')} is not on PATH (set CXX)")
-    return cxx
 
 
 def checker_key(plan: ArtifactPlan) -> str:
@@ -81,18 +76,19 @@ def build_checkers(plans: dict[str, ArtifactPlan], cache: Path, jobs: int = 2, f
     """The path of a shared library holding the C++ checkers of `plans` ({checker_key(plan): plan}),
     compiled with `flags`. The keys digest the renderings already, so a cached library is found
     without rendering any checker; they are rendered only to compile one."""
-    from charter import __version__
-    from charter.codegen.cpp.build import template_hash
-
     identity = "\0".join([__version__, *template_hash().values(), *sorted(plans)])
     return _build(sorted(plans), lambda key: checker_source(plans[key], key), identity, cache, jobs, flags)
 
 
 def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: Path, jobs: int,
            flags: tuple[str, ...] = FLAGS) -> Path:
-    cxx = compiler()
+    try:
+        cxx = compiler()
+        version = compiler_version(cxx)
+    except ToolchainError as exc:
+        raise LibraryError(str(exc)) from exc
     include = include_dir()
-    digest = _digest(identity, include, cxx, compiler_version(cxx), flags)
+    digest = _digest(identity, include, cxx, version, flags)
     target = cache / f"checkers-{digest[:24]}.so"
     cache.mkdir(parents=True, exist_ok=True)
     with open(cache / f".checkers-{digest[:24]}.lock", "w") as lock:
@@ -107,14 +103,6 @@ def _build(keys: list[str], source: Callable[[str], str], identity: str, cache: 
             _run([cxx, "-shared", "-o", str(built), *map(str, objects)], work)
             os.replace(built, target)
     return target
-
-
-def compiler_version(cxx: str) -> str:
-    try:
-        done = subprocess.run([cxx, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise LibraryError(f"cannot run {cxx} --version: {exc}") from exc
-    return done.stdout
 
 
 def _digest(identity: str, include: Path, cxx: str, version: str, flags: tuple[str, ...] = FLAGS) -> str:
@@ -156,7 +144,7 @@ def _library_unit(parts: int) -> str:
                       for n in range(parts))
     appends = "\n".join(f"    all.insert(all.end(), kPart{n}, kPart{n} + kCount{n});" for n in range(parts))
     return f"""// A checker library (Note [Checker libraries], charter/registry.hpp), written by
-// charter.codegen.cpp.library.
+// charter.engines.library.
 #include <vector>
 
 #include "charter/registry.hpp"
@@ -213,39 +201,7 @@ def _run(cmd: list[str], cwd: Path) -> None:
         raise LibraryError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stdout[-6000:]}{done.stderr[-6000:]}")
 
 
-def compiled_in(cs, plan: ArtifactPlan) -> bool:
-    """Whether charter._native holds a C++ checker of `plan` generated from these contract bytes."""
-    from charter import native
-    from charter.codegen.cpp.build import inputs_of
-
-    try:
-        native.require_current(plan.id, inputs_of(cs, plan))
-    except native.NativeUnavailable:
-        return False  # not compiled in, compiled from other contract bytes, or no module
-    return True
-
-
-def _loaded(key: str) -> bool:
-    from charter import native
-
-    try:
-        native.checker_info(key)
-    except native.NativeUnavailable:
-        return False
-    return True
-
-
-def current_checker(cs, plan: ArtifactPlan, cache: Path) -> tuple[str, str]:
-    """(key, origin) of a C++ checker of `plan` as its contracts are now: the one compiled into
-    charter._native when it was generated from these contract bytes, else one compiled into a
-    checker library in `cache` (as the Python engine renders a checker when none is committed)."""
-    from charter import native
-
-    if compiled_in(cs, plan):
-        return plan.id, "c++ (charter._native)"
-    key = checker_key(plan)
-    if _loaded(key):  # a library holding it is loaded already (the key digests this very rendering)
-        return key, "c++ (a checker library loaded into charter._native)"
-    library = build_checkers({key: plan}, cache, flags=OPTIMIZED)
-    native.load_library(library)
-    return key, f"c++ (compiled into {library}: charter._native holds no current checker of {plan.id})"
+def load(plans: dict[str, ArtifactPlan], cache: Path, jobs: int = 2, flags: tuple[str, ...] = FLAGS) -> frozenset[str]:
+    """Build (or find in `cache`) the library of `plans` and load it into charter._native: the keys
+    it holds."""
+    return frozenset(load_library(build_checkers(plans, cache, jobs, flags)))

@@ -1,0 +1,115 @@
+"""Which checker an engine runs: a committed or compiled-in one only if provably current, else one
+rendered from the contracts into a cache.
+
+Note [Choosing a checker]
+~~~~~~~~~~~~~~~~~~~~~~~~~
+Python engine: the committed file under generated/ runs only when the manifest says it was
+generated from exactly these contract bytes and templates by this charter version, and the file
+still has the bytes the manifest recorded. That is decided from the digests of the contracts,
+without rendering. Otherwise the checker is rendered from the contracts into the cache, in a file
+named by the digest of its text, and that copy runs.
+
+C++ engine: the checker compiled into charter._native runs only when it was generated from these
+contract bytes (the inputs it records). Otherwise a checker library holding the checker's key (the
+digest of its rendering) runs: one loaded in this process already, else one built into the cache
+(charter.engines.library) and loaded.
+
+Either way a stale checker can never run, and a cached one is found by a digest of what it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
+
+from charter import __version__, atomic
+from charter.codegen.driver import (MANIFEST, checker_inputs, python_checker_path, render_python_checker, sha256_text,
+                                    template_hashes)
+from charter.engines import cpp, library
+from charter.spec.contractset import ContractSet
+from charter.spec.plan import ArtifactPlan
+
+
+def cache_dir() -> Path:
+    """charter's cache for this version: rendered Python checkers, and checker libraries under
+    checkers/."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "charter" / __version__
+
+
+class PythonChecker(NamedTuple):
+    module: ModuleType
+    origin: str  # which file runs, and why
+
+
+class CppChecker(NamedTuple):
+    key: str  # the contract id in charter._native, or a checker library's key
+    origin: str  # where the checker was compiled, and why
+
+
+def python_checker(cs: ContractSet, contract_id: str, generated: Path) -> PythonChecker:
+    """The Python checker of `contract_id` (Note [Choosing a checker])."""
+    plan = cs.artifacts[contract_id]
+    rel = python_checker_path(plan.id)
+    committed = generated / rel
+    if _manifest_vouches(generated, rel, checker_inputs(cs, plan), committed):
+        return PythonChecker(_import(committed), f"committed {committed}")
+    text = render_python_checker(cs, plan).text
+    target = cache_dir() / f"{Path(rel).stem}-{sha256_text(text)[:16]}.py"
+    atomic.write_text(target, text)
+    reason = "no committed checker" if not committed.exists() else "committed checker is stale"
+    return PythonChecker(_import(target), f"rendered from the contract into {target} ({reason})")
+
+
+def _manifest_vouches(generated: Path, rel: str, inputs: dict[str, str], committed: Path) -> bool:
+    try:
+        manifest = json.loads((generated / MANIFEST).read_text("utf-8"))
+        entry = manifest["outputs"][rel]
+        on_disk = hashlib.sha256(committed.read_bytes()).hexdigest()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return (manifest.get("charter") == __version__ and manifest.get("templates") == template_hashes()
+            and entry.get("inputs") == inputs and entry.get("sha256") == on_disk)
+
+
+def _import(path: Path) -> ModuleType:
+    name = f"charter_checker_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def compiled_in(cs: ContractSet, plan: ArtifactPlan) -> bool:
+    """Whether charter._native holds a C++ checker of `plan` generated from these contract bytes."""
+    try:
+        cpp.require_current(plan.id, checker_inputs(cs, plan))
+    except cpp.EngineUnavailable:
+        return False  # not compiled in, compiled from other contract bytes, or no module
+    return True
+
+
+def cpp_checker(cs: ContractSet, plan: ArtifactPlan, cache: Path) -> CppChecker:
+    """The C++ checker of `plan` as its contracts are now (Note [Choosing a checker]); raises
+    cpp.EngineUnavailable (library.LibraryError when it cannot be compiled)."""
+    if compiled_in(cs, plan):
+        return CppChecker(plan.id, "c++ (charter._native)")
+    key = library.checker_key(plan)
+    if _loaded(key):  # a library holding it is loaded already (the key digests this very rendering)
+        return CppChecker(key, "c++ (a checker library loaded into charter._native)")
+    built = library.build_checkers({key: plan}, cache, flags=library.OPTIMIZED)
+    cpp.load_library(built)
+    return CppChecker(key, f"c++ (compiled into {built}: charter._native holds no current checker of {plan.id})")
+
+
+def _loaded(key: str) -> bool:
+    try:
+        cpp.info(key)
+    except cpp.EngineUnavailable:
+        return False
+    return True
