@@ -17,6 +17,36 @@ if os.environ.get("CI"):
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
 
+# Battery files whose every item is slow (pytest.ini markers). Building a battery is a large part of
+# its cost (thousands of mutants, a C++ checker library compiled at collection), so a battery file
+# that the run's -m expression deselects whole is not collected at all.
+SLOW_BATTERIES = frozenset({"smollm2.battery.yaml", "qwen4exp.battery.yaml"})
+
+
+def _selects(config, marks: set[str]) -> bool:
+    """Whether the run's -m expression selects a test with exactly these marks (no -m: every test)."""
+    expr = config.getoption("markexpr")
+    if not expr:
+        return True
+    from _pytest.mark.expression import Expression  # what -m itself evaluates
+
+    return Expression.compile(expr).evaluate(lambda name, **kwargs: name in marks and not kwargs)
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name.endswith(".battery.yaml"):
+        marks = {"slow"} if collection_path.name in SLOW_BATTERIES else set()
+        if not _selects(config, marks):
+            return True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in SLOW_BATTERIES:
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(autouse=True)
 def _repo_cwd(monkeypatch):
