@@ -109,3 +109,19 @@ def tensorless_gguf(tmp_path_factory, smollm2_path) -> Path:
 def tensorless_padded_gguf(tmp_path_factory, smollm2_path) -> Path:
     """The same, padded to the alignment as gguf.cpp pads it."""
     return write_tensorless_gguf(smollm2_path, tmp_path_factory.mktemp("tensorless") / "padded.gguf", padded=True)
+
+
+def session_folder(tmp_path_factory, name: str) -> Path:
+    """A folder that every xdist worker of this test session shares (the workers' base temporary
+    folders are inside the session's), or this process's own without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="session")
+def frozen_cpp(tmp_path_factory, smollm2_path):
+    """Frozen contracts of the C++ engine tests and one library of their checkers, compiled once per
+    session and loaded (tests/frozen.py)."""
+    from tests.frozen import frozen_cpp
+
+    return frozen_cpp(session_folder(tmp_path_factory, "frozen-cpp"), smollm2_path)
