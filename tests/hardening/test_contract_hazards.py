@@ -167,6 +167,7 @@ def test_invalid_model_found_by_search_is_reported(tmp_path, capsys):
     assert "EXPR_RANGE" in out, (out, err)
 
 
+@pytest.mark.slow  # composes a million YAML nodes before the limit stops it
 def test_many_nodes_without_aliases_are_bounded(tmp_path):
     """A flow sequence of 4 million one-character items (8 MiB, under the 16 MiB file limit):
     the node limit must stop composition, not run after PyYAML has built every node (minutes

@@ -14,6 +14,8 @@ from charter.codegen.cpp import library
 from charter.mutation.mutant import Verdict
 from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
 
+from tests.conftest import session_folder
+
 from .conftest import ROOT, SMOLLM2, load_battery_for, need_checker
 
 
@@ -26,9 +28,10 @@ def smollm2(native, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def smollm2_library(smollm2, tmp_path_factory):
-    """(cache folder, library) of the SmolLM2 checker alone, built once for the tests below."""
+    """(cache folder, library) of the SmolLM2 checker alone, built once for the tests below, in a
+    folder the session's xdist workers share (the build is locked and cached by its digest)."""
     _, b = smollm2
-    cache = tmp_path_factory.mktemp("library")
+    cache = session_folder(tmp_path_factory, "smollm2-library")
     return cache, library.build_checkers({library.checker_key(b.plan): b.plan}, cache)
 
 
