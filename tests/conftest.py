@@ -9,7 +9,8 @@ import pytest
 from hypothesis import settings
 
 # CI explores the same examples on every run (a property failure there is reproducible, never a
-# coin toss); developers' runs keep exploring new ones.
+# coin toss); developers' runs keep exploring new ones (.ci/run sets CI). The code-mutation gate
+# has its own profile (tests/mutmut/isolate.py).
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")

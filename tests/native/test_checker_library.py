@@ -55,6 +55,7 @@ def test_builds_are_cached_and_whole(smollm2, smollm2_library, monkeypatch):
     assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [first.name]
 
 
+@pytest.mark.slow  # compiles the runtime headers before the error
 def test_a_compile_error_names_the_command_and_leaves_nothing(smollm2, tmp_path, monkeypatch):
     _, b = smollm2
     monkeypatch.setattr(library, "checker_source", lambda *a: "this is not C++\n")
@@ -86,6 +87,7 @@ def test_load_refuses_what_is_not_a_checker_library(native, tmp_path):
         glue.load_library(plain)
 
 
+@pytest.mark.slow  # three libraries compiled against the runtime headers
 @pytest.mark.parametrize("change", ["s.version += 1", "s.report_size += 8", "s.compiler = \"another compiler\""])
 def test_load_refuses_another_abi_or_compiler(native, tmp_path, change):
     foreign = _shared_object(tmp_path, "foreign", f"""
@@ -102,6 +104,7 @@ extern "C" const charter::rt::CheckerEntry* charter_checker_library(charter::rt:
         glue.load_library(foreign)
 
 
+@pytest.mark.slow  # a checker library of the mutants
 def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, smollm2, tmp_path, monkeypatch):
     """The point of the library: a C++ rendering that ignores a contract fact is caught on the
     contract mutants of that fact, where the Python checker rejects and the C++ one admits."""
