@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test install clean
+.PHONY: demo test test-slow install clean
 
 NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
                      generated/cpp/*.hpp generated/bindings/*.cpp)
@@ -35,9 +35,14 @@ demo: $(STAMP)
 	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
 	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q --engine both
 
-# The test suite (CI runs this through .ci/run).
+# The test suite without the tests marked slow (a few minutes on 2 cores), and the slow set alone
+# (the large batteries, sanitizer and standalone builds, -O2 checker compiles). CI (.ci/run) runs
+# both; `pytest -n 2` with no -m runs everything at once.
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2
+	$(BIN)/python -m pytest -n 2 -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -m slow
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis .demo

@@ -9,13 +9,44 @@ import pytest
 from hypothesis import settings
 
 # CI explores the same examples on every run (a property failure there is reproducible, never a
-# coin toss); developers' runs keep exploring new ones.
+# coin toss); developers' runs keep exploring new ones (.ci/run sets CI). The code-mutation gate
+# has its own profile (tests/mutmut/isolate.py).
 settings.register_profile("ci", derandomize=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 SPECS = ROOT / "specs"
+
+# Battery files whose every item is slow (pytest.ini markers). Building a battery is a large part of
+# its cost (thousands of mutants, a C++ checker library compiled at collection), so a battery file
+# that the run's -m expression deselects whole is not collected at all.
+SLOW_BATTERIES = frozenset({"smollm2.battery.yaml", "qwen4exp.battery.yaml"})
+
+
+def _selects(config, marks: set[str]) -> bool:
+    """Whether the run's -m expression selects a test with exactly these marks (no -m: every test)."""
+    expr = config.getoption("markexpr")
+    if not expr:
+        return True
+    from _pytest.mark.expression import Expression  # what -m itself evaluates
+
+    return Expression.compile(expr).evaluate(lambda name, **kwargs: name in marks and not kwargs)
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path.name.endswith(".battery.yaml"):
+        marks = {"slow"} if collection_path.name in SLOW_BATTERIES else set()
+        if not _selects(config, marks):
+            return True
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if item.path.name in SLOW_BATTERIES:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)
@@ -79,3 +110,19 @@ def tensorless_gguf(tmp_path_factory, smollm2_path) -> Path:
 def tensorless_padded_gguf(tmp_path_factory, smollm2_path) -> Path:
     """The same, padded to the alignment as gguf.cpp pads it."""
     return write_tensorless_gguf(smollm2_path, tmp_path_factory.mktemp("tensorless") / "padded.gguf", padded=True)
+
+
+def session_folder(tmp_path_factory, name: str) -> Path:
+    """A folder that every xdist worker of this test session shares (the workers' base temporary
+    folders are inside the session's), or this process's own without xdist."""
+    base = tmp_path_factory.getbasetemp()
+    return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+@pytest.fixture(scope="session")
+def frozen_cpp(tmp_path_factory, smollm2_path):
+    """Frozen contracts of the C++ engine tests and one library of their checkers, compiled once per
+    session and loaded (tests/frozen.py)."""
+    from tests.frozen import frozen_cpp
+
+    return frozen_cpp(session_folder(tmp_path_factory, "frozen-cpp"), smollm2_path)

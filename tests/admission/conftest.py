@@ -19,7 +19,7 @@ import pytest
 
 from charter.cli import main
 from charter.formats.gguf import GGUFHeader, read_gguf, serialize_gguf_header
-from tests.conftest import ROOT
+from tests.conftest import ROOT, session_folder
 
 SMOLLM2_CONTRACT = "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
 SMOLLM2_MODEL = "specs/models/smollm2-135m-instruct.yaml"
@@ -31,8 +31,9 @@ LOCATION = re.compile(r"^(specs/[\w./-]+\.yaml):(\d+)(?::(\d+))?$")
 
 @pytest.fixture(autouse=True)
 def _checker_cache(tmp_path_factory, monkeypatch):
-    """Checkers rendered from test contracts go to a per-session cache, not the user's."""
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+    """Checkers rendered from test contracts go to a per-session cache, not the user's (one the
+    session's xdist workers share: a checker library is compiled once, not per worker)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(session_folder(tmp_path_factory, "xdg-cache")))
 
 
 # --- running the CLI ---------------------------------------------------------------------------

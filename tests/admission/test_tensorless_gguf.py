@@ -8,7 +8,6 @@ import shutil
 
 import pytest
 
-from charter.cli import main
 from charter.formats.gguf import read_gguf
 
 from .conftest import admit, assert_admitted, patch_bytes
@@ -17,14 +16,10 @@ ENGINES = ["python", "cpp"]
 
 
 @pytest.fixture(scope="module")
-def frozen(tmp_path_factory, tensorless_gguf, tensorless_padded_gguf):
-    """{name: (artifact, contract frozen from it)} for the vocab-only and the padded file."""
-    out = {}
-    for name, artifact in (("vocab", tensorless_gguf), ("padded", tensorless_padded_gguf)):
-        folder = tmp_path_factory.mktemp(name)
-        assert main(["freeze", str(artifact), "--id", f"tensorless-{name}", "-o", str(folder)]) == 0
-        out[name] = artifact, folder / "artifacts" / f"tensorless-{name}.yaml"
-    return out
+def frozen(frozen_cpp):
+    """{name: (artifact, contract frozen from it)} for the vocab-only and the padded file, their C++
+    checkers compiled once per session (tests/frozen.py)."""
+    return {name: (frozen_cpp[name].artifact, frozen_cpp[name].contract) for name in ("vocab", "padded")}
 
 
 def _copy(tmp_path, artifact):

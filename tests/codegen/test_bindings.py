@@ -141,6 +141,7 @@ def test_hostile_descriptions_become_literals_that_compile(tmp_path):
     assert done.returncode == 0, done.stderr
 
 
+@pytest.mark.slow  # stubgen over the standalone build
 def test_stub_names_every_argument_and_keyword_only_outputs(tmp_path):
     """nanobind's stubgen over the built bindings (the kernels' part of charter._native's stub)."""
     pytest.importorskip("nanobind", reason="nanobind (the `test` extra) builds the standalone module")

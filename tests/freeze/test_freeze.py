@@ -12,6 +12,7 @@ from safetensors.numpy import save_file
 
 from charter.cli import main
 from charter.formats.gguf import read_gguf
+from tests.frozen import write_safetensors
 from tests.hardening import corpus
 
 
@@ -45,16 +46,23 @@ def test_frozen_real_file_is_admitted_with_payload(tmp_path, smollm2_path, capsy
     assert out.startswith("admitted:")
 
 
-@pytest.mark.parametrize("which, engine", [("tensorless_gguf", "python"), ("tensorless_padded_gguf", "python"),
-                                           ("smollm2_path", "cpp")])
-def test_frozen_file_admits_itself_with_payload(tmp_path, capsys, request, which, engine):
-    """A tensor-less file (vocab-only, or padded as gguf.cpp writes it) and the real file, whose
-    header and data both end on the alignment: each is admitted, payload included, by the contract
-    frozen from it (Note [Tensor-less GGUF]). The C++ engine on the tensor-less files:
-    tests/admission/test_tensorless_gguf.py; on the real file with Python: the test above."""
+@pytest.mark.parametrize("which", ["tensorless_gguf", "tensorless_padded_gguf"])
+def test_frozen_file_admits_itself_with_payload(tmp_path, capsys, request, which):
+    """A tensor-less file (vocab-only, or padded as gguf.cpp writes it): each is admitted, payload
+    included, by the contract frozen from it (Note [Tensor-less GGUF]). The C++ engine on the
+    tensor-less files: tests/admission/test_tensorless_gguf.py; on the real file: the test below."""
     artifact = request.getfixturevalue(which)
     contract = freeze(artifact, tmp_path)
-    code, out = admit(artifact, contract, capsys, "--verify-payload", "--engine", engine)
+    code, out = admit(artifact, contract, capsys, "--verify-payload")
+    assert code == 0, out
+    assert out.startswith("admitted:") and "10 stages passed" in out
+
+
+def test_frozen_real_file_admits_itself_with_payload_in_cpp(capsys, frozen_cpp):
+    """The real file, whose header and data both end on the alignment, admitted with payload by
+    the C++ checker of the contract frozen from it (tests/frozen.py: compiled once per session)."""
+    f = frozen_cpp["smollm2"]
+    code, out = admit(f.artifact, f.contract, capsys, "--verify-payload", "--engine", "cpp")
     assert code == 0, out
     assert out.startswith("admitted:") and "10 stages passed" in out
 
@@ -135,24 +143,8 @@ def test_changing_a_pinned_fact_is_rejected(tmp_path, header_copy, capsys, edit,
     assert code in out
 
 
-def _write_safetensors(folder: Path, hidden: int) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    rng = np.random.default_rng(0)
-    tensors = {"model.embed_tokens.weight": rng.standard_normal((32, 16)).astype(np.float32)}
-    for i in range(3):
-        tensors[f"model.layers.{i}.mlp.up_proj.weight"] = rng.standard_normal((24, 16)).astype(np.float32)
-        tensors[f"model.layers.{i}.input_layernorm.weight"] = np.ones(16, np.float32)
-    path = folder / "model.safetensors"
-    save_file(tensors, str(path), metadata={"format": "pt"})
-    (folder / "config.json").write_text(json.dumps({
-        "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": hidden,
-        "intermediate_size": 24, "vocab_size": 32, "num_hidden_layers": 3, "rms_norm_eps": 1e-5,
-        "tie_word_embeddings": True}))
-    return path
-
-
 def test_safetensors_freeze_binds_config_to_dims(tmp_path, capsys):
-    weights = _write_safetensors(tmp_path / "model", hidden=16)
+    weights = write_safetensors(tmp_path / "model", hidden=16)
     contract = freeze(weights, tmp_path / "specs")
     text = contract.read_text()
     assert "hidden_size" in text and "model.layers.{i}.mlp.up_proj.weight" in text
@@ -168,9 +160,9 @@ def test_safetensors_freeze_binds_config_to_dims(tmp_path, capsys):
 
 
 def test_safetensors_weights_that_disagree_with_config_are_rejected(tmp_path, capsys):
-    weights = _write_safetensors(tmp_path / "model", hidden=16)
+    weights = write_safetensors(tmp_path / "model", hidden=16)
     contract = freeze(weights, tmp_path / "specs")
-    other = _write_safetensors(tmp_path / "other", hidden=16)
+    other = write_safetensors(tmp_path / "other", hidden=16)
     save_file({"model.embed_tokens.weight": np.zeros((32, 8), np.float32)}, str(other))
     shutil.copy(weights.parent / "config.json", other.parent / "config.json")
     code, out = admit(other, contract, capsys)

@@ -423,6 +423,7 @@ if INCLUDE_ZERO_TENSOR_HEADERS:
 CPP_GENERATED_EXAMPLES = 1  # per format, besides the fixed headers (each checker costs seconds to compile)
 
 
+@pytest.mark.slow  # a checker library of the tricky contracts, then every edit on both engines
 def test_both_engines_admit_frozen_contracts_and_agree_on_each_edit(tmp_path):
     from charter.engines import library
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from charter.cli import main
-from tests.conftest import ROOT
+from tests.conftest import ROOT, session_folder
 from tests.hardening import corpus
 
 # Subprocess runs: address-space limit and wall-clock timeout. 256 MiB is ~2.5x what `charter
@@ -29,9 +29,10 @@ TIMEOUT = 30.0
 @pytest.fixture(scope="session", autouse=True)
 def _checker_cache(tmp_path_factory):
     """Checkers rendered from the corpus's contracts go to a per-session cache, never the user's
-    (session-wide, so module- and session-scoped fixtures that load checkers use it too)."""
+    (session-wide, so module- and session-scoped fixtures that load checkers use it too), one that
+    the session's xdist workers share, so that a checker library is compiled once, not per worker."""
     with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("XDG_CACHE_HOME", str(tmp_path_factory.getbasetemp() / "xdg-cache"))
+        mp.setenv("XDG_CACHE_HOME", str(session_folder(tmp_path_factory, "xdg-cache")))
         yield
 
 

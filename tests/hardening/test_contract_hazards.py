@@ -120,7 +120,8 @@ def test_hazard_is_one_clear_diagnostic(name, text, code, tmp_path, capsys):
     assert len(message) < 1000, "the message quotes the hazard at length"
 
 
-@pytest.mark.parametrize("name", sorted(SUBPROCESS))
+@pytest.mark.parametrize("name", [n if n == "billion-laughs" else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(SUBPROCESS)])  # one in every run, the others in the slow set
 def test_hazard_in_a_subprocess_under_memory_limit(name, tmp_path):
     text = dict((h[0], h[1]) for h in HAZARDS)[name]
     code = dict((h[0], h[2]) for h in HAZARDS)[name]
@@ -167,6 +168,7 @@ def test_invalid_model_found_by_search_is_reported(tmp_path, capsys):
     assert "EXPR_RANGE" in out, (out, err)
 
 
+@pytest.mark.slow  # composes a million YAML nodes before the limit stops it
 def test_many_nodes_without_aliases_are_bounded(tmp_path):
     """A flow sequence of 4 million one-character items (8 MiB, under the 16 MiB file limit):
     the node limit must stop composition, not run after PyYAML has built every node (minutes

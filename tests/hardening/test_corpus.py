@@ -146,7 +146,12 @@ def test_reader_memory_is_bounded_by_the_file(case, tmp_path):
     assert peak < 2**20 + 4 * len(case.data), f"{case.name}: peak {peak} bytes for a {len(case.data)}-byte file"
 
 
-@pytest.mark.parametrize("name", SUBPROCESS)
+# One case of each format runs in every test run; the others (a second each of `charter admit` in a
+# fresh interpreter) in the slow set.
+SMOKE = {f"gguf/tensor-count-{corpus.n2(2**64 - 1)}", f"safetensors/header-length-{corpus.n2(2**64 - 1)}"}
+
+
+@pytest.mark.parametrize("name", [n if n in SMOKE else pytest.param(n, marks=pytest.mark.slow) for n in SUBPROCESS])
 def test_subprocess_under_memory_limit(name, contracts, tmp_path, tmp_path_factory):
     case = BY_NAME[name]
     path = corpus.write_case(case, tmp_path)

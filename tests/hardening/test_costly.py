@@ -128,7 +128,7 @@ def test_costly_cases_name_their_limits():
     assert sum(head.count(c) for c in (b",", b":", b"[")) == costly.JSON_STRUCTURE_LIMIT
 
 
-@pytest.mark.parametrize("text", ["", "é"])
+@pytest.mark.parametrize("text", ["", pytest.param("é", marks=pytest.mark.slow)])  # 2**20 strings, traced
 def test_string_arrays_are_read_in_memory_proportional_to_their_bytes(text):
     """2**20 strings were once read with a list of every element's offset (and, for non-ASCII
     text, a numpy copy of the array): about 50 MiB of bookkeeping for an 8-10 MiB array. Now the

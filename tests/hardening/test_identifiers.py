@@ -149,6 +149,7 @@ def reserved(tmp_path_factory):
 
 
 @pytest.mark.skipif(GXX is None, reason="g++ is not installed: the C++ half is NOT tested")
+@pytest.mark.slow  # compiles every checker of the reserved ids
 def test_checkers_of_reserved_ids_compile_in_one_translation_unit(reserved):
     """Every header in one translation unit, as charter._native includes them: no id hides `std`
     or `charter`, no two share a namespace."""

@@ -280,6 +280,7 @@ int main(int argc, char** argv) {
 """
 
 
+@pytest.mark.slow  # compiles and runs a driver over every near miss
 def test_cpp_checker_enforces_the_exact_strings(cpp_header, hostile, tmp_path):
     from charter.codegen.common.names import identifier
 

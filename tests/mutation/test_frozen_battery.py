@@ -11,6 +11,10 @@ from charter.mutation import report
 from charter.mutation.run import all_mutants, load_battery, run
 from charter.spec.contractset import load_set
 
+# Whole batteries (500 and 200+ mutants, the tensor-less ones on both engines with a checker library
+# compiled for each): make test-slow.
+pytestmark = pytest.mark.slow
+
 
 def test_frozen_contract_battery_passes(tmp_path, smollm2_path):
     assert main(["freeze", str(smollm2_path), "--id", "smollm2-frozen", "-o", str(tmp_path)]) == 0

@@ -159,6 +159,7 @@ def smollm2_artifact_battery(tmp_path_factory):
     return code, html_path.read_text("utf-8"), json_path
 
 
+@pytest.mark.slow  # the SmolLM2 battery's artifact side through the CLI
 def test_real_battery_page(smollm2_artifact_battery, capsys):
     import json
 

@@ -14,6 +14,9 @@ import pytest
 
 from tests.conftest import ROOT
 
+# One pytest run with two xdist workers over the broken batteries, for every test here.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def broken_batteries(tmp_path_factory) -> subprocess.CompletedProcess:

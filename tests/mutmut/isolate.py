@@ -33,3 +33,13 @@ import charter  # noqa: E402  (after the finder is gone)
 
 if ROOT.name == "mutants" and not Path(charter.__file__).resolve().is_relative_to(ROOT):
     raise ImportError(f"mutmut run imports charter from {charter.__file__}, not from the mutated copy in {ROOT}")
+
+
+def pytest_configure(config):
+    """Hypothesis in the gate: the examples CI runs (derandomized: the same verdict for a mutant on
+    every run), no example database, and no shrinking -- a failing example kills the mutant as it
+    is; shrinking it only costs time. After the conftests, so that it wins over their profile."""
+    from hypothesis import Phase, settings
+
+    settings.register_profile("mutmut", derandomize=True, database=None, phases=[Phase.explicit, Phase.generate])
+    settings.load_profile("mutmut")

@@ -13,6 +13,8 @@ from charter.engines import cpp, library
 from charter.mutation.mutant import Verdict
 from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
 
+from tests.conftest import session_folder
+
 from .conftest import ROOT, SMOLLM2, load_battery_for, need_checker
 
 
@@ -23,26 +25,36 @@ def smollm2(native, tmp_path_factory):
     return cid, b
 
 
-def test_a_library_checker_gives_the_compiled_in_verdict(native, smollm2, tmp_path):
+@pytest.fixture(scope="module")
+def smollm2_library(smollm2, tmp_path_factory):
+    """(cache folder, library) of the SmolLM2 checker alone, built once for the tests below, in a
+    folder the session's xdist workers share (the build is locked and cached by its digest)."""
+    _, b = smollm2
+    cache = session_folder(tmp_path_factory, "smollm2-library")
+    return cache, library.build_checkers({library.checker_key(b.plan): b.plan}, cache)
+
+
+def test_a_library_checker_gives_the_compiled_in_verdict(native, smollm2, smollm2_library):
     cid, b = smollm2
     key = library.checker_key(b.plan)
     assert key.startswith("sha256:") and f"namespace charter::checkers::k_{key[7:39]} {{" in library.checker_source(b.plan)
-    assert cpp.load_library(library.build_checkers({key: b.plan}, tmp_path)) == [key]
+    assert cpp.load_library(smollm2_library[1]) == [key]
     assert cpp.info(key).contract == cid
     for header in (b.raw_header, b.raw_header[:200] + b"\xff" + b.raw_header[201:]):
         assert cpp.run(key, header, b.view.file_size) == cpp.run(cid, header, b.view.file_size)
 
 
-def test_builds_are_cached_and_whole(smollm2, tmp_path, monkeypatch):
+def test_builds_are_cached_and_whole(smollm2, smollm2_library, monkeypatch):
     _, b = smollm2
+    cache, first = smollm2_library
     plans = {library.checker_key(b.plan): b.plan}
-    first = library.build_checkers(plans, tmp_path)
     monkeypatch.setattr(library, "_compile", lambda *a, **k: pytest.fail("a cached build compiled again"))
     monkeypatch.setattr(library, "checker_source", lambda *a: pytest.fail("a cached build rendered a checker"))
-    assert library.build_checkers(plans, tmp_path) == first
-    assert sorted(p.name for p in tmp_path.iterdir() if not p.name.startswith(".")) == [first.name]
+    assert library.build_checkers(plans, cache) == first
+    assert sorted(p.name for p in cache.iterdir() if not p.name.startswith(".")) == [first.name]
 
 
+@pytest.mark.slow  # compiles the runtime headers before the error
 def test_a_compile_error_names_the_command_and_leaves_nothing(smollm2, tmp_path, monkeypatch):
     _, b = smollm2
     monkeypatch.setattr(library, "checker_source", lambda *a: "this is not C++\n")
@@ -74,6 +86,7 @@ def test_load_refuses_what_is_not_a_checker_library(native, tmp_path):
         cpp.load_library(plain)
 
 
+@pytest.mark.slow  # three libraries compiled against the runtime headers
 @pytest.mark.parametrize("change", ["s.version += 1", "s.report_size += 8", "s.compiler = \"another compiler\""])
 def test_load_refuses_another_abi_or_compiler(native, tmp_path, change):
     foreign = _shared_object(tmp_path, "foreign", f"""
@@ -90,7 +103,8 @@ extern "C" const charter::rt::CheckerEntry* charter_checker_library(charter::rt:
         cpp.load_library(foreign)
 
 
-def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, tmp_path, monkeypatch):
+@pytest.mark.slow  # a checker library of the mutants
+def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, smollm2, tmp_path, monkeypatch):
     """The point of the library: a C++ rendering that ignores a contract fact is caught on the
     contract mutants of that fact, where the Python checker rejects and the C++ one admits."""
     import charter.codegen.cpp.build as cpp_build
@@ -101,8 +115,7 @@ def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, t
         return "(void)0;" if check.method == "special_id" else rendered(check, tables)
 
     monkeypatch.setattr(cpp_build, "_statement", drops_special_ids)
-    _, b = load_battery_for(SMOLLM2, tmp_path)
-    b.engines = "both"
+    b = type(smollm2[1])(**{**smollm2[1].__dict__, "engines": "both"})  # the C++ is rendered by prepare_cpp
     mutants = [m for m in all_mutants(b, "contract") if m.target == "model:tokenizer.special.bos"]
     assert prepare_cpp(b, mutants, tmp_path / "cache") > 0
     outcomes = [run_mutant(b, m) for m in mutants]
@@ -122,11 +135,16 @@ def test_a_contract_mutant_without_a_built_checker_is_an_error(native, smollm2):
     assert "no C++ checker was built for this mutated contract" in outcome.detail
 
 
-def test_mutate_engine_both_without_a_compiler_exits_2(native, smollm2, monkeypatch, capsys):
+def test_mutate_engine_both_without_a_compiler_exits_2(native, tensorless_gguf, tmp_path, monkeypatch, capsys):
+    """A contract that charter._native holds no checker of (a frozen one), so that even its artifact
+    side needs a compiled checker: `charter mutate --engine both` says why it cannot, exit 2."""
     from charter.cli import main
 
+    assert main(["freeze", str(tensorless_gguf), "--id", "no-compiler", "-o", str(tmp_path)]) == 0
+    capsys.readouterr()
     monkeypatch.setenv("CXX", "/nonexistent/c++")
-    assert main(["mutate", "--contract", SMOLLM2, "--engine", "both", "--only", "contract", "-j", "1"]) == 2
+    assert main(["mutate", "--contract", str(tmp_path / "artifacts" / "no-compiler.yaml"), "--artifact",
+                 str(tensorless_gguf), "--engine", "both", "--only", "artifact", "-j", "1"]) == 2
     err = capsys.readouterr().err
     assert "charter: cannot build the C++ checkers of this battery: no C++17 compiler" in err
     assert "Traceback" not in err

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,35 +19,21 @@ from charter.admission.runtime import MAX_COMPANION_BYTES, admit
 from charter.cli import main
 from charter.mutation.run import checker_module
 from charter.spec.contractset import load_set
-from tests.freeze.test_freeze import _write_safetensors
-
-
-# Two more facts than `charter freeze` binds, so that strings and bools are compared too.
-EXTRA_FACTS = """\
-    model_type:
-      type: string
-      value: llama
-    tie_word_embeddings:
-      type: bool
-      value: true
-"""
-
-
 class Frozen:
-    def __init__(self, root: Path) -> None:
-        self.weights = _write_safetensors(root / "model", hidden=16)
+    """The frozen safetensors contract with a config (tests/frozen.py, shared by the session), its
+    Python checker, the key of its C++ checker as `admit --engine cpp` finds it, and a copy of its
+    weights and config.json that this process's tests edit."""
+
+    def __init__(self, contract, folder: Path) -> None:
+        shutil.copytree(contract.artifact.parent, folder / "model")
+        self.spec = contract.contract
+        self.weights = folder / "model" / contract.artifact.name
         self.config = self.weights.parent / "config.json"
         self.original = self.config.read_bytes()
-        assert main(["freeze", str(self.weights), "--id", "frozen-config", "-o", str(root / "specs")]) == 0
-        spec = root / "specs" / "artifacts" / "frozen-config.yaml"
-        binding = "config:\n  file: config.json\n  keys:\n"
-        assert binding in spec.read_text()
-        spec.write_text(spec.read_text().replace(binding, binding + EXTRA_FACTS, 1))
-        cs = load_set([spec], [root / "specs"])
-        cs.raise_if_failed()
-        self.plan = cs.artifacts["frozen-config"]
+        self.plan = contract.plan
         self.checker = checker_module(self.plan)
-        self.key, _ = choose.cpp_checker(cs, self.plan, root / "cache")
+        cs = load_set([contract.contract], [contract.contract.parents[1]])
+        self.key, _ = choose.cpp_checker(cs, self.plan, folder / "cache")
 
     def verdicts(self) -> tuple[tuple, tuple]:
         py = admit(str(self.weights), self.checker)
@@ -60,8 +47,8 @@ def _first(report) -> tuple:
 
 
 @pytest.fixture(scope="module")
-def frozen(native, tmp_path_factory):
-    f = Frozen(tmp_path_factory.mktemp("companion"))
+def frozen(native, frozen_cpp, tmp_path_factory):
+    f = Frozen(frozen_cpp["config"], tmp_path_factory.mktemp("companion"))
     assert f.plan.config_file == "config.json" and engine.info(f.key).companion == "config.json"
     return f
 
@@ -184,10 +171,10 @@ def test_random_edits_of_the_config_text(config, edits):
     assert py == cpp, bytes(data)
 
 
+@pytest.mark.slow  # a C++ checker library of every contract mutant
 def test_contract_battery_with_both_engines(frozen, capsys):
     """Every contract mutant of the frozen contract, config facts included, on both engines."""
-    spec = frozen.weights.parents[1] / "specs" / "artifacts" / "frozen-config.yaml"
-    code = main(["mutate", "--contract", str(spec), "--artifact", str(frozen.weights), "--engine", "both",
+    code = main(["mutate", "--contract", str(frozen.spec), "--artifact", str(frozen.weights), "--engine", "both",
                  "-j", "1", "-q"])
     out = capsys.readouterr().out
     assert code == 0, out

@@ -46,10 +46,12 @@ def object_file(contract_set, tmp_path_factory):
     return obj
 
 
+@pytest.mark.slow  # an -O2 build of two checkers and the runtime
 def test_compiles_without_exceptions_or_warnings(object_file):
     assert object_file.stat().st_size > 0
 
 
+@pytest.mark.slow  # an -O2 build of two checkers and the runtime
 def test_no_gpu_or_python_symbols(object_file):
     symbols = subprocess.run([NM, "-C", str(object_file)], check=True, capture_output=True, text=True).stdout
     referenced = [line.split()[-1] for line in symbols.splitlines() if line.split()[:1] == ["U"]]

@@ -1,7 +1,8 @@
 """The C++ kernels, through their generated bindings, against the numpy oracles and upstream.
 
-The module under test is built from the contracts and native/ sources by
-charter.codegen.bindings.standalone (cached; parallel workers build once). Every comparison is
+The module under test is charter._native (it hosts the kernels) and, in the slow set, the same
+kernels built from the contracts and native/ sources by charter.codegen.bindings.standalone
+(cached; parallel workers build once). Every comparison is
 driven by the kernel contracts: their shapes (at each model's constants), their oracle, their
 tolerance. The reference kernels are also checked to be bit-identical to the oracles (Note
 [Bit-exact reference] in kernels/src/kernels.hpp), a stronger property than the contracts ask.
@@ -38,8 +39,13 @@ RUNTIME_ATTRS = {"eps": 1e-5}  # values for attributes the contracts leave to th
 HYPOTHESIS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture(scope="session")
-def kernels():
+@pytest.fixture(scope="session", params=["host", pytest.param("standalone", marks=pytest.mark.slow)])
+def kernels(request):
+    """The kernels as charter._native hosts them (built by pip from the committed bindings), and, in
+    the slow set, the standalone build from freshly rendered bindings (a CMake and nanobind build:
+    about a minute on two cores, cold)."""
+    if request.param == "host":
+        return importlib.import_module("charter._native")
     return standalone.kernels_module(ROOT)
 
 
