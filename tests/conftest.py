@@ -103,13 +103,21 @@ def write_tensorless_gguf(source: Path, path: Path, *, padded: bool = False) -> 
 @pytest.fixture(scope="session")
 def tensorless_gguf(tmp_path_factory, smollm2_path) -> Path:
     """The real SmolLM2 header with every tensor dropped, as a vocab-only GGUF (no padding)."""
-    return write_tensorless_gguf(smollm2_path, tmp_path_factory.mktemp("tensorless") / "vocab.gguf")
+    return _tensorless(smollm2_path, "vocab.gguf", padded=False)
 
 
 @pytest.fixture(scope="session")
 def tensorless_padded_gguf(tmp_path_factory, smollm2_path) -> Path:
     """The same, padded to the alignment as gguf.cpp pads it."""
-    return write_tensorless_gguf(smollm2_path, tmp_path_factory.mktemp("tensorless") / "padded.gguf", padded=True)
+    return _tensorless(smollm2_path, "padded.gguf", padded=True)
+
+
+def _tensorless(source: Path, name: str, *, padded: bool) -> Path:
+    """Written once per checkpoint (tests/persisted.py); tests copy it before they change it."""
+    from tests import persisted
+
+    return persisted.file("tensorless-gguf", persisted.file_key(source, "1"), name,
+                          lambda path: write_tensorless_gguf(source, path, padded=padded))
 
 
 def session_folder(tmp_path_factory, name: str) -> Path:

@@ -41,6 +41,16 @@ def smollm2_path() -> Path:
     return path
 
 
+def plain_id(value) -> str:
+    """A test id that pytest selects again when it is given back on its command line, as the
+    code-mutation gate gives each test's id (tests/mutmut/isolate.py refuses any other): printable
+    ASCII without backslashes or brackets, any other character as %XX; past 40 characters, the
+    first 40 and the length (pytest numbers ids that collide)."""
+    text = value.decode("latin-1") if isinstance(value, bytes) else str(value)
+    shown = text if len(text) <= 40 else f"{text[:40]}...({len(text)})"
+    return "".join(c if c.isascii() and c.isprintable() and c not in "\\[]%" else f"%{ord(c):02X}" for c in shown)
+
+
 def write_gguf(path: Path, kvs=(), tensors=(), alignment: int | None = None) -> Path:
     """Write a GGUF with gguf.GGUFWriter. kvs: (key, value, vtype[, sub_type]);
     tensors: (name, ndarray[, raw_dtype])."""

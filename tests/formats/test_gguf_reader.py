@@ -24,6 +24,8 @@ from charter.formats.gguf import (
     serialize_gguf_header,
 )
 
+from tests import persisted
+
 from .conftest import RICH_KVS, VT, expect, patched, rich_tensors, write_gguf
 
 C = Code
@@ -122,22 +124,22 @@ class Reference:
     tensors: list
 
 
-_REFERENCES: dict[str, Reference] = {}
-
-
 def reference(path: Path) -> Reference:
-    """gguf.GGUFReader's reading of `path`, once per file content per process. It takes seconds over
-    SmolLM2's 49,152-token vocabulary, and it is the field's reader, never a mutant: the
-    code-mutation gate's workers, forked after the run that collected coverage, inherit it instead
-    of reading again for every mutant."""
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    if digest not in _REFERENCES:
-        r = gguf.GGUFReader(path)
-        fields = {k: (f.types[0], f.offset, f.types[-1], f.contents()) for k, f in r.fields.items()
-                  if not k.startswith("GGUF.")}
-        tensors = [(t.name, tuple(int(d) for d in t.shape), int(t.tensor_type)) for t in r.tensors]
-        _REFERENCES[digest] = Reference(fields, int(r.data_offset), int(r.alignment), tensors)
-    return _REFERENCES[digest]
+    """gguf.GGUFReader's reading of `path`. It takes seconds over SmolLM2's 49,152-token
+    vocabulary and it is the field's reader, never a mutant: a large file's is read once and kept
+    between test processes (tests/persisted.py), for the code-mutation gate's per-mutant runs above
+    all; a small one's (the writer-built files of tmp_path) costs less than keeping it."""
+    if Path(path).stat().st_size < 1 << 20:
+        return _read_reference(path)
+    return persisted.value("gguf-reference", persisted.file_key(path, "1"), lambda: _read_reference(path))
+
+
+def _read_reference(path: Path) -> Reference:
+    r = gguf.GGUFReader(path)
+    fields = {k: (f.types[0], f.offset, f.types[-1], f.contents()) for k, f in r.fields.items()
+              if not k.startswith("GGUF.")}
+    tensors = [(t.name, tuple(int(d) for d in t.shape), int(t.tensor_type)) for t in r.tensors]
+    return Reference(fields, int(r.data_offset), int(r.alignment), tensors)
 
 
 def _assert_agrees(header, ref: Reference):

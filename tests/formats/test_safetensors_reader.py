@@ -21,7 +21,7 @@ from charter.formats.safetensors import (
     read_safetensors,
 )
 
-from .conftest import expect, st_bytes
+from .conftest import expect, plain_id, st_bytes
 
 C = Code
 
@@ -161,6 +161,7 @@ def test_header_not_utf8():
         '{"a\x01": 1}',
         '{"\\ud800": {}}',
     ],
+    ids=plain_id,
 )
 def test_not_a_json_object(text):
     expect(C.CONTAINER_JSON, parse, st_bytes(text))

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 from charter.diagnostics import CharterError
 from charter.formats import safetensors as S
 
+from .conftest import plain_id
+
 _PROPS = settings(max_examples=200, deadline=None)
 
 # --- headers as JSON text, so top-level duplicates and raw fragments can be written -------------
@@ -272,7 +274,7 @@ def _alone(bad) -> bytes:
     return st_file(header_text([("bad", bad)], LAYOUT), _data_len(bad), True)
 
 
-@pytest.mark.parametrize("bad", BAD_VALUES, ids=repr)
+@pytest.mark.parametrize("bad", BAD_VALUES, ids=plain_id)
 def test_each_bad_entry_alone(bad):
     """Each fault alone, so the fast path's own check for it decides (none is masked)."""
     data = _alone(bad)
@@ -280,7 +282,7 @@ def test_each_bad_entry_alone(bad):
     assert_agree(data)
 
 
-@pytest.mark.parametrize("bad", BAD_METADATA, ids=repr)
+@pytest.mark.parametrize("bad", BAD_METADATA, ids=plain_id)
 def test_each_bad_metadata_alone(bad):
     data = st_file(header_text([("__metadata__", bad)], LAYOUT), 0, True)
     assert isinstance(outcome(data, len(data), False), list)

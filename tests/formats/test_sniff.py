@@ -15,7 +15,7 @@ from charter.diagnostics import Code
 from charter.formats.sniff import SNIFF_BYTES, require_format, sniff
 from tests.hardening import corpus
 
-from .conftest import expect, st_bytes
+from .conftest import expect, plain_id, st_bytes
 
 FORMAT_CASES = corpus.format_cases()
 
@@ -76,7 +76,7 @@ def test_the_message_names_both_formats(saved, rich_bytes):
     (struct.pack("<Q", 0) + bytes(16), "safetensors", Code.CONTAINER_JSON, "header"),
     (struct.pack("<Q", 2**64 - 1) + b"{}", "safetensors", Code.CONTAINER_HEADER, "header.length"),  # then `{`
     (struct.pack("<Q", 64) + b"{}      ", "safetensors", Code.CONTAINER_TRUNCATED, "header.length"),
-])
+], ids=plain_id)
 def test_damaged_files_of_the_expected_format_keep_their_reader_diagnostic(data, fmt, code, field):
     d = expect(code, parse_view, data, len(data), fmt)
     assert d.field == field

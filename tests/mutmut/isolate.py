@@ -43,3 +43,16 @@ def pytest_configure(config):
 
     settings.register_profile("mutmut", derandomize=True, database=None, phases=[Phase.explicit, Phase.generate])
     settings.load_profile("mutmut")
+
+
+def pytest_collection_modifyitems(items):
+    """mutmut gives each mutant's tests back to pytest by node id, and pytest cannot select again an
+    id it escaped (a backslash, a control or non-ASCII character): such a test errors out under
+    every mutant, which mutmut reports as a timeout. Refuse the run instead (ids=plain_id in
+    tests/formats/conftest.py makes such ids plain)."""
+    import pytest
+
+    unselectable = [i.nodeid for i in items if "\\" in i.nodeid or not (i.nodeid.isascii() and i.nodeid.isprintable())]
+    if unselectable:
+        raise pytest.UsageError("test ids pytest cannot select again (give them plain ids):\n  "
+                                + "\n  ".join(unselectable[:10]))

@@ -7,9 +7,12 @@ also run with the normal suite and take well under a second.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
+import signal
 import struct
 from pathlib import Path
 
@@ -343,8 +346,50 @@ def test_config_file_errors(beside, monkeypatch):
         "METADATA_CONFIG", "config", "config.json is more than 8 bytes (the limit)", location=AT)
     c_path.unlink()
     os.mkfifo(c_path)  # never opened for writing: a reader that waited on it would hang
-    assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT) == diag(
-        "METADATA_CONFIG", "config", "cannot read config.json beside the artifact: not a regular file", location=AT)
+    with _deadline(2.0):
+        assert rejection(c.config, "config.json", [("a", "int64", 1, AT)], AT) == diag(
+            "METADATA_CONFIG", "config", "cannot read config.json beside the artifact: not a regular file",
+            location=AT)
+
+
+@contextlib.contextmanager
+def _deadline(seconds: float):
+    """Fail, rather than hang, when the code under test blocks (a FIFO opened without O_NONBLOCK)."""
+    def expire(signum, frame):
+        raise TimeoutError(f"blocked for {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def test_read_companion_reads_one_byte_past_the_limit_whatever_the_chunks(tmp_path, monkeypatch):
+    """A companion is read up to MAX_COMPANION_BYTES + 1 bytes (enough to refuse its size) however
+    the kernel splits the reads: chunks that land on the limit exactly, and ones that do not."""
+    monkeypatch.setattr(runtime, "MAX_COMPANION_BYTES", 8)
+    path = tmp_path / "config.json"
+    path.write_bytes(b"0123456789abcdef")
+    assert runtime.read_companion(path) == b"012345678"
+    read = os.read
+    for most in (1, 2, 3, 4, 8, 9):
+        monkeypatch.setattr(runtime.os, "read", lambda fd, n, most=most: read(fd, min(n, most)))
+        assert runtime.read_companion(path) == b"012345678", most
+        path.write_bytes(b"0123")
+        assert runtime.read_companion(path) == b"0123", most
+        path.write_bytes(b"0123456789abcdef")
+
+
+def test_read_companion_refuses_what_is_not_a_regular_file(tmp_path):
+    fifo = tmp_path / "config.json"
+    os.mkfifo(fifo)
+    for path in (fifo, tmp_path):
+        with _deadline(2.0), pytest.raises(OSError) as refused:
+            runtime.read_companion(path)
+        assert (refused.value.errno, refused.value.strerror) == (errno.EINVAL, "not a regular file")
 
 
 # --- tokenizer ----------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import struct
 
 import pytest
 
+from charter.diagnostics import CharterError
 from charter.formats.safetensors import MAX_HEADER_BYTES, parse_safetensors, read_safetensors
 from tests.mutmut.gguf_bytes import error
 
@@ -108,6 +109,54 @@ def test_read_safetensors_files(tmp_path):
     assert error(read_safetensors, missing) == ext(
         "file", f"cannot read {str(missing)!r}: [Errno 2] No such file or directory: {str(missing)!r}", None, None,
         0, "CONTAINER_UNREADABLE")
+
+
+def test_read_safetensors_reads_the_header_bytes_only(tmp_path, monkeypatch):
+    """The length first, then the header's N bytes when they fit in the file and the limit, never
+    the tensor data nor what a hostile length claims (docs/security.md)."""
+    import builtins
+
+    from charter.formats import safetensors
+
+    reads: list[int | None] = []
+
+    class Counted:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def fileno(self):
+            return self.f.fileno()
+
+        def read(self, n=None):
+            reads.append(n)
+            return self.f.read(n)
+
+    monkeypatch.setattr(safetensors, "open", lambda *a, **k: Counted(builtins.open(*a, **k)), raising=False)
+    buf, _ = header(json.dumps({"a": U8(0, 4)}), 4)
+    cases = [(buf + b"\x01\x02\x03\x04", [8, len(buf) - 8]),
+             (buf[:-1], [8]),  # the header does not fit in the file
+             (struct.pack("<Q", (1 << 64) - 1) + b"{}", [8]),  # a length past any signed reading
+             (struct.pack("<Q", 65) + bytes(80), [8])]  # over the limit (64 here) though it fits
+    padded, _ = header('{"__metadata__":{"k":"%s"}}' % ("v" * (64 - 26)))
+    assert len(padded) == 8 + 64
+    cases.append((padded, [8, 64]))  # at the limit
+    monkeypatch.setattr(safetensors, "MAX_HEADER_BYTES", 64)
+    for data, expected in cases:
+        path = tmp_path / "a.safetensors"
+        path.write_bytes(data)
+        reads.clear()
+        try:
+            read_safetensors(path)
+        except CharterError:  # what is refused is refused after these reads
+            pass
+        assert reads == expected, (data[:8], reads)
+
 
 # (name, header text, data bytes, diagnostic or None): the JSON level, tensor entries, metadata.
 HEADERS = [

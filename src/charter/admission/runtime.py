@@ -85,8 +85,11 @@ class Context:
         if self._reader is not None:
             data = self._reader(offset, length)
         else:
-            with open(self.path, "rb") as f:
-                data = os.pread(f.fileno(), length, offset)
+            fd = os.open(self.path, os.O_RDONLY)
+            try:
+                data = os.pread(fd, length, offset)
+            finally:
+                os.close(fd)
         if len(data) != length:
             self.fail(Code.STORE_GEOMETRY, "file", f"file ended at {offset + len(data)}, before {offset + length}",
                       None, offset + length, offset + len(data), offset)
@@ -187,7 +190,7 @@ class Context:
 
     def string_digest(self, *, stage: str, key: str, sha256: str, at: str | None) -> None:
         entry = self._entry(key)
-        actual = hashlib.sha256(entry.value.encode("utf-8")).hexdigest()
+        actual = hashlib.sha256(entry.value.encode()).hexdigest()  # UTF-8, str.encode's only default
         if actual != sha256:
             code = Code.TOKENIZER_DIGEST if stage == "tokenizer" else Code.METADATA_DIGEST
             self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, entry.value_offset)
@@ -230,7 +233,7 @@ class Context:
             actual_type = _json_type(node)
             if actual_type != ctype:
                 self.mismatch(Code.METADATA_TYPE, f"config.{key}", ctype, actual_type, at, note=f" ({file})")
-            same = _same_bits("float64", node, expected) if ctype == "float64" else node == expected
+            same = _same_bits(ctype, node, expected) if ctype == "float64" else node == expected
             if not same:
                 self.mismatch(Code.METADATA_VALUE, f"config.{key}", expected, node, at, note=f" ({file})")
 
@@ -487,15 +490,13 @@ def read_companion(path: Path) -> bytes:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
-        chunks: list[bytes] = []
-        left = MAX_COMPANION_BYTES + 1
-        while left > 0:
-            chunk = os.read(fd, left)
+        data = bytearray()
+        while len(data) <= MAX_COMPANION_BYTES:
+            chunk = os.read(fd, MAX_COMPANION_BYTES + 1 - len(data))
             if not chunk:
                 break
-            chunks.append(chunk)
-            left -= len(chunk)
-        return b"".join(chunks)
+            data += chunk
+        return bytes(data)
     finally:
         os.close(fd)
 
@@ -503,7 +504,7 @@ def read_companion(path: Path) -> bytes:
 def parse_companion(raw: bytes) -> object:
     """A companion file's JSON as admission reads it: UTF-8, no duplicate keys, no NaN or Infinity
     (UnicodeDecodeError, ValueError or RecursionError otherwise)."""
-    return json.loads(raw.decode("utf-8"), object_pairs_hook=_unique_pairs, parse_constant=_no_constant)
+    return json.loads(raw.decode(), object_pairs_hook=_unique_pairs, parse_constant=_no_constant)  # UTF-8: the default
 
 
 def _unique_pairs(pairs: list) -> dict:
