@@ -111,6 +111,42 @@ def test_read_safetensors_files(tmp_path):
         0, "CONTAINER_UNREADABLE")
 
 
+# Valid headers the fast path must accept alone: escapes that are not lone surrogates, non-ASCII
+# names and values, metadata, several dtypes, an empty header.
+VALID = [
+    ("{}", 0),
+    ('{"__metadata__":{"k":"v"}}', 0),
+    ('{"caf\\u00e9":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}', 8),
+    ('{"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a\\n":{"dtype":"BF16","shape":[1,2],'
+     '"data_offsets":[1,5]}}', 5),
+    ('{"__metadata__":{"t\\u00e9":"\\ud83d\\ude00","q":"\\"x\\""},"w":{"dtype":"I64","shape":[],'
+     '"data_offsets":[0,8]}}', 8),
+    ('{"n\u00e9":{"dtype":"F16","shape":[0],"data_offsets":[0,0]}}', 0),
+]
+
+
+def test_the_fast_path_alone_reads_valid_headers(tmp_path, monkeypatch):
+    """The fast path is a speed path only if it accepts valid headers by itself: with the
+    positional walker removed, both entry points still read each, as the walker reads it."""
+    from charter.formats import safetensors
+
+    expected = []
+    for text, data_len in VALID:
+        buf, size = header(text, data_len)
+        expected.append(safetensors._parse(buf + bytes(data_len), size, False))
+
+    def no_walker(*args):
+        raise AssertionError("the fast path gave up on a valid header")
+
+    monkeypatch.setattr(safetensors, "_walk", no_walker)
+    for (text, data_len), walked in zip(VALID, expected):
+        buf, size = header(text, data_len)
+        assert parse_safetensors(buf + bytes(data_len), size) == walked, text
+        path = tmp_path / "valid.safetensors"
+        path.write_bytes(buf + bytes(data_len))
+        assert read_safetensors(path) == walked, text
+
+
 def test_read_safetensors_reads_the_header_bytes_only(tmp_path, monkeypatch):
     """The length first, then the header's N bytes when they fit in the file and the limit, never
     the tensor data nor what a hostile length claims (docs/security.md)."""

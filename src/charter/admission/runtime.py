@@ -40,7 +40,7 @@ from charter.admission import stores
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
-from charter.floatbits import float_bits
+from charter.floatbits import f64_bits, float_bits
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
 from charter.language import align_up, expand, meets
 
@@ -233,7 +233,7 @@ class Context:
             actual_type = _json_type(node)
             if actual_type != ctype:
                 self.mismatch(Code.METADATA_TYPE, f"config.{key}", ctype, actual_type, at, note=f" ({file})")
-            same = _same_bits(ctype, node, expected) if ctype == "float64" else node == expected
+            same = f64_bits(node) == f64_bits(expected) if ctype == "float64" else node == expected
             if not same:
                 self.mismatch(Code.METADATA_VALUE, f"config.{key}", expected, node, at, note=f" ({file})")
 

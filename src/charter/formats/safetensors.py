@@ -445,10 +445,11 @@ def _no_key_dropped(text: str, top: dict, metadata: dict | None, tensors: int) -
 
 
 def _lone_surrogate(strings) -> bool:
-    try:
-        "".join(strings).encode("utf-8")
-    except UnicodeEncodeError:
-        return True
+    for s in strings:
+        try:
+            s.encode()  # UTF-8, str.encode's only default
+        except UnicodeEncodeError:
+            return True
     return False
 
 
