@@ -874,3 +874,11 @@ def test_admit_reports_a_reader_rejection_at_the_container_stage(tmp_path):
         str(path), "c-id", "specs/c.yaml", "gguf", "structural")
     d = report.diagnostic
     assert (d.stage, d.code, d.field, d.offset) == ("container", "CONTAINER_VERSION", "header.version", 4)
+
+
+def test_admit_passes_its_header_cap_to_the_reader(tmp_path):
+    path = _small_gguf(tmp_path / "a.gguf")  # its header is the 24 bytes of the fixed fields
+    assert runtime.admit(str(path), Checker(), max_header_bytes=24).admitted
+    report = runtime.admit(str(path), Checker(), max_header_bytes=23)
+    d = report.diagnostic
+    assert not report.admitted and (d.stage, d.code) == ("container", "CONTAINER_HEADER"), d

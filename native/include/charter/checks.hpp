@@ -867,7 +867,7 @@ class Context {
       for (const TensorEntry* tp : spans) {
         const TensorEntry& t = *tp;
         const u128 want = align_up(cursor);
-        if (static_cast<u128>(t.start) != want && !(cursor == v.data_offset && t.start == cursor)) {
+        if (static_cast<u128>(t.start) != want) {  // the data section's start is aligned (checked above)
           return reject(r_, Code::LAYOUT_GAP, "tensors." + std::string(t.name) + ".offset",
                         std::string(t.name) + " starts at " + u64s(t.start) + "; packed layout puts it at " +
                             show128(want) + " (unowned bytes beyond alignment padding)",

@@ -364,10 +364,11 @@ class Context:
                           f"data section starts at {v.data_offset}, not a multiple of {alignment}",
                           alignment_at, alignment, v.data_offset)
             for t in v.tensors:
-                if (t.start - v.data_offset) % alignment:
+                relative = t.start - v.data_offset
+                if relative % alignment:
                     self.fail(Code.LAYOUT_ALIGNMENT, f"tensors.{t.name}.offset",
-                              f"{t.name} starts at data offset {t.start - v.data_offset}, not a multiple of {alignment}",
-                              alignment_at, alignment, t.start - v.data_offset, t.offset)
+                              f"{t.name} starts at data offset {relative}, not a multiple of {alignment}",
+                              alignment_at, alignment, relative, t.offset)
         for t in v.tensors:
             if t.start < v.data_offset or t.end > v.file_size:
                 self.fail(Code.LAYOUT_BOUNDS, f"tensors.{t.name}.offset",
@@ -390,7 +391,7 @@ class Context:
         if packed:
             cursor = v.data_offset
             for t in spans:
-                if t.start != align_up(cursor, step) and not (cursor == v.data_offset and t.start == cursor):
+                if t.start != align_up(cursor, step):  # the data section's start is aligned (checked above)
                     self.fail(Code.LAYOUT_GAP, f"tensors.{t.name}.offset",
                               f"{t.name} starts at {t.start}; packed layout puts it at {align_up(cursor, step)} "
                               f"(unowned bytes beyond alignment padding)", packed_at,
@@ -565,11 +566,11 @@ def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool =
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")
-            continue
-        try:
-            check(ctx)
-        except Rejected as r:
-            report.reject(stage, r.diagnostic)
-            return report.finish()
-        report.record(stage, "passed")
+        else:
+            try:
+                check(ctx)
+            except Rejected as r:
+                report.reject(stage, r.diagnostic)
+                return report.finish()
+            report.record(stage, "passed")
     return report.finish()
