@@ -229,7 +229,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         plan = _resolve(b, artifact_data, model_data)
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
-        refused = dataclasses.replace(m, expect=Expect("spec"))
+        refused = dataclasses.replace(m, expect=Expect(Stage.SPEC))
         outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
@@ -246,7 +246,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
-                        verify_payload=expect is not None and expect.stage == "payload")
+                        verify_payload=expect is not None and expect.stage is Stage.PAYLOAD)
     said = _cpp_contract_disagreement(b, plan, report) if b.engines == "both" else None
     if said:
         d = report.diagnostic

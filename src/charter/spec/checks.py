@@ -355,11 +355,11 @@ def _identity(p: ArtifactPlan):
 
 def _metadata(p: ArtifactPlan):
     every = p.identity + p.metadata
-    yield MetaTypes(facts=tuple(MetaType(m.key, "string" if m.stage == "identity" else m.type, m.element, m.location)
-                                for m in every))
+    yield MetaTypes(facts=tuple(MetaType(m.key, "string" if m.stage == Stage.IDENTITY else m.type, m.element,
+                                         m.location) for m in every))
     yield MetaKeySet(pinned=tuple(m.key for m in every), forbidden=p.forbidden, extra=p.extra_keys.value,
                      at=p.extra_keys.at)
-    yield from _values(Stage.METADATA, [m for m in p.metadata if m.stage == "metadata"])
+    yield from _values(Stage.METADATA, [m for m in p.metadata if m.stage == Stage.METADATA])
     if p.config_file is not None:
         yield Config(file=p.config_file, facts=tuple(ConfigFact(m.key, m.type, m.value, m.location) for m in p.config),
                      at=p.config_location)
@@ -379,7 +379,7 @@ def _tokenizer(p: ArtifactPlan):
     t = p.tokenizer
     if t is None:
         return
-    yield from _values(Stage.TOKENIZER, [m for m in p.metadata if m.stage == "tokenizer"])
+    yield from _values(Stage.TOKENIZER, [m for m in p.metadata if m.stage == Stage.TOKENIZER])
     for s in t.special:
         yield SpecialId(key=s.key, name=s.name, value=s.value, at=s.location)
     for key, loc in t.stop_keys:
