@@ -96,7 +96,7 @@ def representatives(h: GGUFHeader, plan: ArtifactPlan) -> list[int]:
     the contract does not state (there are none in an admitted artifact)."""
     index = {t.name: i for i, t in enumerate(h.tensors)}
     chosen: list[int] = []
-    for row in plan.tensor_rows:
+    for row in plan.tensor_rows.value:
         members = [t.name for t in plan.tensors if t.location == row.location and t.role == row.role]
         for name in dict.fromkeys(members[:1] + members[-1:]):
             if name in index and index[name] not in chosen:
@@ -436,23 +436,24 @@ def _boundary(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
     """Padded logits (AFN-005): physical rows and tokenizer ids are two facts; swapping one for the
     other must fail where each is stated."""
     t = plan.tokenizer
-    if t is None or t.ids is None or t.logits_rows is None or t.ids == t.logits_rows:
+    ids, rows = (value_of(t.ids), value_of(t.logits_rows)) if t else (None, None)
+    if ids is None or rows is None or ids == rows:
         return
     index = {x.name: i for i, x in enumerate(h.tensors)}
     if t.logits_tensor in index:
         info = h.tensors[index[t.logits_tensor]]
-        dims = info.dims[:t.logits_axis] + (t.ids,) + info.dims[t.logits_axis + 1:]
-        yield Mutant("artifact", f"tensors.{info.name}", f"logits rows {t.logits_rows} -> tokenizer ids {t.ids}",
+        dims = info.dims[:t.logits_axis] + (ids,) + info.dims[t.logits_axis + 1:]
+        yield Mutant("artifact", f"tensors.{info.name}", f"logits rows {rows} -> tokenizer ids {ids}",
                      Expect.of(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, index[t.logits_tensor], dims=dims)))
     tokens = h.kvs.get(t.tokens_key) if t.tokens_key else None
-    if tokens is not None and isinstance(tokens.value, GGUFArray) and tokens.value.count == t.ids:
+    if tokens is not None and isinstance(tokens.value, GGUFArray) and tokens.value.count == ids:
         def padded():
             items = tokens.value.items()
-            items += [f"<pad{i}>" for i in range(t.logits_rows - t.ids)]
+            items += [f"<pad{i}>" for i in range(rows - ids)]
             return rebuild(h, kvs=_replace_kv(h, tokens, value=GGUFArray.from_items(tokens.value.elem_type, items)))
 
-        yield Mutant("artifact", f"metadata.{t.tokens_key}", f"tokenizer ids {t.ids} -> logits rows {t.logits_rows}",
+        yield Mutant("artifact", f"metadata.{t.tokens_key}", f"tokenizer ids {ids} -> logits rows {rows}",
                      Expect.of(Code.TOKENIZER_ARRAY_LENGTH, f"tokenizer.{t.tokens_key}.length"), padded)
 
 

@@ -39,7 +39,7 @@ class Ownership:
             identity=frozenset(m.key for m in plan.identity),
             metadata_owned={m.key: m for m in plan.metadata},
             special={s.key: s.name for s in t.special} if t else {},
-            stops=frozenset(k for k, _ in t.stop_keys) if t else frozenset(),
+            stops=frozenset(s.key for s in t.stop_keys) if t else frozenset(),
             stop_ids=t.stop_ids if t else (),
             tokens_key=t.tokens_key if t else None,
             logits=(t.logits_tensor, t.logits_axis) if t and t.logits_tensor else None,

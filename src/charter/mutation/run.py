@@ -37,7 +37,7 @@ from charter.spec import checks
 from charter.spec.checks import Check, checks_of
 from charter.spec.contractset import ContractSet
 from charter.spec.load import LoadedContract, contract_from_document
-from charter.spec.plan import ArtifactPlan
+from charter.spec.plan import ArtifactPlan, value_of
 from charter.spec.resolve import resolve_artifact, resolve_model
 from charter.spec.yamlload import Document
 
@@ -146,11 +146,12 @@ def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
     takes it (charter.engines.cpp.read_companion), read once per battery; None without `config`."""
     from charter.engines import cpp
 
-    if plan.config_file is None:
+    file = value_of(plan.config_file)
+    if file is None:
         return None
-    if plan.config_file not in b.companions:
-        b.companions[plan.config_file] = cpp.read_companion(b.artifact_path, plan.config_file)
-    return b.companions[plan.config_file]
+    if file not in b.companions:
+        b.companions[file] = cpp.read_companion(b.artifact_path, file)
+    return b.companions[file]
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:

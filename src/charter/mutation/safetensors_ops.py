@@ -64,7 +64,7 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
 def _representatives(names: list[str], plan: ArtifactPlan) -> list[str]:
     present = set(names)
     chosen: list[str] = []
-    for row in plan.tensor_rows:
+    for row in plan.tensor_rows.value:
         members = [t.name for t in plan.tensors if t.location == row.location and t.role == row.role]
         for name in dict.fromkeys(members[:1] + members[-1:]):
             if name in present and name not in chosen:

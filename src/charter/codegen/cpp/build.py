@@ -25,7 +25,7 @@ from charter.codegen.cpp.glob import compile_glob
 from charter.codegen.cpp.literals import cpp_i64, cpp_int, cpp_lit, cpp_opt_sv
 from charter.diagnostics import ADMISSION_STAGES
 from charter.spec import checks
-from charter.spec.plan import ArtifactPlan
+from charter.spec.plan import ArtifactPlan, value_of
 
 TEMPLATE = "checker.hpp.jinja"
 
@@ -245,7 +245,7 @@ def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: st
         format=cpp_sv(plan.format),
         format_enum="rt::Format::Gguf" if plan.format == "gguf" else "rt::Format::Safetensors",
         status=cpp_sv(plan.status),
-        companion=cpp_sv(plan.config_file or ""),
+        companion=cpp_sv(value_of(plan.config_file) or ""),
         namespace=namespace or identifier(plan.id),
         inputs=tuple((cpp_sv(p), cpp_sv(s)) for p, s in sorted(inputs.items())),
         tables=tuple(tables.decls),
