@@ -85,7 +85,8 @@ def test_value_and_class_mutants_are_killed_exactly(batteries):
     assert {o.code for o in relabels} == {"SPEC_SCHEMA", "FIXTURE_CLASS"}
     # a model constant's changed value breaks its source and its digest: both are expected
     (k,) = _run(batteries["router-topk-ties"], lambda m: m.id == "artifact:router-topk-ties.npz:k:edit one element")
-    assert (k.verdict, k.code, k.mutant.also) == (Verdict.KILLED, "FIXTURE_SOURCE", ((Code.FIXTURE_DIGEST, "k.sha256"),))
+    assert (k.verdict, k.code, k.mutant.also) == (Verdict.KILLED, "FIXTURE_SOURCE",
+                                                  ((Code.FIXTURE_DIGEST, "k.sha256"),))
 
 
 def test_shipped_fixtures_are_only_read(batteries):

@@ -160,9 +160,11 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
                 return Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{c.key}.sha256")
             return None
         case checks.SpecialId():
-            return None if v.meta[c.key].value == c.value else Expect.of(Code.TOKENIZER_SPECIAL_ID, f"tokenizer.special.{c.name}")
+            return None if v.meta[c.key].value == c.value else Expect.of(Code.TOKENIZER_SPECIAL_ID,
+                                                                         f"tokenizer.special.{c.name}")
         case checks.StopId():
-            return None if v.meta[c.key].value in c.ids else Expect.of(Code.TOKENIZER_STOP_ID, f"tokenizer.stop.{c.key}")
+            return None if v.meta[c.key].value in c.ids else Expect.of(Code.TOKENIZER_STOP_ID,
+                                                                       f"tokenizer.stop.{c.key}")
         case checks.TokenDomain():
             return None if v.meta[c.key].value.count == c.ids else Expect.of(Code.TOKENIZER_DOMAIN, "tokenizer.ids")
         case checks.LogitsRows():

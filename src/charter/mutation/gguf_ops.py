@@ -366,7 +366,8 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
     other = CODEC_SWAP.get(t.ggml_type.name)
     if other:
         gtype = GGML_TYPES_BY_NAME[other]
-        expect = oracle.tensor_geometry(t.dims, gtype, t.offset, h.data_offset, h.file_size, t.name) or Expect.of(Code.TENSOR_CODEC, f"{target}.codec")
+        expect = oracle.tensor_geometry(t.dims, gtype, t.offset, h.data_offset, h.file_size, t.name) or Expect.of(
+            Code.TENSOR_CODEC, f"{target}.codec")
         yield Mutant("artifact", target, f"codec {t.ggml_type.name}->{other}", expect,
                      lambda g=gtype: rebuild(h, tensors=_replace_tensor(h, index, ggml_type=g)))
     yield Mutant("artifact", target, "unknown ggml type",

@@ -41,7 +41,8 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
 
     yield Mutant("artifact", "baseline", "unchanged", None, lambda: (raw, h.file_size))
     yield Mutant("artifact", "header", "re-serialize compactly (whitespace is not a fact)",
-                 None if value_of(plan.header_aligned) is not False else Expect.of(Code.CONTAINER_HEADER, "container.header_aligned"),
+                 None if value_of(plan.header_aligned) is not False else Expect.of(Code.CONTAINER_HEADER,
+                                                                                   "container.header_aligned"),
                  lambda: serialize(doc, data_len))
     yield from _header(h, raw, data_len)
     yield from _metadata(doc, own, edit)
@@ -120,7 +121,8 @@ def _tensor(h: SafetensorsHeader, doc: dict, name: str, own: oracle.Ownership, e
     for j, dim in enumerate(shape):
         grown = shape[:j] + [dim + 1] + shape[j + 1:]
         yield Mutant("artifact", target, f"dim[{j}] +1",
-                     extent if _elements(grown) != _elements(shape) else Expect.of(Code.TENSOR_SHAPE, f"{target}.shape[{j}]"),
+                     extent if _elements(grown) != _elements(shape)
+                     else Expect.of(Code.TENSOR_SHAPE, f"{target}.shape[{j}]"),
                      lambda g=grown: edit(lambda d: d[name].__setitem__("shape", g)))
         yield Mutant("artifact", target, f"dim[{j}] negative",
                      Expect.of(Code.CONTAINER_TENSOR_DIM, f"{target}.shape"),
