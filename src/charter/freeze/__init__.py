@@ -16,11 +16,7 @@ from pathlib import Path
 from charter import atomic
 from charter.console import not_a_file
 from charter.diagnostics import CharterError
-from charter.formats.gguf import read_gguf
-from charter.formats.safetensors import read_safetensors
 from charter.formats.sniff import read_head, require_format
-from charter.freeze.gguf import freeze_gguf
-from charter.freeze.safetensors import freeze_safetensors
 from charter.spec.load import load_contract_text
 from charter.spec.yamldump import dump
 
@@ -31,6 +27,13 @@ CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 def freeze_file(path: Path, artifact_id: str, model_id: str, contract_dir: Path | None = None) -> tuple[dict, dict]:
     """The model and artifact contracts of `path`; `source.path` is relative to `contract_dir`, the
     directory the artifact contract will be written to (default: beside the artifact)."""
+    # The readers load here, not when the package does: `charter check` registers the freeze
+    # command (charter.freeze.commands) and must not import the GGUF reader (tests/hardening).
+    from charter.formats.gguf import read_gguf
+    from charter.formats.safetensors import read_safetensors
+    from charter.freeze.gguf import freeze_gguf
+    from charter.freeze.safetensors import freeze_safetensors
+
     head = read_head(path)
     fmt = require_format(*head) if head is not None else "safetensors"  # unreadable: the reader says so
     if fmt == "gguf":
