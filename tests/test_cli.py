@@ -92,3 +92,27 @@ def test_a_loose_contract_is_searched_for_in_its_own_folder_only(tmp_path):
         p.write_text("charter: 1\n", "utf-8")
     assert search_paths([str(loose)], None) == [str(loose.parent.resolve())]
     assert search_paths([str(frozen)], None) == [str((tmp_path / "out").resolve())]
+
+
+def test_admit_locate_and_freeze_each_have_their_own_command_module():
+    """One module per command, registering it; none imports back from charter.cli."""
+    import importlib
+    import re
+    from pathlib import Path
+
+    from charter.cli import COMMAND_MODULES
+
+    owners = {}
+    for name in COMMAND_MODULES:
+        sub = argparse.ArgumentParser().add_subparsers()
+        importlib.import_module(name).register(sub)
+        for command in sub.choices:
+            owners[command] = name
+    assert owners["admit"] == "charter.admission.commands"
+    assert owners["locate"] == "charter.admission.locate_command"
+    assert owners["freeze"] == "charter.freeze.commands"
+    src = Path(__file__).resolve().parents[1] / "src" / "charter"
+    for path in src.rglob("*.py"):
+        if path.name != "__main__.py":
+            assert not re.search(r"^\s*(from charter\.cli import|import charter\.cli|from charter import cli)",
+                                 path.read_text("utf-8"), flags=re.M), path

@@ -87,6 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
 # Modules that add subcommands: each has `register(subparsers)` and keeps its imports lazy.
 COMMAND_MODULES = (
     "charter.admission.commands",
+    "charter.admission.locate_command",
+    "charter.freeze.commands",
     "charter.codegen.commands",
     "charter.provenance.commands",
     "charter.mutation.commands",

@@ -187,6 +187,31 @@ def _stage_of(code: Code) -> Stage:
     return Stage.SPEC
 
 
+class Finding(str, Enum):
+    """What a value check found. The metadata and the tokenizer stage check values alike, and
+    each reports a finding under its own code: `code_for(Stage.TOKENIZER, Finding.VALUE)` is
+    TOKENIZER_VALUE. The one place that turns a stage into a code family."""
+
+    VALUE = "VALUE"
+    DIGEST = "DIGEST"
+    ARRAY_LENGTH = "ARRAY_LENGTH"
+    ARRAY_DIGEST = "ARRAY_DIGEST"
+
+
+VALUE_STAGES: tuple[Stage, ...] = (Stage.METADATA, Stage.TOKENIZER)  # the stages that own values
+
+_FINDING_CODES: dict[tuple[Stage, Finding], Code] = {
+    (stage, finding): Code[prefix + finding.value]
+    for prefix, stage in _PREFIX_STAGE.items() if stage in VALUE_STAGES
+    for finding in Finding
+}
+
+
+def code_for(stage: Stage | str, finding: Finding) -> Code:
+    """The code under which `stage` (metadata or tokenizer) reports `finding`."""
+    return _FINDING_CODES[Stage(stage), finding]
+
+
 @dataclass(frozen=True, order=True)
 class Location:
     """A place in a text file; line and column are 1-based, as editors count them."""

@@ -236,6 +236,27 @@ def test_no_target_builds_its_own_header_escaper_or_keyword_list():
 LAYOUT_FILTERS = {"length", "indent"}  # a count, and the indentation of a ready-made statement
 
 
+def test_templates_call_no_function():
+    """The view hands every value escaped for its target: a template that calls a function
+    (`lit(view.spec)`) is doing the escaping itself."""
+    for rel, text in _target_sources().items():
+        if rel.endswith(".jinja"):
+            for expr in re.findall(r"\{\{(.*?)\}\}", text):
+                value = expr.split("|")[0]
+                assert not re.search(r"[\w\]\)]\s*\(", value), (rel, expr)
+
+
+def test_one_stage_view_and_one_inputs_function_serve_both_checker_targets():
+    for rel, text in _target_sources().items():
+        if rel.endswith(".py"):
+            assert not re.search(r"^class Stage\b|^def (inputs_of|checker_inputs)\(", text, flags=re.M), rel
+    from charter.codegen.cpp import build as cpp
+    from charter.codegen.python import build as py
+
+    assert cpp.CheckerView.__annotations__["stages"] == py.CheckerView.__annotations__["stages"] == \
+        "tuple[StageView, ...]"
+
+
 def test_templates_never_slice_or_escape_values():
     """Templates only loop and substitute: no slicing of a value (`x[1:-3]`) and no filter that
     changes its text (`replace`, `e`, `format`, ...)."""

@@ -267,3 +267,42 @@ def test_the_shipped_contract_still_finds_its_file_inside_the_installed_wheel(ca
     assert main(["locate", "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"]) == 0
     out, _ = _no_traceback(capsys)
     assert Path(out.strip()) == smollm2_path
+
+
+# --- the library function takes typed arguments; the command adapts argparse to it ----------------
+
+
+def test_freeze_is_a_function_of_paths_and_an_id(tmp_path, header_copy):
+    from charter.freeze import freeze as freeze_library
+
+    written = freeze_library(header_copy, "typed", tmp_path / "out")
+    assert written == [tmp_path / "out" / "models" / "typed-model.yaml", tmp_path / "out" / "artifacts" / "typed.yaml"]
+    assert all(p.is_file() for p in written)
+    assert freeze_library(header_copy, "typed", tmp_path / "out", force=True) == written
+
+
+@pytest.mark.parametrize("problem", ["no file", "bad id", "files in the way"])
+def test_freeze_refuses_a_request_it_cannot_carry_out_and_writes_nothing(tmp_path, header_copy, problem):
+    from charter.freeze import FreezeRefused
+    from charter.freeze import freeze as freeze_library
+
+    out = tmp_path / "out"
+    if problem == "files in the way":
+        freeze_library(header_copy, "taken", out)
+    before = sorted(out.rglob("*")) if out.exists() else []
+    args = {"no file": (tmp_path / "missing.gguf", "x"), "bad id": (header_copy, "Not An Id"),
+            "files in the way": (header_copy, "taken")}[problem]
+    with pytest.raises(FreezeRefused):
+        freeze_library(*args, out)
+    assert (sorted(out.rglob("*")) if out.exists() else []) == before
+
+
+def test_freeze_raises_the_reader_diagnostic_for_a_bad_artifact(tmp_path):
+    from charter.diagnostics import CharterError, Code
+    from charter.freeze import freeze as freeze_library
+
+    bad = tmp_path / "cut.gguf"
+    bad.write_bytes(b"GGUF\x03\x00\x00\x00")
+    with pytest.raises(CharterError) as exc:
+        freeze_library(bad, "cut", tmp_path / "out")
+    assert exc.value.diagnostics[0].code is Code.CONTAINER_TRUNCATED and not (tmp_path / "out").exists()

@@ -8,6 +8,7 @@ import json
 import pytest
 
 from charter.cli import main
+from charter.diagnostics import Code
 from charter.mutation import report
 from charter.mutation.mutant import Expect, Mutant, Verdict, judge
 from charter.mutation.run import all_mutants, load_battery, run
@@ -29,7 +30,7 @@ def _mutant(expect):
     (False, "metadata", "METADATA_VALUE", "metadata.y", Verdict.REGRESSION),
 ])
 def test_judge(admitted, stage, code, field, verdict):
-    assert judge(_mutant(Expect("metadata", "METADATA_VALUE", "metadata.x")), admitted, stage, code,
+    assert judge(_mutant(Expect.of(Code.METADATA_VALUE, "metadata.x")), admitted, stage, code,
                  field).verdict is verdict
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from charter.diagnostics import Code, Stage
 from charter.mutation import report
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict
 
@@ -93,20 +94,20 @@ def _outcomes() -> list[Outcome]:
     def m(side, target, op, expect):
         return Mutant(side, target, op, expect)
 
-    meta_value = Expect("metadata", "METADATA_VALUE", "metadata.llama.block_count")
+    meta_value = Expect.of(Code.METADATA_VALUE, "metadata.llama.block_count")
     return [
         Outcome(m("artifact", "metadata.llama.block_count", "+1", meta_value), Verdict.KILLED, "metadata",
                 "METADATA_VALUE", "metadata.llama.block_count"),
-        Outcome(m("contract", "constants.heads", "+1", Expect("tensors")), Verdict.SURVIVED,
+        Outcome(m("contract", "constants.heads", "+1", Expect(Stage.TENSORS)), Verdict.SURVIVED,
                 detail="no generated check changed: the generator ignores this leaf"),
-        Outcome(m("artifact", "tensors.output.weight", "rename", Expect("tensors", "TENSOR_MISSING")),
+        Outcome(m("artifact", "tensors.output.weight", "rename", Expect.of(Code.TENSOR_MISSING)),
                 Verdict.REGRESSION, "identity", "IDENTITY_MISMATCH", "identity.general.name", "wrong stage"),
         Outcome(m("contract", "description", "empty", None), Verdict.EQUIVALENT,
                 detail="documentation: not a fact about the artifact <&>"),
         Outcome(m("artifact", "metadata", "reverse key order", None), Verdict.ADMITTED),
         Outcome(m("artifact", "metadata.general.alignment", "state the default", None), Verdict.REFUSED,
                 "container", "CONTAINER_ALIGNMENT", "container.alignment"),
-        Outcome(m("artifact", "header.version", "4", Expect("container")), Verdict.ERROR,
+        Outcome(m("artifact", "header.version", "4", Expect(Stage.CONTAINER)), Verdict.ERROR,
                 detail="ValueError: <script>alert(1)</script>"),
     ]
 

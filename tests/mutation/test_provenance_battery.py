@@ -85,7 +85,8 @@ def test_value_and_class_mutants_are_killed_exactly(batteries):
     assert {o.code for o in relabels} == {"SPEC_SCHEMA", "FIXTURE_CLASS"}
     # a model constant's changed value breaks its source and its digest: both are expected
     (k,) = _run(batteries["router-topk-ties"], lambda m: m.id == "artifact:router-topk-ties.npz:k:edit one element")
-    assert (k.verdict, k.code, k.mutant.also) == (Verdict.KILLED, "FIXTURE_SOURCE", (("FIXTURE_DIGEST", "k.sha256"),))
+    assert (k.verdict, k.code, k.mutant.also) == (Verdict.KILLED, "FIXTURE_SOURCE",
+                                                  ((Code.FIXTURE_DIGEST, "k.sha256"),))
 
 
 def test_shipped_fixtures_are_only_read(batteries):
@@ -97,15 +98,15 @@ def test_shipped_fixtures_are_only_read(batteries):
 
 
 def test_a_cascade_is_a_regression():
-    m = provenance_ops.ProvenanceMutant("contract", "x.dtype", "op", Expect("spec", "FIXTURE_DTYPE", "x.dtype"))
+    m = provenance_ops.ProvenanceMutant("contract", "x.dtype", "op", Expect.of(Code.FIXTURE_DTYPE, "x.dtype"))
     dtype = Diagnostic(Code.FIXTURE_DTYPE, "x.dtype", "wrong dtype")
     source = Diagnostic(Code.FIXTURE_SOURCE, "x.producer.derived_from", "differs")
     assert provenance_run.verdict(m, [dtype]).verdict is Verdict.KILLED
     assert provenance_run.verdict(m, [dtype, source]).verdict is Verdict.REGRESSION
     assert provenance_run.verdict(m, [source, dtype]).verdict is Verdict.REGRESSION
     assert provenance_run.verdict(m, []).verdict is Verdict.SURVIVED
-    declared = provenance_ops.ProvenanceMutant("contract", "x", "op", Expect("spec", "FIXTURE_DTYPE", "x.dtype"),
-                                               also=(("FIXTURE_SOURCE", "x.producer.derived_from"),))
+    declared = provenance_ops.ProvenanceMutant("contract", "x", "op", Expect.of(Code.FIXTURE_DTYPE, "x.dtype"),
+                                               also=((Code.FIXTURE_SOURCE, "x.producer.derived_from"),))
     assert provenance_run.verdict(declared, [dtype, source]).verdict is Verdict.KILLED
     assert provenance_run.verdict(declared, [dtype]).verdict is Verdict.REGRESSION
 

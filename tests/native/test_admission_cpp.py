@@ -104,14 +104,14 @@ def test_unreadable_file(native, tmp_path):
 
 def test_compiled_checkers_are_current(native, contract_set):
     """A compiled checker names the contract bytes it came from; charter refuses a stale one."""
-    from charter.codegen.cpp.build import inputs_of
+    from charter.codegen.common.inputs import checker_inputs
 
     ids = native.contracts()
     if not ids:
         pytest.skip("no C++ checker compiled in")
     for cid in ids:
         assert cid in contract_set.artifacts
-        engine.require_current(cid, inputs_of(contract_set, contract_set.artifacts[cid]))
+        engine.require_current(cid, checker_inputs(contract_set, contract_set.artifacts[cid]))
     with pytest.raises(engine.EngineUnavailable):
         engine.require_current(ids[0], {"specs/x.yaml": "0" * 64})
 

@@ -49,7 +49,7 @@ def _first(report) -> tuple:
 @pytest.fixture(scope="module")
 def frozen(native, frozen_cpp, tmp_path_factory):
     f = Frozen(frozen_cpp["config"], tmp_path_factory.mktemp("companion"))
-    assert f.plan.config_file == "config.json" and engine.info(f.key).companion == "config.json"
+    assert f.plan.config_file.value == "config.json" and engine.info(f.key).companion == "config.json"
     return f
 
 

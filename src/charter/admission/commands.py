@@ -1,4 +1,4 @@
-"""`charter admit` and `charter freeze`."""
+"""`charter admit`: adapts its arguments to the admission engines and the report to exit codes."""
 
 from __future__ import annotations
 
@@ -25,18 +25,6 @@ def register(sub) -> None:
                         "cached checker library (docs/native.md)")
     p.add_argument("-v", "--verbose", action="store_true", help="say which checker ran")
     p.set_defaults(func=run_admit, format="text")
-
-    p = sub.add_parser("locate", help="print the path of the real artifact a contract pins (source), after checking "
-                                      "its size and sha256")
-    p.add_argument("contract", type=path_arg, help="artifact contract (YAML)")
-    p.set_defaults(func=run_locate, format="text")
-
-    p = sub.add_parser("freeze", help="write model and artifact contracts that pin everything an artifact states")
-    p.add_argument("artifact", type=path_arg, help="a known-good GGUF or safetensors file")
-    p.add_argument("--id", required=True, help="id of the artifact contract (the model gets ID-model)")
-    p.add_argument("-o", "--output", default=".", type=path_arg, help="directory for models/ID-model.yaml and artifacts/ID.yaml")
-    p.add_argument("--force", action="store_true", help="overwrite existing files")
-    p.set_defaults(func=run_freeze, format="text")
 
 
 def run_admit(args) -> int:
@@ -89,29 +77,3 @@ def run_admit(args) -> int:
         report = python.admit(path, checker, options)
     print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
     return EXIT_OK if report.admitted else EXIT_REJECTED
-
-
-def run_freeze(args) -> int:
-    from charter.freeze import freeze
-
-    return freeze(args)
-
-
-def run_locate(args) -> int:
-    from charter.admission.locate import locate
-    from charter.console import EXIT_OK, EXIT_USAGE, print_diagnostics
-    from charter.diagnostics import CharterError
-    from charter.spec.load import load_contract
-    from charter.spec.models import ArtifactContract
-
-    loaded = load_contract(args.contract)
-    if not isinstance(loaded.contract, ArtifactContract) or loaded.contract.source is None:
-        print(f"charter: {args.contract} is not an artifact contract with a pinned source", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        path = locate(loaded.contract.source, Path(args.contract).parent, digest=True)
-    except CharterError as exc:
-        print_diagnostics(exc.diagnostics, "text")
-        return EXIT_USAGE
-    print(path)
-    return EXIT_OK

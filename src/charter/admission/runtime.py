@@ -39,7 +39,7 @@ from pathlib import Path
 from charter.admission import stores
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
-from charter.diagnostics import CharterError, Code, Diagnostic, Location, Stage
+from charter.diagnostics import CharterError, Code, Diagnostic, Finding, Location, Stage, code_for
 from charter.floatbits import f64_bits, float_bits
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
 from charter.language import align_up, expand, meets
@@ -185,37 +185,35 @@ class Context:
         else:
             same = actual == value and type(actual) is type(value)
         if not same:
-            code = Code.TOKENIZER_VALUE if stage == "tokenizer" else Code.METADATA_VALUE
-            self.mismatch(code, f"{stage}.{key}", value, actual, at, entry.value_offset)
+            self.mismatch(code_for(stage, Finding.VALUE), f"{stage}.{key}", value, actual, at, entry.value_offset)
 
     def string_digest(self, *, stage: str, key: str, sha256: str, at: str | None) -> None:
         entry = self._entry(key)
         actual = hashlib.sha256(entry.value.encode()).hexdigest()  # UTF-8, str.encode's only default
         if actual != sha256:
-            code = Code.TOKENIZER_DIGEST if stage == "tokenizer" else Code.METADATA_DIGEST
-            self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, entry.value_offset)
+            self.mismatch(code_for(stage, Finding.DIGEST), f"{stage}.{key}.sha256", sha256, actual, at,
+                          entry.value_offset)
 
     def array(self, *, stage: str, key: str, length: int, values: tuple | None, sha256: str | None,
               at: str | None) -> None:
         entry = self._entry(key)
         arr: GGUFArray = entry.value
-        tok = stage == "tokenizer"
         if arr.count != length:
-            code = Code.TOKENIZER_ARRAY_LENGTH if tok else Code.METADATA_ARRAY_LENGTH
-            self.mismatch(code, f"{stage}.{key}.length", length, arr.count, at, arr.count_offset)
+            self.mismatch(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{key}.length", length, arr.count, at,
+                          arr.count_offset)
         if values is not None:
             floats = arr.elem_type.name in ("FLOAT32", "FLOAT64")
             for i, (want, got) in enumerate(zip(values, arr.items())):
                 same = _same_bits(arr.elem_type.name.lower(), got, want) if floats else (
                     want == got and type(want) is type(got))
                 if not same:
-                    code = Code.TOKENIZER_VALUE if tok else Code.METADATA_VALUE
-                    self.mismatch(code, f"{stage}.{key}.values[{i}]", want, got, at, arr.data_offset)
+                    self.mismatch(code_for(stage, Finding.VALUE), f"{stage}.{key}.values[{i}]", want, got, at,
+                                  arr.data_offset)
         if sha256 is not None:
             actual = arr.sha256()
             if actual != sha256:
-                code = Code.TOKENIZER_ARRAY_DIGEST if tok else Code.METADATA_ARRAY_DIGEST
-                self.mismatch(code, f"{stage}.{key}.sha256", sha256, actual, at, arr.data_offset)
+                self.mismatch(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{key}.sha256", sha256, actual, at,
+                              arr.data_offset)
 
     # --- companion config (a cross-artifact constraint, checked with metadata) ---------------
 

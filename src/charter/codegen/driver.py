@@ -19,8 +19,8 @@ import jinja2
 
 from charter import __version__, atomic
 from charter.codegen.common.header import MARK, generated_header
+from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.common.names import module_name
-from charter.codegen.common.python import py_literal
 from charter.codegen.common.render import environment, normalize
 from charter.codegen.python.build import build as build_python_checker
 from charter.spec.contractset import ContractSet
@@ -45,7 +45,7 @@ def sha256_text(text: str) -> str:
 @functools.lru_cache(maxsize=None)
 def _environment(package: str) -> jinja2.Environment:
     """One environment per target package, so each template compiles once per process."""
-    return environment(package, lit=py_literal)
+    return environment(package)
 
 
 def template_hashes() -> dict[str, str]:
@@ -57,13 +57,6 @@ def template_hashes() -> dict[str, str]:
             if entry.name.endswith(".jinja"):
                 out[f"{package}/{entry.name}"] = hashlib.sha256(entry.read_bytes()).hexdigest()
     return out
-
-
-def checker_inputs(cs: ContractSet, plan: ArtifactPlan) -> dict[str, str]:
-    """Spec display path -> sha256 of its bytes, for the artifact and its model: what a checker of
-    `plan` is generated from (the manifest's inputs)."""
-    model = cs.contracts[plan.model]
-    return {plan.spec_path: plan.spec_sha256, model.doc.file: sha256_text(model.doc.source)}
 
 
 def python_checker_path(contract_id: str) -> str:

@@ -11,16 +11,12 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import sys
 from pathlib import Path
 
 from charter import atomic
+from charter.console import not_a_file
 from charter.diagnostics import CharterError
-from charter.formats.gguf import read_gguf
-from charter.formats.safetensors import read_safetensors
 from charter.formats.sniff import read_head, require_format
-from charter.freeze.gguf import freeze_gguf
-from charter.freeze.safetensors import freeze_safetensors
 from charter.spec.load import load_contract_text
 from charter.spec.yamldump import dump
 
@@ -31,6 +27,13 @@ CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 def freeze_file(path: Path, artifact_id: str, model_id: str, contract_dir: Path | None = None) -> tuple[dict, dict]:
     """The model and artifact contracts of `path`; `source.path` is relative to `contract_dir`, the
     directory the artifact contract will be written to (default: beside the artifact)."""
+    # The readers load here, not when the package does: `charter check` registers the freeze
+    # command (charter.freeze.commands) and must not import the GGUF reader (tests/hardening).
+    from charter.formats.gguf import read_gguf
+    from charter.formats.safetensors import read_safetensors
+    from charter.freeze.gguf import freeze_gguf
+    from charter.freeze.safetensors import freeze_safetensors
+
     head = read_head(path)
     fmt = require_format(*head) if head is not None else "safetensors"  # unreadable: the reader says so
     if fmt == "gguf":
@@ -120,33 +123,27 @@ class FreezeError(RuntimeError):
     """A frozen contract that is invalid or rejects its input: a bug in charter, never the user's."""
 
 
-def freeze(args) -> int:
-    from charter.console import EXIT_OK, EXIT_USAGE, not_a_file, print_diagnostics
+class FreezeRefused(ValueError):
+    """A request freeze cannot carry out (no such file, a bad id, files in the way): the caller's
+    mistake, exit 2 on the command line; nothing is written."""
 
-    path = Path(args.artifact)
-    if not path.is_file():
-        print(f"charter: {path}: {not_a_file(path)}", file=sys.stderr)
-        return EXIT_USAGE
-    if not CONTRACT_ID.fullmatch(args.id) or len(args.id) > 120:
-        print(f"charter: --id {args.id!r} is not a contract id ([a-z0-9][a-z0-9._-]*, at most 120 characters)",
-              file=sys.stderr)
-        return EXIT_USAGE
-    model_id = f"{args.id}-model"
-    out = Path(args.output)
-    targets = {"model": out / "models" / f"{model_id}.yaml", "artifact": out / "artifacts" / f"{args.id}.yaml"}
+
+def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = False) -> list[Path]:
+    """Write `output/models/ID-model.yaml` and `output/artifacts/ID.yaml` for `artifact`, atomically
+    and only once they admit it; the paths written, model first. Raises FreezeRefused for a request
+    it cannot carry out and CharterError when the artifact itself is rejected (nothing written)."""
+    if not artifact.is_file():
+        raise FreezeRefused(f"{artifact}: {not_a_file(artifact)}")
+    if not CONTRACT_ID.fullmatch(artifact_id) or len(artifact_id) > 120:
+        raise FreezeRefused(f"--id {artifact_id!r} is not a contract id ([a-z0-9][a-z0-9._-]*, at most 120 characters)")
+    model_id = f"{artifact_id}-model"
+    targets = {"model": output / "models" / f"{model_id}.yaml",
+               "artifact": output / "artifacts" / f"{artifact_id}.yaml"}
     existing = [str(p) for p in targets.values() if p.exists()]
-    if existing and not args.force:
-        print(f"charter: refusing to overwrite {', '.join(existing)} (use --force)", file=sys.stderr)
-        return EXIT_USAGE
-    try:
-        model, artifact = freeze_file(path, args.id, model_id, targets["artifact"].parent)
-    except CharterError as exc:
-        print_diagnostics(exc.diagnostics, "text")
-        return 1
-    texts = {"model": render("model", model, targets["model"]), "artifact": render("artifact", artifact,
-                                                                                    targets["artifact"])}
-    admits_its_input(path, texts, targets)
+    if existing and not force:
+        raise FreezeRefused(f"refusing to overwrite {', '.join(existing)} (use --force)")
+    model, artifact_data = freeze_file(artifact, artifact_id, model_id, targets["artifact"].parent)
+    texts = {kind: render(kind, data, targets[kind]) for kind, data in (("model", model), ("artifact", artifact_data))}
+    admits_its_input(artifact, texts, targets)
     atomic.write_many({targets[kind]: text.encode("utf-8") for kind, text in texts.items()})
-    for kind in texts:
-        print(f"wrote {targets[kind]}")
-    return EXIT_OK
+    return [targets["model"], targets["artifact"]]

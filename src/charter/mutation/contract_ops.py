@@ -12,24 +12,42 @@ from __future__ import annotations
 import copy
 import fnmatch
 from collections.abc import Iterator
-from typing import Any
+from enum import Enum
+from typing import Any, get_args
 
 import numpy as np
+from pydantic import BaseModel
 
-from charter.language import STATUSES
 from charter.mutation.mutant import Mutant
+from charter.spec import models
 
 Path = tuple
 
+def _members(model: type[BaseModel], field: str) -> tuple[str, ...]:
+    """The values a contract field accepts, read off its Literal or Enum type (never restated here)."""
+    kind = model.model_fields[field].annotation
+    args = tuple(a for a in get_args(kind) if a is not type(None)) or (kind,)
+    members: list[str] = []
+    for arg in args:
+        if isinstance(arg, type) and issubclass(arg, Enum):
+            members.extend(m.value for m in arg)
+        else:
+            members.extend(get_args(arg) or (arg,))
+    return tuple(members)
+
+
+# Dotted path pattern (list indices dropped) -> every member its model type accepts.
 ENUMS = {
-    "status": STATUSES,
-    "format": ("gguf", "safetensors"),
-    "metadata.extra_keys": ("reject", "allow"),
-    "layout.trailing": ("reject", "alignment", "allow"),
-    "layout.padding": ("zero", "any"),
-    "*.type": ("uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32", "float64",
-               "bool", "string", "array"),
-    "*.element": ("uint8", "int32", "uint32", "int64", "string"),
+    "status": _members(models.Header, "status"),
+    "format": _members(models.ArtifactContract, "format"),
+    "metadata.extra_keys": _members(models.Metadata, "extra_keys"),
+    "layout.trailing": _members(models.Layout, "trailing"),
+    "layout.padding": _members(models.Layout, "padding"),
+    "metadata.keys.*.type": _members(models.MetaFact, "type"),
+    "tokenizer.keys.*.type": _members(models.MetaFact, "type"),
+    "config.keys.*.type": _members(models.ConfigFact, "type"),
+    "metadata.keys.*.element": _members(models.MetaFact, "element"),
+    "tokenizer.keys.*.element": _members(models.MetaFact, "element"),
 }
 
 # (side, dotted path pattern, reason): leaves whose change cannot change what admission checks.

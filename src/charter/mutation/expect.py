@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import assert_never
 
 from charter.admission.view import ArtifactView
-from charter.diagnostics import Location
+from charter.diagnostics import Code, Finding, Location, Stage, code_for
 from charter.floatbits import float_bits
 from charter.language import expand, meets
 from charter.mutation import oracle
@@ -72,22 +72,22 @@ def _config(file: str, facts: tuple, beside: Path | None) -> Expect | None:
     """The companion config's rules (Context.config) over the JSON beside the artifact, in fact
     order; without the artifact's folder, all that can be said is that the stage rejects."""
     if beside is None:
-        return Expect("metadata", None, None)
+        return Expect(Stage.METADATA)
     try:
         data = json.loads((beside / file).read_text("utf-8"))
     except (OSError, ValueError):
-        return Expect("metadata", "METADATA_CONFIG", "config")
+        return Expect.of(Code.METADATA_CONFIG, "config")
     json_types = {bool: "bool", int: "int64", float: "float64", str: "string"}
     for key, ctype, expected, _ in facts:
         node = data
         for part in key.split("."):
             if not isinstance(node, dict) or part not in node:
-                return Expect("metadata", "METADATA_MISSING", f"config.{key}")
+                return Expect.of(Code.METADATA_MISSING, f"config.{key}")
             node = node[part]
         if json_types.get(type(node)) != ctype:
-            return Expect("metadata", "METADATA_TYPE", f"config.{key}")
+            return Expect.of(Code.METADATA_TYPE, f"config.{key}")
         if not (_same_float("float64", node, expected) if ctype == "float64" else node == expected):
-            return Expect("metadata", "METADATA_VALUE", f"config.{key}")
+            return Expect.of(Code.METADATA_VALUE, f"config.{key}")
     return None
 
 
@@ -100,79 +100,78 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
     """Would this check, with these literals, reject the artifact? (stage rules, not the runtime)"""
     match c:
         case checks.ContainerFormat():
-            return Expect("container", "CONTAINER_FORMAT", "format") if c.format != v.format else None
+            return Expect.of(Code.CONTAINER_FORMAT, "format") if c.format != v.format else None
         case checks.ContainerVersion():
-            return Expect("container", "CONTAINER_VERSION", "container.version") if c.version != v.version else None
+            return Expect.of(Code.CONTAINER_VERSION, "container.version") if c.version != v.version else None
         case checks.ContainerAlignment():
-            return Expect("container", "CONTAINER_ALIGNMENT", "container.alignment") \
+            return Expect.of(Code.CONTAINER_ALIGNMENT, "container.alignment") \
                 if c.alignment != v.alignment else None
         case checks.ContainerHeaderAligned():
-            return Expect("container", "CONTAINER_HEADER", "container.header_aligned") \
+            return Expect.of(Code.CONTAINER_HEADER, "container.header_aligned") \
                 if c.aligned != v.header_len_aligned else None
         case checks.Identity():
             entry = v.meta.get(c.key)
             if entry is None:
-                return Expect("identity", "IDENTITY_MISSING", f"identity.{c.key}")
+                return Expect.of(Code.IDENTITY_MISSING, f"identity.{c.key}")
             if entry.type != "string" or entry.value != c.value:
-                code = "IDENTITY_ARCHITECTURE" if c.key.endswith(".architecture") and entry.type == "string" \
-                    else "IDENTITY_MISMATCH"
-                return Expect("identity", code, f"identity.{c.key}")
+                code = Code.IDENTITY_ARCHITECTURE if c.key.endswith(".architecture") and entry.type == "string" \
+                    else Code.IDENTITY_MISMATCH
+                return Expect.of(code, f"identity.{c.key}")
             return None
         case checks.MetaTypes():
             for key, ctype, element, _ in c.facts:
                 entry = v.meta.get(key)
                 if entry is None:
-                    return Expect("metadata", "METADATA_MISSING", f"metadata.{key}")
+                    return Expect.of(Code.METADATA_MISSING, f"metadata.{key}")
                 if entry.type != ctype:
-                    return Expect("metadata", "METADATA_TYPE", f"metadata.{key}")
+                    return Expect.of(Code.METADATA_TYPE, f"metadata.{key}")
                 if element is not None and entry.element != element:
-                    return Expect("metadata", "METADATA_TYPE", f"metadata.{key}.element")
+                    return Expect.of(Code.METADATA_TYPE, f"metadata.{key}.element")
             return None
         case checks.MetaKeySet():
             for key, _ in c.forbidden:
                 if key in v.meta:
-                    return Expect("metadata", "METADATA_FORBIDDEN", f"metadata.{key}")
+                    return Expect.of(Code.METADATA_FORBIDDEN, f"metadata.{key}")
             if c.extra == "reject":
                 pinned = set(c.pinned)
                 for key in v.meta:
                     if key not in pinned and not (v.format == "gguf" and key == "general.alignment"):
-                        return Expect("metadata", "METADATA_UNEXPECTED", f"metadata.{key}")
+                        return Expect.of(Code.METADATA_UNEXPECTED, f"metadata.{key}")
             return None
         case checks.Value():
             stage, actual = c.stage.value, v.meta[c.key].value
             same = _same_float(c.ctype, actual, c.value) if c.ctype in ("float32", "float64") else (
                 actual == c.value and type(actual) is type(c.value))
-            return None if same else Expect(stage, f"{stage.upper()}_VALUE", f"{stage}.{c.key}")
+            return None if same else Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{c.key}")
         case checks.StringDigest():
             stage = c.stage.value
             actual = hashlib.sha256(v.meta[c.key].value.encode("utf-8")).hexdigest()
-            return None if actual == c.sha256 else Expect(stage, f"{stage.upper()}_DIGEST", f"{stage}.{c.key}.sha256")
+            return None if actual == c.sha256 else Expect.of(code_for(stage, Finding.DIGEST),
+                                                             f"{stage}.{c.key}.sha256")
         case checks.ArrayFact():
             stage, arr = c.stage.value, v.meta[c.key].value
-            prefix = stage.upper()
             if arr.count != c.length:
-                return Expect(stage, f"{prefix}_ARRAY_LENGTH", f"{stage}.{c.key}.length")
+                return Expect.of(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{c.key}.length")
             if c.values is not None:
                 for i, (want, got) in enumerate(zip(c.values, arr.items())):
                     if want != got or type(want) is not type(got):
-                        return Expect(stage, f"{prefix}_VALUE", f"{stage}.{c.key}.values[{i}]")
+                        return Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{c.key}.values[{i}]")
             if c.sha256 is not None and arr.sha256() != c.sha256:
-                return Expect(stage, f"{prefix}_ARRAY_DIGEST", f"{stage}.{c.key}.sha256")
+                return Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{c.key}.sha256")
             return None
         case checks.SpecialId():
-            return None if v.meta[c.key].value == c.value else Expect("tokenizer", "TOKENIZER_SPECIAL_ID",
-                                                                     f"tokenizer.special.{c.name}")
+            return None if v.meta[c.key].value == c.value else Expect.of(Code.TOKENIZER_SPECIAL_ID,
+                                                                         f"tokenizer.special.{c.name}")
         case checks.StopId():
-            return None if v.meta[c.key].value in c.ids else Expect("tokenizer", "TOKENIZER_STOP_ID",
-                                                                   f"tokenizer.stop.{c.key}")
+            return None if v.meta[c.key].value in c.ids else Expect.of(Code.TOKENIZER_STOP_ID,
+                                                                       f"tokenizer.stop.{c.key}")
         case checks.TokenDomain():
-            return None if v.meta[c.key].value.count == c.ids else Expect("tokenizer", "TOKENIZER_DOMAIN",
-                                                                         "tokenizer.ids")
+            return None if v.meta[c.key].value.count == c.ids else Expect.of(Code.TOKENIZER_DOMAIN, "tokenizer.ids")
         case checks.LogitsRows():
             t = next((t for t in v.tensors if t.name == c.tensor), None)
             if t is None or c.axis >= len(t.shape) or t.shape[c.axis] == c.rows:
                 return None
-            return Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows")
+            return Expect.of(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows")
         case checks.Config():
             return _config(c.file, c.facts, beside)
         case checks.Exclude():
@@ -185,33 +184,31 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
             spans = [(t.name, t.start, t.end) for t in v.tensors]
             policy = {"sorted": c.sorted, "packed": c.packed, "trailing": c.trailing}
             if c.alignment is not None and v.tensors and v.data_offset % c.alignment:
-                return Expect("layout", "LAYOUT_DATA_OFFSET", "layout.alignment")
+                return Expect.of(Code.LAYOUT_DATA_OFFSET, "layout.alignment")
             return oracle.layout(spans, v.data_offset, v.file_size, c.alignment, policy)
         case checks.Exclusions():
             for name, patterns, count_key, count, _ in c.rows:
                 if count_key is not None and v.meta[count_key].value != count:
-                    return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}.source_count")
+                    return Expect.of(Code.POLICY_EXCLUSION, f"exclusions.{name}.source_count")
                 if any(fnmatch.fnmatchcase(t.name, p) for t in v.tensors for p in patterns):
-                    return Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}")
+                    return Expect.of(Code.POLICY_EXCLUSION, f"exclusions.{name}")
             return None
         case checks.Status():
             if not meets(c.status, require_status):
-                return Expect("policy", "POLICY_STATUS", "status")
+                return Expect.of(Code.POLICY_STATUS, "status")
             return None
-        case checks.ExpertMajorStore():
-            return _expert_major(c, previous)
-        case checks.PleStore():
-            return _ple(c, previous)
+        case checks.ExpertMajorStore() | checks.PleStore():
+            return _store(c, previous)
         case checks.Payload():
             # The conforming artifact matches the unchanged contract's digests (its baseline is admitted
             # with --verify-payload), so a payload check rejects exactly when a digest literal changed.
             before = previous if isinstance(previous, checks.Payload) else None
             if c.file_sha256 is not None and c.file_sha256 != (before and before.file_sha256):
-                return Expect("payload", "PAYLOAD_FILE_DIGEST", "payload.file_sha256")
+                return Expect.of(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256")
             old = {(d.tensor, d.sha256) for d in before.tensors} if before else set()
             for d in c.tensors:
                 if (d.tensor, d.sha256) not in old:
-                    return Expect("payload", "PAYLOAD_DIGEST", f"payload.tensors.{d.tensor}")
+                    return Expect.of(Code.PAYLOAD_DIGEST, f"payload.tensors.{d.tensor}")
             return None
         case _:
             assert_never(c)
@@ -225,19 +222,19 @@ def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None
     actual = {t.name: t for t in v.tensors}
     for name in expected:
         if name not in actual:
-            return Expect("tensors", "TENSOR_MISSING", f"tensors.{name}")
+            return Expect.of(Code.TENSOR_MISSING, f"tensors.{name}")
     for t in v.tensors:
         if t.name not in expected and not any(fnmatch.fnmatchcase(t.name, p) for p in excluded):
-            return Expect("tensors", "TENSOR_UNEXPECTED", f"tensors.{t.name}")
+            return Expect.of(Code.TENSOR_UNEXPECTED, f"tensors.{t.name}")
     for name, (shape, codec) in expected.items():
         t = actual[name]
         if len(t.shape) != len(shape):
-            return Expect("tensors", "TENSOR_RANK", f"tensors.{name}.rank")
+            return Expect.of(Code.TENSOR_RANK, f"tensors.{name}.rank")
         for j, (want, got) in enumerate(zip(shape, t.shape)):
             if want != got:
-                return Expect("tensors", "TENSOR_SHAPE", f"tensors.{name}.shape[{j}]")
+                return Expect.of(Code.TENSOR_SHAPE, f"tensors.{name}.shape[{j}]")
         if t.codec != codec:
-            return Expect("tensors", "TENSOR_CODEC", f"tensors.{name}.codec")
+            return Expect.of(Code.TENSOR_CODEC, f"tensors.{name}.codec")
     return None
 
 
@@ -249,9 +246,9 @@ def _codecs(table, v: ArtifactView) -> Expect | None:
         block, nbytes = geometry[t.codec]
         row = t.shape[0] if v.format == "gguf" else (t.shape[-1] if t.shape else 1)
         if block <= 0 or row % block:
-            return Expect("codec", "CODEC_BLOCK", f"codecs.{t.codec}.block")
+            return Expect.of(Code.CODEC_BLOCK, f"codecs.{t.codec}.block")
         if math.prod(t.shape) // block * nbytes != t.end - t.start:
-            return Expect("codec", "CODEC_SIZE", f"codecs.{t.codec}.bytes")
+            return Expect.of(Code.CODEC_SIZE, f"codecs.{t.codec}.bytes")
     return None
 
 
@@ -266,69 +263,23 @@ _STORED = {checks.ExpertMajorStore: {"version", "family", "layers", "experts", "
                          "page_header_bytes", "codec_id", "group_size", "codec_version", "page_alignment"}}
 
 
-def _manifest_moved(c, previous) -> Expect | None:
+def _store(c: checks.ExpertMajorStore | checks.PleStore, previous) -> Expect:
     """The conforming artifact states exactly the unchanged contract's store, so a changed literal
-    fails at the first check (in the stage's order) whose expected value moved."""
+    fails at the first fact the manifest states (STORE_MANIFEST, at that field), or else in the
+    geometry derived from the facts. Which derived field breaks first is the stores stage's order;
+    the prediction leaves it open and the location oracle (Note [Location oracle]) holds the
+    diagnostic to the store fact that changed."""
     if previous is None:
-        return Expect("stores", "STORE_MISSING", None)
+        return Expect.of(Code.STORE_MISSING)
     old = {f.field: f.value for f in previous.fields}
     for f in c.fields:
         if f.field in _STORED[type(c)] and f.value != old[f.field]:
-            return Expect("stores", "STORE_MANIFEST", f"stores.{c.name}.manifest.{f.field}")
-    return None
-
-
-def _expert_major(c: checks.ExpertMajorStore, previous: checks.ExpertMajorStore | None) -> Expect | None:
-    from charter.stores import expertmajor
-
-    moved = _manifest_moved(c, previous)
-    if moved is not None:
-        return moved
-    name = c.name
-    if len(c.components) != len(previous.components):
-        return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.components")
-
-    def geometry(s: checks.ExpertMajorStore):
-        f = {x.field: x.value for x in s.fields}
-        return expertmajor.geometry(f["layers"], f["experts"], [x[:3] for x in s.components], f["group_size"],
-                                    f["group_bytes"], f["record_alignment"])
-
-    g_new, g_old = geometry(c), geometry(previous)
-    for field in ("record_bytes", "table_offset", "records_offset", "record_count"):
-        if g_new[field] != g_old[field]:
-            return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.manifest.{field}")
-    if g_new["size"] != g_old["size"]:
-        return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.size")
-    for i, (a, b) in enumerate(zip(g_new["components"], g_old["components"])):
-        for field in ("name", "ne0", "ne1", "offset", "bytes"):
-            if a[field] != b[field]:
-                return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.components[{i}].{field}")
-    return None
-
-
-def _ple(c: checks.PleStore, previous: checks.PleStore | None) -> Expect | None:
-    from charter.stores import ple
-
-    moved = _manifest_moved(c, previous)
-    if moved is not None:
-        return moved
-    name = c.name
-    rows_new, rows_old = [h.value for h in c.head_rows], [h.value for h in previous.head_rows]
-    padded = lambda rows: rows + [0] * (ple.HEADS_MAX - len(rows))  # noqa: E731
-    for i, (a, b) in enumerate(zip(padded(rows_new), padded(rows_old))):
-        if a != b:
-            return Expect("stores", "STORE_MANIFEST", f"stores.{name}.manifest.head_rows[{i}]")
-
-    def geometry(s: checks.PleStore):
-        f = {x.field: x.value for x in s.fields}
-        return ple.geometry(f["logical_rows"], f["row_alignment"], f["width"], f["group_size"], f["group_bytes"],
-                            f["rows_per_page"], f["page_header_bytes"], f["page_alignment"])
-
-    g_new, g_old = geometry(c), geometry(previous)
-    for field in ("padded_rows", "encoded_row_bytes", "page_count", "page_stride", "page_table_offset",
-                  "payload_offset"):
-        if g_new[field] != g_old[field]:
-            return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.manifest.{field}")
-    if g_new["size"] != g_old["size"]:
-        return Expect("stores", "STORE_GEOMETRY", f"stores.{name}.size")
-    return None
+            return Expect.of(Code.STORE_MANIFEST, f"stores.{c.name}.manifest.{f.field}")
+    if isinstance(c, checks.ExpertMajorStore) and len(c.components) != len(previous.components):
+        return Expect.of(Code.STORE_MANIFEST, f"stores.{c.name}.manifest.components")
+    if isinstance(c, checks.PleStore):
+        rows_new, rows_old = (tuple(h.value for h in s.head_rows) for s in (c, previous))
+        for i in range(max(len(rows_new), len(rows_old))):
+            if rows_new[i:i + 1] != rows_old[i:i + 1]:
+                return Expect.of(Code.STORE_MANIFEST, f"stores.{c.name}.manifest.head_rows[{i}]")
+    return Expect.of(Code.STORE_GEOMETRY)

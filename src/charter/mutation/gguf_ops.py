@@ -15,6 +15,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from charter.diagnostics import Code, Finding, code_for
 from charter.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import (
@@ -95,7 +96,7 @@ def representatives(h: GGUFHeader, plan: ArtifactPlan) -> list[int]:
     the contract does not state (there are none in an admitted artifact)."""
     index = {t.name: i for i, t in enumerate(h.tensors)}
     chosen: list[int] = []
-    for row in plan.tensor_rows:
+    for row in plan.tensor_rows.value:
         members = [t.name for t in plan.tensors if t.location == row.location and t.role == row.role]
         for name in dict.fromkeys(members[:1] + members[-1:]):
             if name in index and index[name] not in chosen:
@@ -117,12 +118,12 @@ def _controls(h: GGUFHeader) -> Iterator[Mutant]:
 
 
 def _container(h: GGUFHeader, raw: bytes) -> Iterator[Mutant]:
-    yield Mutant("artifact", "header.magic", "edit", Expect("container", "CONTAINER_MAGIC", "header.magic"),
+    yield Mutant("artifact", "header.magic", "edit", Expect.of(Code.CONTAINER_MAGIC, "header.magic"),
                  lambda: patch(h, raw, 0, b"GGUG"))
     for version in (h.version - 1, h.version + 1):
         yield Mutant("artifact", "header.version", f"{version}",
-                     Expect("container", "CONTAINER_VERSION", "header.version") if version not in (2, 3)
-                     else Expect("container", "CONTAINER_VERSION", "container.version"),
+                     Expect.of(Code.CONTAINER_VERSION, "header.version") if version not in (2, 3)
+                     else Expect.of(Code.CONTAINER_VERSION, "container.version"),
                      lambda v=version: patch(h, raw, 4, struct.pack("<I", v)))
     for field, offset, count in (("header.tensor_count", 8, h.tensor_count), ("header.kv_count", 16, h.kv_count)):
         for delta in (-1, +1):
@@ -140,11 +141,11 @@ def _container(h: GGUFHeader, raw: bytes) -> Iterator[Mutant]:
 
 def _alignment_expect(h: GGUFHeader, value: int) -> Expect:
     if value == 0 or value & (value - 1):
-        return Expect("container", "CONTAINER_ALIGNMENT", "metadata.general.alignment")
+        return Expect.of(Code.CONTAINER_ALIGNMENT, "metadata.general.alignment")
     for t in h.tensors:
         if t.offset % value:
-            return Expect("container", "CONTAINER_OFFSET", f"tensors.{t.name}.offset")
-    return Expect("container", "CONTAINER_ALIGNMENT", "container.alignment")
+            return Expect.of(Code.CONTAINER_OFFSET, f"tensors.{t.name}.offset")
+    return Expect.of(Code.CONTAINER_ALIGNMENT, "container.alignment")
 
 
 def _with_alignment(h: GGUFHeader, value: int) -> tuple[bytes, int]:
@@ -178,14 +179,14 @@ def _kv_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> Ite
         yield Mutant("artifact", target, op, expect,
                      lambda v=value: rebuild(h, kvs=_replace_kv(h, kv, value=v)))
     for other in _retype(kv.type, kv.value):
-        expect = (Expect("identity", "IDENTITY_MISMATCH", f"identity.{kv.key}") if kv.key in own.identity
-                  else Expect("metadata", "METADATA_TYPE", f"metadata.{kv.key}") if kv.key in own.pinned
+        expect = (Expect.of(Code.IDENTITY_MISMATCH, f"identity.{kv.key}") if kv.key in own.identity
+                  else Expect.of(Code.METADATA_TYPE, f"metadata.{kv.key}") if kv.key in own.pinned
                   else None)
         yield Mutant("artifact", target, f"retype {kv.type.name.lower()}->{other.name.lower()}", expect,
                      lambda o=other: rebuild(h, kvs=_replace_kv(h, kv, type=o,
                                                                 value=_convert(o, kv.value))))
     if kv.type is T.BOOL:
-        yield Mutant("artifact", target, "bool byte 2", Expect("container", "CONTAINER_BOOL", target),
+        yield Mutant("artifact", target, "bool byte 2", Expect.of(Code.CONTAINER_BOOL, target),
                      lambda: patch(h, raw, kv.value_offset, b"\x02"))
 
 
@@ -243,7 +244,6 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
     arr: GGUFArray = kv.value
     fact = own.metadata_owned.get(kv.key)
     stage = fact.stage if fact else "metadata"
-    prefix = "TOKENIZER" if stage == "tokenizer" else "METADATA"
     target = f"metadata.{kv.key}"
     items = arr.items()
 
@@ -251,7 +251,7 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
         new = GGUFArray.from_items(elem or arr.elem_type, new_items)
         return rebuild(h, kvs=_replace_kv(h, kv, value=new))
 
-    length = Expect(stage, f"{prefix}_ARRAY_LENGTH", f"{stage}.{kv.key}.length") if fact else None
+    length = Expect.of(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{kv.key}.length") if fact else None
     if items:
         yield Mutant("artifact", target, "length -1", length, lambda: with_items(items[:-1]))
     yield Mutant("artifact", target, "length +1", length, lambda: with_items(items + items[-1:] if items else
@@ -263,15 +263,15 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
         if fact is None:
             expect = None
         elif fact.values is not None:
-            expect = Expect(stage, f"{prefix}_VALUE", f"{stage}.{kv.key}.values[{i}]")
+            expect = Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{kv.key}.values[{i}]")
         else:
-            expect = Expect(stage, f"{prefix}_ARRAY_DIGEST", f"{stage}.{kv.key}.sha256")
+            expect = Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{kv.key}.sha256")
         yield Mutant("artifact", target, f"element [{i}] edit", expect, lambda n=new_items: with_items(n))
     for other in _retype_elements(arr.elem_type, items):
-        expect = Expect("metadata", "METADATA_TYPE", f"metadata.{kv.key}.element") if fact else None
+        expect = Expect.of(Code.METADATA_TYPE, f"metadata.{kv.key}.element") if fact else None
         yield Mutant("artifact", target, f"element type {arr.elem_type.name.lower()}->{other.name.lower()}",
                      expect, lambda o=other: with_items([_convert(o, v) for v in items], o))
-    yield Mutant("artifact", target, "array of arrays", Expect("container", "CONTAINER_ARRAY", target),
+    yield Mutant("artifact", target, "array of arrays", Expect.of(Code.CONTAINER_ARRAY, target),
                  lambda: patch(h, raw, kv.value_offset, struct.pack("<I", int(T.ARRAY))))
 
 
@@ -315,7 +315,7 @@ def _key_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
     dup = dict(h.kvs)
     dup["\0duplicate"] = first
     yield Mutant("artifact", f"metadata.{first.key}", "duplicate key",
-                 Expect("container", "CONTAINER_DUPLICATE_KEY", f"kv[{len(h.kvs)}].key"),
+                 Expect.of(Code.CONTAINER_DUPLICATE_KEY, f"kv[{len(h.kvs)}].key"),
                  lambda: rebuild(h, kvs=dup))
     extra = dict(h.kvs)
     extra[EXTRA_KEY] = KV(EXTRA_KEY, T.UINT32, 1, 0, 0, 0)
@@ -324,7 +324,7 @@ def _key_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
     empty = dict(h.kvs)
     empty["\0empty"] = KV("", T.UINT32, 1, 0, 0, 0)
     yield Mutant("artifact", "metadata.<empty>", "empty key",
-                 Expect("container", "CONTAINER_KEY", f"kv[{len(h.kvs)}].key"), lambda: rebuild(h, kvs=empty))
+                 Expect.of(Code.CONTAINER_KEY, f"kv[{len(h.kvs)}].key"), lambda: rebuild(h, kvs=empty))
 
 
 # --- tensors ----------------------------------------------------------------------------------
@@ -340,7 +340,7 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
                     plan: ArtifactPlan) -> Iterator[Mutant]:
     target = f"tensors.{t.name}"
     excluded = own.excluded(t.name)
-    missing = Expect("tensors", "TENSOR_MISSING", target)
+    missing = Expect.of(Code.TENSOR_MISSING, target)
     yield Mutant("artifact", target, "rename", missing,
                  lambda: rebuild(h, tensors=_replace_tensor(h, index, name=t.name + "_")))
     yield Mutant("artifact", target, "delete", missing,
@@ -366,19 +366,19 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
     other = CODEC_SWAP.get(t.ggml_type.name)
     if other:
         gtype = GGML_TYPES_BY_NAME[other]
-        expect = oracle.tensor_geometry(t.dims, gtype, t.offset, h.data_offset, h.file_size, t.name) or Expect(
-            "tensors", "TENSOR_CODEC", f"{target}.codec")
+        expect = oracle.tensor_geometry(t.dims, gtype, t.offset, h.data_offset, h.file_size, t.name) or Expect.of(
+            Code.TENSOR_CODEC, f"{target}.codec")
         yield Mutant("artifact", target, f"codec {t.ggml_type.name}->{other}", expect,
                      lambda g=gtype: rebuild(h, tensors=_replace_tensor(h, index, ggml_type=g)))
     yield Mutant("artifact", target, "unknown ggml type",
-                 Expect("container", "CONTAINER_TENSOR_TYPE", f"{target}.type"),
+                 Expect.of(Code.CONTAINER_TENSOR_TYPE, f"{target}.type"),
                  lambda: patch(h, raw, t.type_offset, struct.pack("<I", 4242)))
     if h.alignment > 1:
-        yield Mutant("artifact", target, "offset +1", Expect("container", "CONTAINER_OFFSET", f"{target}.offset"),
+        yield Mutant("artifact", target, "offset +1", Expect.of(Code.CONTAINER_OFFSET, f"{target}.offset"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + 1)))
     shifted = [(x.name, x.start + (h.alignment if i == index else 0), x.end + (h.alignment if i == index else 0))
                for i, x in enumerate(h.tensors)]
-    expect = (Expect("container", "CONTAINER_EXTENT", f"{target}.offset") if t.end + h.alignment > h.file_size
+    expect = (Expect.of(Code.CONTAINER_EXTENT, f"{target}.offset") if t.end + h.alignment > h.file_size
               else oracle.layout(shifted, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()))
     yield Mutant("artifact", target, "offset +alignment", expect,
                  lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + h.alignment)))
@@ -390,11 +390,11 @@ def _shape_expect(h: GGUFHeader, t: TensorInfo, dims: tuple, gtype, own: oracle.
         return found
     if own.logits and own.logits[0] == t.name and own.logits[1] < len(dims) and own.logits[1] < len(t.dims) \
             and dims[own.logits[1]] != t.dims[own.logits[1]]:
-        return Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows")
+        return Expect.of(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows")
     if len(dims) != len(t.dims):
-        return Expect("tensors", "TENSOR_RANK", f"tensors.{t.name}.rank")
+        return Expect.of(Code.TENSOR_RANK, f"tensors.{t.name}.rank")
     j = next(i for i, (a, b) in enumerate(zip(dims, t.dims)) if a != b)
-    return Expect("tensors", "TENSOR_SHAPE", f"tensors.{t.name}.shape[{j}]")
+    return Expect.of(Code.TENSOR_SHAPE, f"tensors.{t.name}.shape[{j}]")
 
 
 
@@ -403,13 +403,13 @@ def _tensor_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
     first = h.tensors[0] if h.tensors else None
     if first is not None:
         yield Mutant("artifact", f"tensors.{first.name}", "duplicate",
-                     Expect("container", "CONTAINER_TENSOR_NAME", f"tensors[{len(h.tensors)}].name"),
+                     Expect.of(Code.CONTAINER_TENSOR_NAME, f"tensors[{len(h.tensors)}].name"),
                      lambda: rebuild(h, tensors=list(h.tensors) + [first]))
     f32 = GGML_TYPES_BY_NAME["F32"]
     extra = TensorInfo(EXTRA_TENSOR, (8,), f32, 0, 32, 0, h.data_offset)
     # Its extent overlays the data section; a file with (almost) none grows to hold it.
     yield Mutant("artifact", f"tensors.{EXTRA_TENSOR}", "extra tensor",
-                 Expect("tensors", "TENSOR_UNEXPECTED", f"tensors.{EXTRA_TENSOR}"),
+                 Expect.of(Code.TENSOR_UNEXPECTED, f"tensors.{EXTRA_TENSOR}"),
                  lambda: _holding(rebuild(h, tensors=list(h.tensors) + [extra]), extra.nbytes))
     last_end = max((t.offset + t.nbytes for t in h.tensors), default=0)  # relative to the data offset
     tail = -(-last_end // h.alignment) * h.alignment
@@ -418,11 +418,11 @@ def _tensor_set(h: GGUFHeader, own: oracle.Ownership) -> Iterator[Mutant]:
         smuggled = patterns[0].replace("*", "0").replace("?", "0")
         info = TensorInfo(smuggled, (8,), f32, tail, 32, 0, h.data_offset)
         yield Mutant("artifact", f"tensors.{smuggled}", f"smuggle excluded {name}",
-                     Expect("policy", "POLICY_EXCLUSION", f"exclusions.{name}"),
+                     Expect.of(Code.POLICY_EXCLUSION, f"exclusions.{name}"),
                      lambda i=info: _holding(rebuild(h, tensors=list(h.tensors) + [i]), tail + 32))
     long_name = "t" * 64
     yield Mutant("artifact", "tensors.<64-byte name>", "over-long name",
-                 Expect("container", "CONTAINER_TENSOR_NAME", f"tensors[{len(h.tensors)}].name"),
+                 Expect.of(Code.CONTAINER_TENSOR_NAME, f"tensors[{len(h.tensors)}].name"),
                  lambda: rebuild(h, tensors=list(h.tensors) + [TensorInfo(long_name, (8,), f32, 0, 32, 0, 0)]))
 
 
@@ -437,24 +437,25 @@ def _boundary(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
     """Padded logits (AFN-005): physical rows and tokenizer ids are two facts; swapping one for the
     other must fail where each is stated."""
     t = plan.tokenizer
-    if t is None or t.ids is None or t.logits_rows is None or t.ids == t.logits_rows:
+    ids, rows = (value_of(t.ids), value_of(t.logits_rows)) if t else (None, None)
+    if ids is None or rows is None or ids == rows:
         return
     index = {x.name: i for i, x in enumerate(h.tensors)}
     if t.logits_tensor in index:
         info = h.tensors[index[t.logits_tensor]]
-        dims = info.dims[:t.logits_axis] + (t.ids,) + info.dims[t.logits_axis + 1:]
-        yield Mutant("artifact", f"tensors.{info.name}", f"logits rows {t.logits_rows} -> tokenizer ids {t.ids}",
-                     Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows"),
+        dims = info.dims[:t.logits_axis] + (ids,) + info.dims[t.logits_axis + 1:]
+        yield Mutant("artifact", f"tensors.{info.name}", f"logits rows {rows} -> tokenizer ids {ids}",
+                     Expect.of(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, index[t.logits_tensor], dims=dims)))
     tokens = h.kvs.get(t.tokens_key) if t.tokens_key else None
-    if tokens is not None and isinstance(tokens.value, GGUFArray) and tokens.value.count == t.ids:
+    if tokens is not None and isinstance(tokens.value, GGUFArray) and tokens.value.count == ids:
         def padded():
             items = tokens.value.items()
-            items += [f"<pad{i}>" for i in range(t.logits_rows - t.ids)]
+            items += [f"<pad{i}>" for i in range(rows - ids)]
             return rebuild(h, kvs=_replace_kv(h, tokens, value=GGUFArray.from_items(tokens.value.elem_type, items)))
 
-        yield Mutant("artifact", f"metadata.{t.tokens_key}", f"tokenizer ids {t.ids} -> logits rows {t.logits_rows}",
-                     Expect("tokenizer", "TOKENIZER_ARRAY_LENGTH", f"tokenizer.{t.tokens_key}.length"), padded)
+        yield Mutant("artifact", f"metadata.{t.tokens_key}", f"tokenizer ids {ids} -> logits rows {rows}",
+                     Expect.of(Code.TOKENIZER_ARRAY_LENGTH, f"tokenizer.{t.tokens_key}.length"), padded)
 
 
 def _layout_mutants(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
@@ -471,11 +472,11 @@ def _layout_mutants(h: GGUFHeader, plan: ArtifactPlan) -> Iterator[Mutant]:
     if last is not None:
         past = -(-(h.file_size - h.data_offset) // h.alignment) * h.alignment
         yield Mutant("artifact", f"tensors.{last.name}", "extent past end of file",
-                     Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.offset"),
+                     Expect.of(Code.CONTAINER_EXTENT, f"tensors.{last.name}.offset"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, ordered[-1], offset=past)))
     if h.file_size > h.data_offset:  # else nothing follows the header to cut (a tensor-less file)
         yield Mutant("artifact", "file", "truncate data by 1 byte",
-                     Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.offset") if last is not None
+                     Expect.of(Code.CONTAINER_EXTENT, f"tensors.{last.name}.offset") if last is not None
                      and last.end == h.file_size else oracle.layout(
                          [(x.name, x.start, x.end) for x in h.tensors], h.data_offset, h.file_size - 1,
                          value_of(plan.alignment), plan.layout.policy()),

@@ -23,6 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from charter.diagnostics import Code, Stage
+
 
 class Verdict(str, Enum):
     KILLED = "killed"
@@ -40,14 +42,28 @@ class Verdict(str, Enum):
 
 @dataclass(frozen=True)
 class Expect:
-    stage: str | None
-    code: str | None = None
+    """The rejection a mutant must get; None is a wildcard (any code, any field, any stage)."""
+
+    stage: Stage | None
+    code: Code | None = None
     field: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.code is not None and self.code.stage is not self.stage:
+            raise ValueError(f"{self.code.value} belongs to stage {self.code.stage.value}, not {self.stage}")
+
+    @classmethod
+    def of(cls, code: Code, field: str | None = None) -> "Expect":
+        """A rejection with `code` (and `field`), at the stage that owns the code."""
+        return cls(code.stage, code, field)
 
     def __str__(self) -> str:
         if self.stage is None:
             return "any rejection"
-        return f"{self.stage} {self.code or '*'} {self.field or '*'}"
+        return f"{self.stage.value} {self.code.value if self.code else '*'} {self.field or '*'}"
+
+    def to_json(self) -> dict:
+        return {"stage": self.stage and self.stage.value, "code": self.code and self.code.value, "field": self.field}
 
 
 @dataclass(frozen=True)
@@ -79,8 +95,7 @@ class Outcome:
         m = self.mutant
         return {
             "id": m.id, "side": m.side, "target": m.target, "operator": m.operator,
-            "expect": None if m.expect is None else {"stage": m.expect.stage, "code": m.expect.code,
-                                                      "field": m.expect.field},
+            "expect": None if m.expect is None else m.expect.to_json(),
             "verdict": self.verdict.value, "stage": self.stage, "code": self.code, "field": self.field,
             "detail": self.detail, "equivalent": m.equivalent, "enforced_by": self.enforced_by,
         }

@@ -9,11 +9,12 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass
 
+from charter.diagnostics import Code, Finding, Stage, code_for
 from charter.formats.ggml_types import GGMLType
 from charter.mutation.mutant import Expect
 from charter.spec.plan import ArtifactPlan
 
-ANY_CONTAINER = Expect("container")
+ANY_CONTAINER = Expect(Stage.CONTAINER)
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Ownership:
             identity=frozenset(m.key for m in plan.identity),
             metadata_owned={m.key: m for m in plan.metadata},
             special={s.key: s.name for s in t.special} if t else {},
-            stops=frozenset(k for k, _ in t.stop_keys) if t else frozenset(),
+            stops=frozenset(s.key for s in t.stop_keys) if t else frozenset(),
             stop_ids=t.stop_ids if t else (),
             tokens_key=t.tokens_key if t else None,
             logits=(t.logits_tensor, t.logits_axis) if t and t.logits_tensor else None,
@@ -50,33 +51,31 @@ class Ownership:
     def value_change(self, key: str, new_value: object) -> Expect | None:
         """A scalar value changed; None when nothing pins it (with extra_keys: allow)."""
         if key in self.identity:
-            code = "IDENTITY_ARCHITECTURE" if key.endswith(".architecture") else "IDENTITY_MISMATCH"
-            return Expect("identity", code, f"identity.{key}")
+            code = Code.IDENTITY_ARCHITECTURE if key.endswith(".architecture") else Code.IDENTITY_MISMATCH
+            return Expect.of(code, f"identity.{key}")
         fact = self.metadata_owned.get(key)
         if fact is None:
             return None
         stage = fact.stage
         if key in self.special:
-            return Expect("tokenizer", "TOKENIZER_SPECIAL_ID", f"tokenizer.special.{self.special[key]}")
+            return Expect.of(Code.TOKENIZER_SPECIAL_ID, f"tokenizer.special.{self.special[key]}")
         if key in self.stops:
             if new_value in self.stop_ids:
                 return None
-            return Expect("tokenizer", "TOKENIZER_STOP_ID", f"tokenizer.stop.{key}")
+            return Expect.of(Code.TOKENIZER_STOP_ID, f"tokenizer.stop.{key}")
         if fact.sha256 is not None:
-            code = "TOKENIZER_DIGEST" if stage == "tokenizer" else "METADATA_DIGEST"
-            return Expect(stage, code, f"{stage}.{key}.sha256")
-        code = "TOKENIZER_VALUE" if stage == "tokenizer" else "METADATA_VALUE"
-        return Expect(stage, code, f"{stage}.{key}")
+            return Expect.of(code_for(stage, Finding.DIGEST), f"{stage}.{key}.sha256")
+        return Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{key}")
 
     def missing(self, key: str) -> Expect | None:
         if key in self.identity:
-            return Expect("identity", "IDENTITY_MISSING", f"identity.{key}")
+            return Expect.of(Code.IDENTITY_MISSING, f"identity.{key}")
         if key in self.pinned:
-            return Expect("metadata", "METADATA_MISSING", f"metadata.{key}")
+            return Expect.of(Code.METADATA_MISSING, f"metadata.{key}")
         return None
 
     def extra(self, key: str) -> Expect | None:
-        return Expect("metadata", "METADATA_UNEXPECTED", f"metadata.{key}") if self.extra_keys == "reject" else None
+        return Expect.of(Code.METADATA_UNEXPECTED, f"metadata.{key}") if self.extra_keys == "reject" else None
 
     def excluded(self, name: str) -> str | None:
         for exclusion, patterns in self.exclusions:
@@ -89,16 +88,16 @@ def tensor_geometry(dims: tuple[int, ...], gtype: GGMLType, offset: int, data_of
                     name: str) -> Expect | None:
     """What the GGUF reader rejects about one tensor record, in the order it reads it."""
     if not 1 <= len(dims) <= 4:
-        return Expect("container", "CONTAINER_TENSOR_RANK", f"tensors.{name}.n_dims")
+        return Expect.of(Code.CONTAINER_TENSOR_RANK, f"tensors.{name}.n_dims")
     if any(d < 1 for d in dims):
-        return Expect("container", "CONTAINER_TENSOR_DIM", f"tensors.{name}.dims")
+        return Expect.of(Code.CONTAINER_TENSOR_DIM, f"tensors.{name}.dims")
     if dims[0] % gtype.block_size:
-        return Expect("container", "CONTAINER_TENSOR_BLOCK", f"tensors.{name}.dims")
+        return Expect.of(Code.CONTAINER_TENSOR_BLOCK, f"tensors.{name}.dims")
     n = 1
     for d in dims:
         n *= d
     if data_offset + offset + gtype.nbytes(n) > file_size:
-        return Expect("container", "CONTAINER_EXTENT", f"tensors.{name}.offset")
+        return Expect.of(Code.CONTAINER_EXTENT, f"tensors.{name}.offset")
     return None
 
 
@@ -108,24 +107,24 @@ def layout(spans: list[tuple[str, int, int]], data_offset: int, file_size: int, 
     if alignment:
         for name, start, _ in spans:
             if (start - data_offset) % alignment:
-                return Expect("layout", "LAYOUT_ALIGNMENT", f"tensors.{name}.offset")
+                return Expect.of(Code.LAYOUT_ALIGNMENT, f"tensors.{name}.offset")
     if policy["sorted"]:
         for (_, prev, _), (name, start, _) in zip(spans, spans[1:]):
             if start < prev:
-                return Expect("layout", "LAYOUT_ORDER", f"tensors.{name}.offset")
+                return Expect.of(Code.LAYOUT_ORDER, f"tensors.{name}.offset")
     ordered = sorted(spans, key=lambda s: (s[1], s[2]))
     for (_, _, prev_end), (name, start, _) in zip(ordered, ordered[1:]):
         if start < prev_end:
-            return Expect("layout", "LAYOUT_OVERLAP", f"tensors.{name}.offset")
+            return Expect.of(Code.LAYOUT_OVERLAP, f"tensors.{name}.offset")
     step = alignment or 1
     if policy["packed"]:
         cursor = data_offset
         for name, start, end in ordered:
             if start != -(-cursor // step) * step and not (cursor == data_offset and start == cursor):
-                return Expect("layout", "LAYOUT_GAP", f"tensors.{name}.offset")
+                return Expect.of(Code.LAYOUT_GAP, f"tensors.{name}.offset")
             cursor = end
     end = ordered[-1][2] if ordered else data_offset
     if (policy["trailing"] == "reject" and file_size != end) or (
             policy["trailing"] == "alignment" and file_size > -(-end // step) * step):
-        return Expect("layout", "LAYOUT_TRAILING", "layout.trailing")
+        return Expect.of(Code.LAYOUT_TRAILING, "layout.trailing")
     return None

@@ -86,6 +86,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from charter.diagnostics import Code
 from charter.mutation.mutant import Expect, Mutant
 from charter.provenance.npz import npy_bytes, npz_bytes
 
@@ -109,7 +110,6 @@ PLACEHOLDERS = {
 }
 CROSS_CHECKS = "charter._native.relabelled"
 ORACLES = "charter.oracles"
-SPEC = "spec"
 UNLABELLED = "unlabelled_extra"
 
 EQUIVALENT = {
@@ -125,11 +125,11 @@ class ProvenanceMutant(Mutant):
     """A Mutant whose one change legitimately breaks more than one pinned fact: `also` lists the
     (code, field) verify must report after the expected one, in order."""
 
-    also: tuple[tuple[str, str], ...] = ()
+    also: tuple[tuple[Code, str], ...] = ()
 
 
-def _verify(code: str, field: str) -> Expect:
-    return Expect(SPEC, code, field)
+def _verify(code: Code, field: str) -> Expect:
+    return Expect.of(code, field)
 
 
 def _edit(text: str, at: int) -> str:
@@ -179,7 +179,7 @@ def contract_mutants(data: dict) -> Iterator[Mutant]:
     for key in ("fixture", "model", "artifact"):
         if data.get(key):
             value = data[key]
-            yield mutant(key, "edit one char", _verify("REF_DANGLING", key),
+            yield mutant(key, "edit one char", _verify(Code.REF_DANGLING, key),
                          lambda d, k=key, v=value: d.__setitem__(k, _edit(v, len(v) // 2)))
     for i, label in enumerate(arrays):
         yield from _label_mutants(mutant, i, label, names, arrays)
@@ -203,72 +203,72 @@ def _label_mutants(mutant, i: int, label: dict, names: list[str], arrays: list[d
     for other in CLASSES:
         if other == cls:
             continue
-        yield mutant(f"{n}.class", f"relabel {other}", _verify("SPEC_SCHEMA", f"arrays[{i}]"),
+        yield mutant(f"{n}.class", f"relabel {other}", _verify(Code.SPEC_SCHEMA, f"arrays[{i}]"),
                      set_to(("class",), other))
         yield mutant(f"{n}.class", f"relabel {other}, completed", _completed_expect(label, other),
                      lambda d, o=other: _complete(d["arrays"][i], o))
     # producer
     if cls == UP:
         yield mutant(f"{n}.producer.package", "edit package",
-                     _verify("FIXTURE_PRODUCER", f"{n}.producer.package"),
+                     _verify(Code.FIXTURE_PRODUCER, f"{n}.producer.package"),
                      set_to(("producer", "package"), _edit(producer["package"], -1)))
-        yield mutant(f"{n}.producer.version", "bump version", _verify("FIXTURE_VERSION", f"{n}.producer.version"),
+        yield mutant(f"{n}.producer.version", "bump version", _verify(Code.FIXTURE_VERSION, f"{n}.producer.version"),
                      set_to(("producer", "version"), _bump(producer["version"])))
     if producer.get("module") and cls in (UP, CROSS, CONTROL):
         for op, moved in (("sibling module", _edit(producer["module"], -1)),
                           ("other package", _edit(producer["module"], 0))):
             # a cross-check computed outside charter.oracles is a class violation, not a lookup failure
-            code = "FIXTURE_CLASS" if cls == CROSS and not moved.startswith(ORACLES + ".") else "FIXTURE_PRODUCER"
+            code = Code.FIXTURE_CLASS if cls == CROSS and not moved.startswith(ORACLES + ".") else Code.FIXTURE_PRODUCER
             yield mutant(f"{n}.producer.module", op, _verify(code, f"{n}.producer.module"),
                          set_to(("producer", "module"), moved))
     if producer.get("callable") and cls in (UP, CROSS, CONTROL):
         name, bracket, index = producer["callable"].partition("[")
         yield mutant(f"{n}.producer.callable", "edit callable",
-                     _verify("FIXTURE_PRODUCER", f"{n}.producer.callable"),
+                     _verify(Code.FIXTURE_PRODUCER, f"{n}.producer.callable"),
                      set_to(("producer", "callable"), _edit(name, -1) + bracket + index))
     if cls == CONTROL:
         if "seed" in producer:
-            yield mutant(f"{n}.producer.seed", "drop seed", _verify("FIXTURE_SEED", f"{n}.producer"),
+            yield mutant(f"{n}.producer.seed", "drop seed", _verify(Code.FIXTURE_SEED, f"{n}.producer"),
                          lambda d: d["arrays"][i]["producer"].pop("seed"))
         else:
-            yield mutant(f"{n}.producer.seed", "add seed", _verify("FIXTURE_SEED", f"{n}.producer.seed"),
+            yield mutant(f"{n}.producer.seed", "add seed", _verify(Code.FIXTURE_SEED, f"{n}.producer.seed"),
                          set_to(("producer", "seed"), 1))
         yield mutant(f"{n}.producer.rule", "edit one char", None, equivalent=EQUIVALENT["rule"])
-        yield mutant(f"{n}.producer.rule", "drop rule", _verify("SPEC_SCHEMA", f"arrays[{i}]"),
+        yield mutant(f"{n}.producer.rule", "drop rule", _verify(Code.SPEC_SCHEMA, f"arrays[{i}]"),
                      lambda d: d["arrays"][i]["producer"].pop("rule"))
     if cls == CROSS:
-        yield mutant(f"{n}.checks", "checks its producer", _verify("SPEC_SCHEMA", f"arrays[{i}]"),
+        yield mutant(f"{n}.checks", "checks its producer", _verify(Code.SPEC_SCHEMA, f"arrays[{i}]"),
                      set_to(("checks",), f"{producer['module']}.{producer['callable'].partition('[')[0]}"))
     if cls == DERIVED:
         yield from _source_mutants(mutant, n, producer["derived_from"], set_to)
     # value facts
     digest = label["sha256"]
-    yield mutant(f"{n}.sha256", "flip one bit", _verify("FIXTURE_DIGEST", f"{n}.sha256"),
+    yield mutant(f"{n}.sha256", "flip one bit", _verify(Code.FIXTURE_DIGEST, f"{n}.sha256"),
                  set_to(("sha256",), digest[:-1] + format(int(digest[-1], 16) ^ 1, "x")))
     # A model constant's label gets a float dtype, which can hold any constant: another kind could
     # make the label contradict its source (an integer label for 1e-5), a second, legitimate finding.
     other = (("float32" if label["dtype"] == "float64" else "float64") if _is_constant(label)
              else _other_dtype(label["dtype"]))
-    yield mutant(f"{n}.dtype", "other dtype", _verify("FIXTURE_DTYPE", f"{n}.dtype"), set_to(("dtype",), other))
-    yield mutant(f"{n}.dtype", "numpy alias", _verify("FIXTURE_DTYPE", f"{n}.dtype"),
+    yield mutant(f"{n}.dtype", "other dtype", _verify(Code.FIXTURE_DTYPE, f"{n}.dtype"), set_to(("dtype",), other))
+    yield mutant(f"{n}.dtype", "numpy alias", _verify(Code.FIXTURE_DTYPE, f"{n}.dtype"),
                  set_to(("dtype",), np.dtype(label["dtype"]).str))
     shape = list(label["shape"])
     if shape:
-        yield mutant(f"{n}.shape", "last dim +1", _verify("FIXTURE_SHAPE", f"{n}.shape"),
+        yield mutant(f"{n}.shape", "last dim +1", _verify(Code.FIXTURE_SHAPE, f"{n}.shape"),
                      set_to(("shape",), shape[:-1] + [shape[-1] + 1]))
-    yield mutant(f"{n}.shape", "append dim 1", _verify("FIXTURE_SHAPE", f"{n}.shape"),
+    yield mutant(f"{n}.shape", "append dim 1", _verify(Code.FIXTURE_SHAPE, f"{n}.shape"),
                  set_to(("shape",), shape + [1]))
     # the label itself
     rest = [a for a in arrays if a is not label]
     users = [j for j, a in enumerate(rest) if n in a.get("inputs", [])]
-    expect = (_verify("SPEC_SCHEMA", f"arrays[{users[0]}].inputs") if users
-              else _verify("FIXTURE_UNLABELLED", n))
+    expect = (_verify(Code.SPEC_SCHEMA, f"arrays[{users[0]}].inputs") if users
+              else _verify(Code.FIXTURE_UNLABELLED, n))
     yield mutant(n, "drop label", expect, lambda d: d["arrays"].pop(i))
     for k, source in enumerate(label.get("inputs", [])):
         missing = source + "_missing"
         while missing in names:
             missing += "_"
-        yield mutant(f"{n}.inputs[{k}]", "missing input", _verify("SPEC_SCHEMA", f"arrays[{i}].inputs"),
+        yield mutant(f"{n}.inputs[{k}]", "missing input", _verify(Code.SPEC_SCHEMA, f"arrays[{i}].inputs"),
                      set_to(("inputs", k), missing))
 
 
@@ -281,9 +281,9 @@ def _completed_expect(label: dict, new_class: str) -> Expect:
     fields = set(label["producer"]) | set(PLACEHOLDERS[new_class])
     for f in PRODUCER_FIELDS:
         if f in fields and f not in USES[new_class]:
-            return _verify("FIXTURE_CLASS", f"{label['name']}.producer.{f}")
+            return _verify(Code.FIXTURE_CLASS, f"{label['name']}.producer.{f}")
     assert "checks" in label and new_class != CROSS, (label["name"], new_class)
-    return _verify("FIXTURE_CLASS", f"{label['name']}.checks")
+    return _verify(Code.FIXTURE_CLASS, f"{label['name']}.checks")
 
 
 def _complete(label: dict, new_class: str) -> None:
@@ -301,7 +301,7 @@ def _source_mutants(mutant, n: str, source: str, set_to) -> Iterator[Mutant]:
     path = ("producer", "derived_from")
 
     def word(index: int, op: str, new: str) -> Mutant:
-        return mutant(field, op, _verify("FIXTURE_SOURCE", field),
+        return mutant(field, op, _verify(Code.FIXTURE_SOURCE, field),
                       set_to(path, " ".join(words[:index] + [new] + words[index + 1:])))
 
     if words[0] == "model" and len(words) == 4:
@@ -311,7 +311,7 @@ def _source_mutants(mutant, n: str, source: str, set_to) -> Iterator[Mutant]:
         yield word(1, "edit source artifact", _edit(words[1], -1))
         digest = words[2]
         yield word(2, "flip source sha256", digest[:-1] + format(int(digest[-1], 16) ^ 1, "x"))
-    yield mutant(field, "not the grammar", _verify("FIXTURE_SOURCE", field), set_to(path, "derived by hand"))
+    yield mutant(field, "not the grammar", _verify(Code.FIXTURE_SOURCE, field), set_to(path, "derived by hand"))
 
 
 # --- fixture mutants ----------------------------------------------------------------------------
@@ -365,34 +365,34 @@ def fixture_mutants(fixture: str, arrays: dict[str, np.ndarray], raw: bytes, lab
     for name, array in items:
         target = f"{fixture}:{name}"
         label = by_name.get(name)
-        yield mutant(target, "drop array", _verify("FIXTURE_MISSING", name),
+        yield mutant(target, "drop array", _verify(Code.FIXTURE_MISSING, name),
                      lambda n=name: npz_bytes([(k, v) for k, v in items if k != n]))
         if label is None:
             continue
         constant = _is_constant(label)
         if array.size:
             source = f"{name}.producer.derived_from"
-            digest = ("FIXTURE_DIGEST", f"{name}.sha256")
-            expect, also = (_verify("FIXTURE_SOURCE", source), (digest,)) if constant else (_verify(*digest), ())
+            digest = (Code.FIXTURE_DIGEST, f"{name}.sha256")
+            expect, also = (_verify(Code.FIXTURE_SOURCE, source), (digest,)) if constant else (_verify(*digest), ())
             yield mutant(target, "edit one element", expect,
                          lambda n=name: npz_bytes([(k, _element_changed(v) if k == n else v) for k, v in items]),
                          also)
         if array.dtype.itemsize > 1:
-            yield mutant(target, "big-endian", _verify("FIXTURE_DTYPE", f"{name}.dtype"),
+            yield mutant(target, "big-endian", _verify(Code.FIXTURE_DTYPE, f"{name}.dtype"),
                          replaced(name, lambda v: _npy(v.astype(v.dtype.newbyteorder(">")))))
-        yield mutant(target, "append dim 1", _verify("FIXTURE_SHAPE", f"{name}.shape"),
+        yield mutant(target, "append dim 1", _verify(Code.FIXTURE_SHAPE, f"{name}.shape"),
                      replaced(name, lambda v: npy_bytes(v.reshape(v.shape + (1,)))))
     extra = UNLABELLED
     while extra in arrays:
         extra += "_"
-    yield mutant(f"{fixture}:{extra}", "add unlabelled array", _verify("FIXTURE_UNLABELLED", extra),
+    yield mutant(f"{fixture}:{extra}", "add unlabelled array", _verify(Code.FIXTURE_UNLABELLED, extra),
                  lambda: npz_bytes(items + [(extra, np.zeros(3, dtype=np.float32))]))
-    yield mutant(fixture, "truncate", _verify("FIXTURE_UNREADABLE", "fixture"), lambda: raw[: len(raw) // 2])
-    yield mutant(fixture, "pickled member", _verify("FIXTURE_UNREADABLE", "fixture"),
+    yield mutant(fixture, "truncate", _verify(Code.FIXTURE_UNREADABLE, "fixture"), lambda: raw[: len(raw) // 2])
+    yield mutant(fixture, "pickled member", _verify(Code.FIXTURE_UNREADABLE, "fixture"),
                  lambda: _zip([(k, npy_bytes(v)) for k, v in items]
                               + [(extra, _npy(np.array([1, "x"], dtype=object), allow_pickle=True))]))
     first = items[0][0]
-    yield mutant(fixture, "duplicate member", _verify("FIXTURE_UNREADABLE", "fixture"),
+    yield mutant(fixture, "duplicate member", _verify(Code.FIXTURE_UNREADABLE, "fixture"),
                  lambda: _zip([(k, npy_bytes(v)) for k, v in items] + [(first, npy_bytes(items[0][1]))]))
 
 

@@ -116,10 +116,10 @@ def verdict(m: Mutant, diagnostics: list[Diagnostic]) -> Outcome:
     outcome = dataclasses.replace(outcome, enforced_by=_enforced_by(first))
     if outcome.verdict is Verdict.KILLED:
         also = tuple(getattr(m, "also", ()))
-        rest = tuple((d.code.value, d.field) for d in diagnostics[1:])
+        rest = tuple((d.code, d.field) for d in diagnostics[1:])
         if rest != also:
-            expected = ", ".join(f"{c} {f}" for c, f in also) or "nothing"
-            got = ", ".join(f"{c} {f}" for c, f in rest)
+            expected = ", ".join(f"{c.value} {f}" for c, f in also) or "nothing"
+            got = ", ".join(f"{c.value} {f}" for c, f in rest)
             return dataclasses.replace(outcome, verdict=Verdict.REGRESSION,
                                        detail=f"expected {expected} after the first diagnostic, got {got}: {detail}")
     return outcome

@@ -37,7 +37,7 @@ from charter.spec import checks
 from charter.spec.checks import Check, checks_of
 from charter.spec.contractset import ContractSet
 from charter.spec.load import LoadedContract, contract_from_document
-from charter.spec.plan import ArtifactPlan
+from charter.spec.plan import ArtifactPlan, value_of
 from charter.spec.resolve import resolve_artifact, resolve_model
 from charter.spec.yamlload import Document
 
@@ -146,11 +146,12 @@ def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
     takes it (charter.engines.cpp.read_companion), read once per battery; None without `config`."""
     from charter.engines import cpp
 
-    if plan.config_file is None:
+    file = value_of(plan.config_file)
+    if file is None:
         return None
-    if plan.config_file not in b.companions:
-        b.companions[plan.config_file] = cpp.read_companion(b.artifact_path, plan.config_file)
-    return b.companions[plan.config_file]
+    if file not in b.companions:
+        b.companions[file] = cpp.read_companion(b.artifact_path, file)
+    return b.companions[file]
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:
@@ -229,7 +230,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         plan = _resolve(b, artifact_data, model_data)
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
-        refused = dataclasses.replace(m, expect=Expect("spec"))
+        refused = dataclasses.replace(m, expect=Expect(Stage.SPEC))
         outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
@@ -246,7 +247,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
-                        verify_payload=expect is not None and expect.stage == "payload")
+                        verify_payload=expect is not None and expect.stage is Stage.PAYLOAD)
     said = _cpp_contract_disagreement(b, plan, report) if b.engines == "both" else None
     if said:
         d = report.diagnostic

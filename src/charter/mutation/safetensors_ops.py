@@ -11,6 +11,7 @@ import json
 import struct
 from collections.abc import Iterator
 
+from charter.diagnostics import Code
 from charter.formats.safetensors import DTYPE_BITS, SafetensorsHeader
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
@@ -40,8 +41,8 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
 
     yield Mutant("artifact", "baseline", "unchanged", None, lambda: (raw, h.file_size))
     yield Mutant("artifact", "header", "re-serialize compactly (whitespace is not a fact)",
-                 None if value_of(plan.header_aligned) is not False else Expect("container", "CONTAINER_HEADER",
-                                                                      "container.header_aligned"),
+                 None if value_of(plan.header_aligned) is not False else Expect.of(Code.CONTAINER_HEADER,
+                                                                                   "container.header_aligned"),
                  lambda: serialize(doc, data_len))
     yield from _header(h, raw, data_len)
     yield from _metadata(doc, own, edit)
@@ -51,12 +52,12 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
     last = max(h.tensors, key=lambda t: t.end, default=None)
     if last is not None:
         yield Mutant("artifact", f"tensors.{last.name}", "truncate data by 1 byte",
-                     Expect("container", "CONTAINER_EXTENT", f"tensors.{last.name}.data_offsets"),
+                     Expect.of(Code.CONTAINER_EXTENT, f"tensors.{last.name}.data_offsets"),
                      lambda: (raw, h.file_size - 1))
-    yield Mutant("artifact", "file", "append trailing bytes", Expect("container", "CONTAINER_EXTENT", "tensors"),
+    yield Mutant("artifact", "file", "append trailing bytes", Expect.of(Code.CONTAINER_EXTENT, "tensors"),
                  lambda: (raw, h.file_size + 8))
     yield Mutant("artifact", "tensors.charter_mutant", "extra empty tensor",
-                 Expect("tensors", "TENSOR_UNEXPECTED", "tensors.charter_mutant"),
+                 Expect.of(Code.TENSOR_UNEXPECTED, "tensors.charter_mutant"),
                  lambda: edit(lambda d: d.__setitem__("charter_mutant", {"dtype": "F32", "shape": [0],
                                                                           "data_offsets": [data_len, data_len]})))
 
@@ -64,7 +65,7 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
 def _representatives(names: list[str], plan: ArtifactPlan) -> list[str]:
     present = set(names)
     chosen: list[str] = []
-    for row in plan.tensor_rows:
+    for row in plan.tensor_rows.value:
         members = [t.name for t in plan.tensors if t.location == row.location and t.role == row.role]
         for name in dict.fromkeys(members[:1] + members[-1:]):
             if name in present and name not in chosen:
@@ -77,9 +78,9 @@ def _header(h: SafetensorsHeader, raw: bytes, data_len: int) -> Iterator[Mutant]
         return struct.pack("<Q", n) + raw[8:], h.file_size
 
     yield Mutant("artifact", "header.length", "+8", oracle.ANY_CONTAINER, lambda: length(h.header_len + 8))
-    yield Mutant("artifact", "header.length", "over the cap", Expect("container", "CONTAINER_HEADER", "header.length"),
+    yield Mutant("artifact", "header.length", "over the cap", Expect.of(Code.CONTAINER_HEADER, "header.length"),
                  lambda: length(100_000_001))
-    yield Mutant("artifact", "header", "not JSON", Expect("container", "CONTAINER_JSON", "header"),
+    yield Mutant("artifact", "header", "not JSON", Expect.of(Code.CONTAINER_JSON, "header"),
                  lambda: (raw[:8] + b"[" + raw[9:], h.file_size))
 
 
@@ -93,7 +94,7 @@ def _metadata(doc: dict, own: oracle.Ownership, edit) -> Iterator[Mutant]:
                 continue
             yield Mutant("artifact", target, op, own.value_change(key, new),
                          lambda k=key, n=new: edit(lambda d: d["__metadata__"].__setitem__(k, n)))
-        yield Mutant("artifact", target, "non-string value", Expect("container", "CONTAINER_METADATA", target),
+        yield Mutant("artifact", target, "non-string value", Expect.of(Code.CONTAINER_METADATA, target),
                      lambda k=key: edit(lambda d: d["__metadata__"].__setitem__(k, 1)))
         yield Mutant("artifact", target, "delete key", own.missing(key),
                      lambda k=key: edit(lambda d: d["__metadata__"].pop(k)))
@@ -105,26 +106,26 @@ def _tensor(h: SafetensorsHeader, doc: dict, name: str, own: oracle.Ownership, e
     entry = doc[name]
     target = f"tensors.{name}"
     dtype, shape = entry["dtype"], entry["shape"]
-    extent = Expect("container", "CONTAINER_EXTENT", f"{target}.data_offsets")
-    yield Mutant("artifact", target, "rename", Expect("tensors", "TENSOR_MISSING", target),
+    extent = Expect.of(Code.CONTAINER_EXTENT, f"{target}.data_offsets")
+    yield Mutant("artifact", target, "rename", Expect.of(Code.TENSOR_MISSING, target),
                  lambda: edit(lambda d: d.__setitem__(name + "_", d.pop(name))))
     if dtype in SAME_SIZE:
         yield Mutant("artifact", target, f"dtype {dtype}->{SAME_SIZE[dtype]}",
-                     Expect("tensors", "TENSOR_CODEC", f"{target}.codec"),
+                     Expect.of(Code.TENSOR_CODEC, f"{target}.codec"),
                      lambda: edit(lambda d: d[name].__setitem__("dtype", SAME_SIZE[dtype])))
     if dtype in OTHER_SIZE and DTYPE_BITS[OTHER_SIZE[dtype]] != DTYPE_BITS[dtype] and _elements(shape):
         yield Mutant("artifact", target, f"dtype {dtype}->{OTHER_SIZE[dtype]}", extent,
                      lambda: edit(lambda d: d[name].__setitem__("dtype", OTHER_SIZE[dtype])))
-    yield Mutant("artifact", target, "unknown dtype", Expect("container", "CONTAINER_DTYPE", f"{target}.dtype"),
+    yield Mutant("artifact", target, "unknown dtype", Expect.of(Code.CONTAINER_DTYPE, f"{target}.dtype"),
                  lambda: edit(lambda d: d[name].__setitem__("dtype", "F33")))
     for j, dim in enumerate(shape):
         grown = shape[:j] + [dim + 1] + shape[j + 1:]
         yield Mutant("artifact", target, f"dim[{j}] +1",
-                     extent if _elements(grown) != _elements(shape) else Expect(
-                         "tensors", "TENSOR_SHAPE", f"{target}.shape[{j}]"),
+                     extent if _elements(grown) != _elements(shape)
+                     else Expect.of(Code.TENSOR_SHAPE, f"{target}.shape[{j}]"),
                      lambda g=grown: edit(lambda d: d[name].__setitem__("shape", g)))
         yield Mutant("artifact", target, f"dim[{j}] negative",
-                     Expect("container", "CONTAINER_TENSOR_DIM", f"{target}.shape"),
+                     Expect.of(Code.CONTAINER_TENSOR_DIM, f"{target}.shape"),
                      lambda j=j: edit(lambda d: d[name]["shape"].__setitem__(j, -1)))
     for j in range(len(shape) - 1):
         if shape[j] == shape[j + 1]:
@@ -134,22 +135,22 @@ def _tensor(h: SafetensorsHeader, doc: dict, name: str, own: oracle.Ownership, e
         swapped = shape[:j] + [shape[j + 1], shape[j]] + shape[j + 2:]
         logits = own.logits is not None and own.logits[0] == name and own.logits[1] in (j, j + 1)
         yield Mutant("artifact", target, f"swap dims {j},{j + 1}",
-                     Expect("tokenizer", "TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows") if logits
-                     else Expect("tensors", "TENSOR_SHAPE", f"{target}.shape[{j}]"),
+                     Expect.of(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows") if logits
+                     else Expect.of(Code.TENSOR_SHAPE, f"{target}.shape[{j}]"),
                      lambda s=swapped: edit(lambda d: d[name].__setitem__("shape", s)))
-    yield Mutant("artifact", target, "rank +1", Expect("tensors", "TENSOR_RANK", f"{target}.rank"),
+    yield Mutant("artifact", target, "rank +1", Expect.of(Code.TENSOR_RANK, f"{target}.rank"),
                  lambda: edit(lambda d: d[name].__setitem__("shape", shape + [1])))
     begin, end = entry["data_offsets"]
     offsets = f"{target}.data_offsets"
     yield Mutant("artifact", target, "data_offsets reversed" if begin != end else "data_offsets end+1",
-                 Expect("container", "CONTAINER_OFFSET", offsets) if begin != end else extent,
+                 Expect.of(Code.CONTAINER_OFFSET, offsets) if begin != end else extent,
                  lambda: edit(lambda d: d[name].__setitem__("data_offsets", [end, begin] if begin != end
                                                              else [begin, end + 1])))
-    yield Mutant("artifact", target, "data_offsets arity 1", Expect("container", "CONTAINER_OFFSET", offsets),
+    yield Mutant("artifact", target, "data_offsets arity 1", Expect.of(Code.CONTAINER_OFFSET, offsets),
                  lambda: edit(lambda d: d[name].__setitem__("data_offsets", [begin])))
-    yield Mutant("artifact", target, "data_offsets negative", Expect("container", "CONTAINER_OFFSET", offsets),
+    yield Mutant("artifact", target, "data_offsets negative", Expect.of(Code.CONTAINER_OFFSET, offsets),
                  lambda: edit(lambda d: d[name].__setitem__("data_offsets", [-1, end])))
-    yield Mutant("artifact", target, "extra field", Expect("container", "CONTAINER_HEADER", f"{target}.charter"),
+    yield Mutant("artifact", target, "extra field", Expect.of(Code.CONTAINER_HEADER, f"{target}.charter"),
                  lambda: edit(lambda d: d[name].__setitem__("charter", 1)))
 
 

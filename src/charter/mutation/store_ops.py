@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 
+from charter.diagnostics import Code
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
 from charter.spec.plan import ArtifactPlan, StorePlan, value_of
@@ -64,15 +65,15 @@ def _expert_major(raw: bytes, size: int, s: StorePlan, base: int, read) -> Itera
         return with_digest(new, comp_raw, bytes(table))
 
     yield Mutant("artifact", f"{target}.manifest.magic", "edit",
-                 Expect("stores", "STORE_MANIFEST", f"{target}.manifest.magic"),
+                 Expect.of(Code.STORE_MANIFEST, f"{target}.manifest.magic"),
                  _patched(raw, size, manifest_edit("magic", b"EXMK")))
     for field in identity + ["components"]:
         yield Mutant("artifact", f"{target}.manifest.{field}", "+1",
-                     Expect("stores", "STORE_MANIFEST", f"{target}.manifest.{field}"),
+                     Expect.of(Code.STORE_MANIFEST, f"{target}.manifest.{field}"),
                      _patched(raw, size, manifest_edit(field, manifest[field] + 1)))
     for field in ("record_bytes", "table_offset", "records_offset", "record_count"):
         yield Mutant("artifact", f"{target}.manifest.{field}", "+1",
-                     Expect("stores", "STORE_GEOMETRY", f"{target}.manifest.{field}"),
+                     Expect.of(Code.STORE_GEOMETRY, f"{target}.manifest.{field}"),
                      _patched(raw, size, manifest_edit(field, manifest[field] + 1)))
     for i in range(manifest["components"]):
         entry = em.COMPONENT.parse(comp_raw, i * em.COMPONENT.size)
@@ -83,7 +84,7 @@ def _expert_major(raw: bytes, size: int, s: StorePlan, base: int, read) -> Itera
             new_comp[at:at + len(value)] = value
             patches = with_digest(head, bytes(new_comp), bytes(table), {base + em.COMPONENT_TABLE: bytes(new_comp)})
             yield Mutant("artifact", f"{target}.components[{i}].{field}", "edit",
-                         Expect("stores", "STORE_GEOMETRY", f"{target}.components[{i}].{field}"),
+                         Expect.of(Code.STORE_GEOMETRY, f"{target}.components[{i}].{field}"),
                          _patched(raw, size, patches))
     count = manifest["record_count"]
     experts = manifest["experts"]
@@ -95,7 +96,7 @@ def _expert_major(raw: bytes, size: int, s: StorePlan, base: int, read) -> Itera
             new_table[at:at + len(_field(em.RECORD, field, 0))] = _field(em.RECORD, field, entry[k] + 1)
             patches = with_digest(head, comp_raw, bytes(new_table), {base + manifest["table_offset"]: bytes(new_table)})
             yield Mutant("artifact", f"{target}.records[{i}].{field}", "+1",
-                         Expect("stores", "STORE_GEOMETRY", f"{target}.records[{i}].{field}"),
+                         Expect.of(Code.STORE_GEOMETRY, f"{target}.records[{i}].{field}"),
                          _patched(raw, size, patches))
     # Layer id order: swap the layer ids of the first records of two layers.
     if count > experts:
@@ -104,16 +105,16 @@ def _expert_major(raw: bytes, size: int, s: StorePlan, base: int, read) -> Itera
         new_table[a:a + 4], new_table[b:b + 4] = table[b:b + 4], table[a:a + 4]
         patches = with_digest(head, comp_raw, bytes(new_table), {base + manifest["table_offset"]: bytes(new_table)})
         yield Mutant("artifact", f"{target}.records", "swap layer ids of layers 0 and 1",
-                     Expect("stores", "STORE_GEOMETRY", f"{target}.records[0].layer"), _patched(raw, size, patches))
+                     Expect.of(Code.STORE_GEOMETRY, f"{target}.records[0].layer"), _patched(raw, size, patches))
     # Digests: a record checksum (covered by the manifest digest) and the manifest digest itself.
     new_table = bytearray(table)
     new_table[em.RECORD.offset_of("sha256")] ^= 1
     yield Mutant("artifact", f"{target}.records[0].sha256", "flip one bit",
-                 Expect("stores", "STORE_DIGEST", f"{target}.manifest.sha256"),
+                 Expect.of(Code.STORE_DIGEST, f"{target}.manifest.sha256"),
                  _patched(raw, size, {base + manifest["table_offset"]: bytes(new_table)}))
     at = em.MANIFEST.offset_of("sha256")
     yield Mutant("artifact", f"{target}.manifest.sha256", "flip one bit",
-                 Expect("stores", "STORE_DIGEST", f"{target}.manifest.sha256"),
+                 Expect.of(Code.STORE_DIGEST, f"{target}.manifest.sha256"),
                  _patched(raw, size, {base + at: bytes([head[at] ^ 1])}))
 
 
@@ -139,38 +140,38 @@ def _ple(raw: bytes, size: int, s: StorePlan, base: int, read) -> Iterator[Mutan
         return {base: bytes(new)}
 
     yield Mutant("artifact", f"{target}.manifest.magic", "edit",
-                 Expect("stores", "STORE_MANIFEST", f"{target}.manifest.magic"),
+                 Expect.of(Code.STORE_MANIFEST, f"{target}.manifest.magic"),
                  _patched(raw, size, manifest_edit({"magic": b"PLE2"})))
     for field, _, _ in s.fields:
         if field == "group_bytes":
             continue
         yield Mutant("artifact", f"{target}.manifest.{field}", "+1",
-                     Expect("stores", "STORE_MANIFEST", f"{target}.manifest.{field}"),
+                     Expect.of(Code.STORE_MANIFEST, f"{target}.manifest.{field}"),
                      _patched(raw, size, manifest_edit({field: manifest[field] + 1})))
     heads = len(s.head_rows)
     for i in sorted({0, heads - 1}):
         key = f"head_rows[{i}]"
         yield Mutant("artifact", f"{target}.manifest.{key}", "+1",
-                     Expect("stores", "STORE_MANIFEST", f"{target}.manifest.{key}"),
+                     Expect.of(Code.STORE_MANIFEST, f"{target}.manifest.{key}"),
                      _patched(raw, size, manifest_edit({key: manifest[key] + 1})))
     if heads > 1:
         yield Mutant("artifact", f"{target}.manifest.head_rows", "move one row between heads (sum kept)",
-                     Expect("stores", "STORE_MANIFEST", f"{target}.manifest.head_rows[0]"),
+                     Expect.of(Code.STORE_MANIFEST, f"{target}.manifest.head_rows[0]"),
                      _patched(raw, size, manifest_edit({"head_rows[0]": manifest["head_rows[0]"] + 1,
                                                         "head_rows[1]": manifest["head_rows[1]"] - 1})))
     for field in ("padded_rows", "encoded_row_bytes", "page_count", "page_stride", "page_table_offset",
                   "payload_offset"):
         yield Mutant("artifact", f"{target}.manifest.{field}", "+1",
-                     Expect("stores", "STORE_GEOMETRY", f"{target}.manifest.{field}"),
+                     Expect.of(Code.STORE_GEOMETRY, f"{target}.manifest.{field}"),
                      _patched(raw, size, manifest_edit({field: manifest[field] + 1})))
     new_tail = bytearray(tail)
     new_tail[0] ^= 1
     yield Mutant("artifact", f"{target}.page_table[0]", "flip one bit",
-                 Expect("stores", "STORE_DIGEST", f"{target}.manifest.sha256"),
+                 Expect.of(Code.STORE_DIGEST, f"{target}.manifest.sha256"),
                  _patched(raw, size, {base + ple.PAGE_TABLE: bytes(new_tail[:32])}))
     at = ple.MANIFEST.offset_of("sha256")
     yield Mutant("artifact", f"{target}.manifest.sha256", "flip one bit",
-                 Expect("stores", "STORE_DIGEST", f"{target}.manifest.sha256"),
+                 Expect.of(Code.STORE_DIGEST, f"{target}.manifest.sha256"),
                  _patched(raw, size, {base + at: bytes([head[at] ^ 1])}))
     pages = manifest["page_count"]
     for page in sorted({0, pages - 1}):
@@ -178,7 +179,7 @@ def _ple(raw: bytes, size: int, s: StorePlan, base: int, read) -> Iterator[Mutan
         header = ple.PAGE.parse(read(offset, ple.PAGE.size))
         for field, _, _ in ple.PAGE.fields:
             yield Mutant("artifact", f"{target}.pages[{page}].{field}", "+1",
-                         Expect("stores", "STORE_GEOMETRY", f"{target}.pages[{page}].{field}"),
+                         Expect.of(Code.STORE_GEOMETRY, f"{target}.pages[{page}].{field}"),
                          _patched(raw, size, {offset + ple.PAGE.offset_of(field):
                                               _field(ple.PAGE, field, header[field] + 1)}))
 
@@ -198,7 +199,7 @@ def _overlap(h, raw: bytes, plan: ArtifactPlan, store_tensor) -> Iterator[Mutant
     shift = store_tensor.start - dense.start  # the dense tensor now starts where the store starts
     i = h.tensors.index(dense)
     spans = [(t.name, t.start + (shift if t is dense else 0), t.end + (shift if t is dense else 0)) for t in h.tensors]
-    expect = (Expect("container", "CONTAINER_EXTENT", f"tensors.{dense.name}.offset")
+    expect = (Expect.of(Code.CONTAINER_EXTENT, f"tensors.{dense.name}.offset")
               if dense.end + shift > h.file_size else oracle.layout(spans, h.data_offset, h.file_size,
                                                                     value_of(plan.alignment), plan.layout.policy()))
     yield Mutant("artifact", f"tensors.{dense.name}", f"dense extent into {store_tensor.name}", expect,

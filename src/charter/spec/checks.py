@@ -355,14 +355,14 @@ def _identity(p: ArtifactPlan):
 
 def _metadata(p: ArtifactPlan):
     every = p.identity + p.metadata
-    yield MetaTypes(facts=tuple(MetaType(m.key, "string" if m.stage == "identity" else m.type, m.element, m.location)
-                                for m in every))
+    yield MetaTypes(facts=tuple(MetaType(m.key, "string" if m.stage == Stage.IDENTITY else m.type, m.element,
+                                         m.location) for m in every))
     yield MetaKeySet(pinned=tuple(m.key for m in every), forbidden=p.forbidden, extra=p.extra_keys.value,
                      at=p.extra_keys.at)
-    yield from _values(Stage.METADATA, [m for m in p.metadata if m.stage == "metadata"])
+    yield from _values(Stage.METADATA, [m for m in p.metadata if m.stage == Stage.METADATA])
     if p.config_file is not None:
-        yield Config(file=p.config_file, facts=tuple(ConfigFact(m.key, m.type, m.value, m.location) for m in p.config),
-                     at=p.config_location)
+        yield Config(file=p.config_file.value, at=p.config_file.at,
+                     facts=tuple(ConfigFact(m.key, m.type, m.value, m.location) for m in p.config))
 
 
 def _values(stage: Stage, facts: list[MetaCheck]):
@@ -379,22 +379,22 @@ def _tokenizer(p: ArtifactPlan):
     t = p.tokenizer
     if t is None:
         return
-    yield from _values(Stage.TOKENIZER, [m for m in p.metadata if m.stage == "tokenizer"])
+    yield from _values(Stage.TOKENIZER, [m for m in p.metadata if m.stage == Stage.TOKENIZER])
     for s in t.special:
         yield SpecialId(key=s.key, name=s.name, value=s.value, at=s.location)
-    for key, loc in t.stop_keys:
-        yield StopId(key=key, ids=t.stop_ids, at=loc)
+    for stop in t.stop_keys:
+        yield StopId(key=stop.key, ids=t.stop_ids, at=stop.at)
     if t.tokens_key is not None and t.ids is not None:
-        yield TokenDomain(key=t.tokens_key, ids=t.ids, at=t.ids_location)
+        yield TokenDomain(key=t.tokens_key, ids=t.ids.value, at=t.ids.at)
     if t.logits_tensor is not None and t.logits_rows is not None:
-        yield LogitsRows(tensor=t.logits_tensor, axis=t.logits_axis, rows=t.logits_rows, at=t.logits_location)
+        yield LogitsRows(tensor=t.logits_tensor, axis=t.logits_axis, rows=t.logits_rows.value, at=t.logits_rows.at)
 
 
 def _tensors(p: ArtifactPlan):
     yield Exclude(patterns=tuple(pat for e in p.exclusions for pat in e.patterns))
     rows = tuple(TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape, r.codec, r.location)
-                 for r in p.tensor_rows)
-    yield Tensors(rows=rows, at=p.tensors_location)
+                 for r in p.tensor_rows.value)
+    yield Tensors(rows=rows, at=p.tensor_rows.at)
 
 
 def _codec(p: ArtifactPlan):
@@ -422,7 +422,7 @@ def _stores(p: ArtifactPlan):
 def _policy(p: ArtifactPlan):
     yield Exclusions(rows=tuple(ExclusionFact(e.name, e.patterns, e.count_key, e.source_count, e.location)
                                 for e in p.exclusions))
-    yield Status(status=p.status, at=p.status_location)
+    yield Status(status=p.status, at=p.status_fact.at)
 
 
 def _payload(p: ArtifactPlan):

@@ -132,14 +132,12 @@ class SpecialIdCheck:
 @dataclass(frozen=True)
 class TokenizerPlan:
     tokens_key: str | None
-    ids: int | None
-    ids_location: Location | None
+    ids: Located[int] | None  # the model's id domain, at the model's `tokenizer.ids`
     logits_tensor: str | None
     logits_axis: int | None
-    logits_rows: int | None
-    logits_location: Location | None
+    logits_rows: Located[int] | None  # the model's logits rows, at the artifact's `tokenizer.logits` binding
     special: tuple[SpecialIdCheck, ...]
-    stop_keys: tuple[tuple[str, Location], ...]
+    stop_keys: tuple[KeyAt, ...]
     stop_ids: tuple[int, ...]
 
 
@@ -194,7 +192,7 @@ class PayloadPlan:
 @dataclass(frozen=True)
 class ArtifactPlan:
     id: str
-    status: str
+    status_fact: Located[str]  # the contract's `status`; `status` is its value
     model: str
     format: str
     spec_path: str
@@ -207,16 +205,18 @@ class ArtifactPlan:
     extra_keys: Located[str]
     forbidden: tuple[KeyAt, ...]
     tokenizer: TokenizerPlan | None
-    config_file: str | None
-    config_location: Location | None  # `config.file`: what an unreadable companion breaks
+    config_file: Located[str] | None  # `config.file`: what an unreadable companion breaks
     config: tuple[MetaCheck, ...]
     tensors: tuple[TensorCheck, ...]
-    tensor_rows: tuple[TensorRow, ...]
-    tensors_location: Location
+    tensor_rows: Located[tuple[TensorRow, ...]]  # at the `tensors:` list, the fact an unexpected tensor breaks
     codecs: tuple[CodecCheck, ...]
     stores: tuple[StorePlan, ...]
     layout: LayoutPlan
     exclusions: tuple[ExclusionCheck, ...]
     payload: PayloadPlan | None
-    status_location: Location
     source_sha256: str | None = None
+
+    @property
+    def status(self) -> str:
+        """The support status every engine reports and `--require-status` compares."""
+        return self.status_fact.value

@@ -235,7 +235,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
     c.finish()
     raw = loaded.doc.source.encode("utf-8")
     return ArtifactPlan(
-        id=a.id, status=a.status.value, model=a.model, format=a.format,
+        id=a.id, status_fact=Located(a.status.value, c.at("status")), model=a.model, format=a.format,
         spec_path=loaded.doc.file, spec_sha256=hashlib.sha256(raw).hexdigest(),
         version=_located(c, version, "container", "version"),
         alignment=_located(c, alignment, "container", "alignment"),
@@ -243,23 +243,26 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         identity=identity, metadata=metadata + tok_checks,
         extra_keys=Located(a.metadata.extra_keys, c.at("metadata", "extra_keys")),
         forbidden=tuple(KeyAt(k, c.at("metadata", "forbidden", i)) for i, k in enumerate(a.metadata.forbidden)),
-        tokenizer=tokenizer, config_file=a.config.file if a.config else None,
-        config_location=c.at("config", "file") if a.config else None, config=config,
-        tensors=tensors, tensor_rows=tensor_rows, codecs=codecs, stores=tuple(x for x in stores if x is not None),
+        tokenizer=tokenizer, config_file=Located(a.config.file, c.at("config", "file")) if a.config else None,
+        config=config, tensors=tensors, tensor_rows=Located(tensor_rows, c.at("tensors")), codecs=codecs,
+        stores=tuple(x for x in stores if x is not None),
         layout=LayoutPlan(**{k: Located(v, c.at("layout", k)) for k, v in layout.items()}, at=c.at("layout")),
-        tensors_location=c.at("tensors"),
         exclusions=exclusions,
         payload=PayloadPlan(payload.file_sha256, tuple(TensorDigest(n, d, c.at("payload", "tensors", n))
                                                       for n, d in payload.tensors.items()), c.at("payload"))
         if payload else None,
-        status_location=c.at("status"),
         source_sha256=a.source.sha256 if a.source else None,
     )
 
 
 def _located(c: _Collector, value, *path) -> Located | None:
     """`value` with the location of `path`, or None for a fact the contract does not state."""
-    return None if value is None else Located(value, c.at(*path))
+    return _fact(value, c.at(*path))
+
+
+def _fact(value, at: Location | None) -> Located | None:
+    """`value` located at `at`, or None for a fact no contract states."""
+    return None if value is None else Located(value, at)
 
 
 def _identity_value(value: str, model: ModelPlan) -> str:
@@ -340,11 +343,11 @@ def _tokenizer_plan(c: _Collector, a: ArtifactContract, model: ModelPlan) -> Tok
             continue
         special.append(SpecialIdCheck(key, name, model.special_ids[name], c.at("tokenizer", "special", key)))
     return TokenizerPlan(
-        tokens_key=t.tokens, ids=model.tokenizer_ids,
-        ids_location=model.locations.get("tokenizer.ids"),
+        tokens_key=t.tokens, ids=_fact(model.tokenizer_ids, model.locations.get("tokenizer.ids")),
         logits_tensor=t.logits.tensor if t.logits else None, logits_axis=t.logits.axis if t.logits else None,
-        logits_rows=model.logits_rows, logits_location=c.at("tokenizer", "logits") if t.logits else None,
-        special=tuple(special), stop_keys=tuple((k, c.at("tokenizer", "stop", i)) for i, k in enumerate(t.stop)),
+        logits_rows=_fact(model.logits_rows, c.at("tokenizer", "logits") if t.logits else None),
+        special=tuple(special),
+        stop_keys=tuple(KeyAt(k, c.at("tokenizer", "stop", i)) for i, k in enumerate(t.stop)),
         stop_ids=model.stop_ids,
     )
 

@@ -1,4 +1,4 @@
-"""Python text from contract values: one literal builder and one `#` comment sanitiser.
+"""Python text from contract values: one literal builder, one `#` comment and one docstring sanitiser.
 
 `py_literal` is the only way a value reaches generated Python (Note [Generated text] in
 charter.codegen.common): `repr` for strings, which escapes quotes, backslashes and every
@@ -38,6 +38,12 @@ def py_literal(value: object) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in sorted(value.items())) + "}"
     raise TypeError(f"no Python literal for {type(value).__name__}")
+
+
+def py_docstring(text: str) -> str:
+    """Text for one line of a docstring: a comment's text (py_comment) without the quote that
+    could close the docstring or the backslash that could start an escape."""
+    return py_comment(text).replace("\\", "_").replace('"', "_")
 
 
 def py_comment(text: str) -> str:

@@ -19,22 +19,16 @@ import jinja2
 
 from charter.codegen.common.cpp import cpp_bool, cpp_comment, cpp_sv
 from charter.codegen.common.header import generated_header
+from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.common.names import identifier
 from charter.codegen.common.render import environment, normalize
+from charter.codegen.common.stages import StageView, stage_views
 from charter.codegen.cpp.glob import compile_glob
 from charter.codegen.cpp.literals import cpp_i64, cpp_int, cpp_lit, cpp_opt_sv
-from charter.diagnostics import ADMISSION_STAGES
 from charter.spec import checks
-from charter.spec.plan import ArtifactPlan
+from charter.spec.plan import ArtifactPlan, value_of
 
 TEMPLATE = "checker.hpp.jinja"
-
-
-@dataclass(frozen=True)
-class Stage:
-    name: str
-    doc: str
-    statements: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -52,7 +46,7 @@ class CheckerView:
     inputs: tuple[tuple[str, str], ...]  # (spec path literal, sha256 literal)
     tables: tuple[str, ...]
     stores: tuple[str, ...]  # rt::StoreFacts rows of kStores, in the contract's order
-    stages: tuple[Stage, ...]
+    stages: tuple[StageView, ...]
 
 
 @dataclass
@@ -230,12 +224,13 @@ def _where(c: checks.Check):
 
 def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: str | None = None) -> CheckerView:
     tables = _Tables()
-    by_stage: dict[str, list[str]] = {s.value: [] for s in ADMISSION_STAGES}
+    statements = []
     for c in checks.checks_of(plan):
         statement, at = _statement(c, tables), _where(c)
-        comment = [f"// {cpp_comment(str(at))}"] if at is not None else []
-        by_stage[c.stage.value].extend(comment + [statement])
-    stages = tuple(Stage(name, checks.STAGE_DOCS[name], tuple(st)) for name, st in by_stage.items())
+        if at is not None:
+            statements.append((c.stage, f"// {cpp_comment(str(at))}"))
+        statements.append((c.stage, statement))
+    stages = stage_views(statements, cpp_sv)
     return CheckerView(
         header=header,
         about=cpp_comment(f"{plan.format} artifact contract {plan.id}"),
@@ -245,7 +240,7 @@ def build(plan: ArtifactPlan, header: str, inputs: dict[str, str], namespace: st
         format=cpp_sv(plan.format),
         format_enum="rt::Format::Gguf" if plan.format == "gguf" else "rt::Format::Safetensors",
         status=cpp_sv(plan.status),
-        companion=cpp_sv(plan.config_file or ""),
+        companion=cpp_sv(value_of(plan.config_file) or ""),
         namespace=namespace or identifier(plan.id),
         inputs=tuple((cpp_sv(p), cpp_sv(s)) for p, s in sorted(inputs.items())),
         tables=tuple(tables.decls),
@@ -274,15 +269,8 @@ def render_checker_text(plan: ArtifactPlan, inputs: dict[str, str], namespace: s
     return normalize(_environment().get_template(TEMPLATE).render(view=view))
 
 
-def inputs_of(cs, plan: ArtifactPlan) -> dict[str, str]:
-    """Spec display path -> sha256 of its bytes, for the artifact and its model (the manifest's inputs)."""
-    model = cs.contracts[plan.model]
-    return {plan.spec_path: plan.spec_sha256,
-            model.doc.file: hashlib.sha256(model.doc.source.encode("utf-8")).hexdigest()}
-
-
 def render_cpp_checker(cs, plan: ArtifactPlan) -> tuple[str, str, dict[str, str]]:
-    inputs = inputs_of(cs, plan)
+    inputs = checker_inputs(cs, plan)
     return cpp_checker_path(plan.id), render_checker_text(plan, inputs), inputs
 
 

@@ -9,36 +9,32 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from charter.codegen.common.python import py_docstring
 from charter.codegen.common.python import py_literal as lit
-from charter.diagnostics import ADMISSION_STAGES, Location
+from charter.codegen.common.stages import StageView, stage_views
+from charter.diagnostics import Location
 from charter.diagnostics import Stage as AdmissionStage
-from charter.spec.checks import STAGE_DOCS, Check, arguments, checks_of
+from charter.spec.checks import Check, arguments, checks_of
 from charter.spec.plan import ArtifactPlan
 
 
 @dataclass(frozen=True)
-class Stage:
-    name: str
-    doc: str
-    statements: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class CheckerView:
-    contract_id: str
+    """The checker module, every value ready to paste: Python literals, and docstring-safe text."""
+
+    about: str  # docstring text: "<format> artifact contract <id>"
+    contract_id: str  # a Python literal, as every field below
     model_id: str
     spec: str
     format: str
     status: str
-    stages: tuple[Stage, ...]
+    stages: tuple[StageView, ...]
 
 
 def build(plan: ArtifactPlan) -> CheckerView:
-    by_stage: dict[str, list[str]] = {s.value: [] for s in ADMISSION_STAGES}
-    for check in checks_of(plan):
-        by_stage[check.stage.value].append(render_call(check))
-    stages = tuple(Stage(name, STAGE_DOCS[name], tuple(statements)) for name, statements in by_stage.items())
-    return CheckerView(plan.id, plan.model, plan.spec_path, plan.format, plan.status, stages)
+    stages = stage_views(((c.stage, render_call(c)) for c in checks_of(plan)), lit)
+    return CheckerView(py_docstring(f"{plan.format} artifact contract {plan.id}"), lit(plan.id), lit(plan.model),
+                       lit(plan.spec_path), lit(plan.format), lit(plan.status), stages)
 
 
 def render_call(check: Check) -> str:

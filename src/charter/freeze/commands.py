@@ -1,0 +1,35 @@
+"""`charter freeze`: adapts its arguments to charter.freeze.freeze and its outcome to exit codes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    from charter.console import path_arg
+
+    p = sub.add_parser("freeze", help="write model and artifact contracts that pin everything an artifact states")
+    p.add_argument("artifact", type=path_arg, help="a known-good GGUF or safetensors file")
+    p.add_argument("--id", required=True, help="id of the artifact contract (the model gets ID-model)")
+    p.add_argument("-o", "--output", default=".", type=path_arg, help="directory for models/ID-model.yaml and artifacts/ID.yaml")
+    p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.set_defaults(func=run_freeze, format="text")
+
+
+def run_freeze(args) -> int:
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics
+    from charter.diagnostics import CharterError
+    from charter.freeze import FreezeRefused, freeze
+
+    try:
+        written = freeze(Path(args.artifact), args.id, Path(args.output), force=args.force)
+    except FreezeRefused as exc:
+        print(f"charter: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except CharterError as exc:  # the artifact itself is bad: rejected, as admission rejects it
+        print_diagnostics(exc.diagnostics, "text")
+        return EXIT_REJECTED
+    for path in written:
+        print(f"wrote {path}")
+    return EXIT_OK
