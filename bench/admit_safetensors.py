@@ -2,7 +2,7 @@
 
 Run:  .venv/bin/python bench/admit_safetensors.py [--repeat 15] [--payload seeded|sparse]
 
-The file is built from specs/artifacts/tiny-llama-safetensors.yaml by charter.fixtures (12 layers x
+The file is built from specs/artifacts/tiny-llama-safetensors.yaml by charter.conforming (12 layers x
 9 tensors + 3, BF16 matrices and F32 norms, 0.9 MiB) into a temporary directory. What is timed (both
 in this process, after a warm-up, excluding interpreter start-up and imports):
   charter    admit(path, checker): the strict reader plus every stage but payload, with the checker
@@ -49,8 +49,8 @@ def main() -> int:
     from charter.admission.runtime import admit
     from charter.admission.view import read_view
     from charter.engines.choose import python_checker
-    from charter.fixtures import build
-    from charter.spec.contractset import load_set
+    from charter.conforming import build
+    from charter.contract.contractset import load_set
 
     cs = load_set([CONTRACT], [ROOT / "specs"])
     if cs.diagnostics:

@@ -30,7 +30,7 @@ def one_run(spec: Path, jobs: int, cache: Path | None) -> dict:
     from charter.cli import search_paths
     from charter.mutation import report
     from charter.mutation.run import all_mutants, load_battery, prepare_cpp, run
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set([str(spec)], search_paths([str(spec)], None))
     cs.raise_if_failed()

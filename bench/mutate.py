@@ -41,7 +41,7 @@ def battery(jobs: int) -> dict:
     from charter.cli import search_paths
     from charter.mutation import report
     from charter.mutation.run import all_mutants, load_battery, run
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set([str(CONTRACT)], search_paths([str(CONTRACT)], None))
     cs.raise_if_failed()

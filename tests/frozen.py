@@ -23,7 +23,7 @@ import numpy as np
 from safetensors.numpy import save_file
 
 from charter.cli import main
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 
 
 @dataclass

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from charter.admission.runtime import _same_bits
 from charter.floatbits import f32_bits, f32_from_bits, f64_bits, f64_from_bits
 from charter.formats.gguf import GGUFArray, GGUFValueType, _encode_scalar, parse_gguf, serialize_gguf_header
-from charter.spec.load import load_contract_text
+from charter.contract.load import load_contract_text
 
 SNAN, QNAN = 0x7F800001, 0x7FC00001  # struct's `<f` makes these one value
 

@@ -26,7 +26,7 @@ def checker(fmt: str):
     """The generated Python checker of the corpus's base contract for `fmt`."""
     from charter.cli import search_paths
     from charter.engines.choose import python_checker
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
     from tests.hardening import corpus
 
     work = Path(tempfile.mkdtemp(prefix="charter-fuzz-"))

@@ -18,7 +18,7 @@ import common
 
 with atheris.instrument_imports():
     from charter.diagnostics import CharterError, Stage
-    from charter.spec.load import load_contract_text
+    from charter.contract.load import load_contract_text
 
 
 def test_one_input(data: bytes) -> None:

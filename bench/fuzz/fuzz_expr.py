@@ -15,7 +15,7 @@ import common  # noqa: F401 - sets sys.path
 
 with atheris.instrument_imports():
     from charter.diagnostics import CharterError, Stage
-    from charter.spec import expr
+    from charter.contract import expr
 
 ENV = {"a": 3, "b": 2**200, "c": 0, "x": 1.5, "y": -1, "heads": 9, "hidden": 576}
 

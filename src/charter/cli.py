@@ -26,7 +26,7 @@ from charter.diagnostics import CharterError
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set(args.paths, search_paths(args.paths, args.search))
     if cs.diagnostics:
@@ -47,7 +47,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
-    from charter.spec.schema import write_schemas
+    from charter.contract.schema import write_schemas
 
     changed = write_schemas(Path(args.output))
     for p in changed:

@@ -1,4 +1,4 @@
-"""tiny-llama artifacts built from their contracts by charter.fixtures, admitted and mutated.
+"""tiny-llama artifacts built from their contracts by charter.conforming, admitted and mutated.
 
 The synthetic model is where a contract can be changed freely: padding the real SmolLM2 file does
 not have, a named exclusion, a tensor digest, and every safetensors field (dtype, shape,
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from charter.fixtures import build
-from charter.fixtures.payload import seeded_chunks
+from charter.conforming import build
+from charter.conforming.payload import seeded_chunks
 from charter.formats.gguf import read_gguf, serialize_gguf_header
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
 from .conftest import (

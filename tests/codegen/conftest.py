@@ -15,7 +15,7 @@ needs_gxx = pytest.mark.skipif(GXX is None, reason="g++ is not installed")
 
 @pytest.fixture(scope="session")
 def contract_set():
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set(sorted((ROOT / "specs").rglob("*.yaml")), [ROOT / "specs"])
     assert not cs.diagnostics, cs.diagnostics

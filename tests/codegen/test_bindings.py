@@ -13,7 +13,7 @@ import pytest
 from charter import __version__
 from charter.codegen.bindings import REGISTER_PATH, BindingError, render_bindings, standalone
 from charter.diagnostics import CharterError
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 
 ROOT = Path(__file__).resolve().parents[2]
 CS = load_set([ROOT / "specs"])

@@ -16,7 +16,7 @@ from charter.codegen.cpp import render_cpp_checkers
 from charter.codegen.cpp.build import _statement, _Tables
 from charter.codegen.cpp.glob import compile_glob, match
 from charter.codegen.cpp.literals import cpp_int, cpp_lit
-from charter.spec.checks import checks_of
+from charter.contract.checks import checks_of
 
 
 @pytest.fixture(scope="module")

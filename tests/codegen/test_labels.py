@@ -12,7 +12,7 @@ import pytest
 from charter import __version__
 from charter.codegen.labels import render
 from charter.provenance.labelled import ProvenanceError
-from charter.spec.load import load_contract, load_contract_text
+from charter.contract.load import load_contract, load_contract_text
 
 from .conftest import GXX, ROOT
 

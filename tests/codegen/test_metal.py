@@ -8,7 +8,7 @@ from charter import __version__
 from charter.codegen.common.cpp import cpp_comment
 from charter.codegen.metal import metal_inputs, render_metal
 from charter.codegen.metal.build import build_model, constant, metal_models
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 
 from .conftest import ROOT
 

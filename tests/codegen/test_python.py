@@ -12,7 +12,7 @@ from charter import __version__
 from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
 from charter.codegen.driver import render_python_checker
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.hardening import corpus
 
 # A string that is code once its escapes are decoded: repr() writes it as '"\'+...+\''.

@@ -12,7 +12,7 @@ TINY_ST = ROOT / "specs" / "artifacts" / "tiny-llama-safetensors.yaml"
 
 @pytest.fixture(scope="module")
 def smollm2_set():
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set([SMOLLM2], [ROOT / "specs"])
     assert cs.ok, cs.diagnostics

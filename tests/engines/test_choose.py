@@ -11,7 +11,7 @@ import pytest
 
 from charter.codegen.driver import python_checker_path, render_python_checker
 from charter.engines import choose, cpp, library
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
 from .conftest import SMOLLM2, TINY_ST, need_cpp

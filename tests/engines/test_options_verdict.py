@@ -12,7 +12,7 @@ from charter.diagnostics import ADMISSION_STAGES, Stage
 from charter.engines import Options, Verdict, cpp, disagreement, python
 from charter.engines.choose import python_checker
 from charter.formats.gguf import MAX_HEADER_BYTES
-from charter.spec.models import Status
+from charter.contract.models import Status
 from tests.conftest import ROOT
 
 from .conftest import need_cpp

@@ -9,7 +9,7 @@ import pytest
 from charter.admission.view import read_view
 from charter.engines import Options, cpp, python
 from charter.engines.choose import python_checker
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
 from .conftest import need_cpp
@@ -19,7 +19,7 @@ CID = "qwen4exp-text"
 
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory):
-    from charter.fixtures.stores import build_sparse, overrides_for
+    from charter.conforming.stores import build_sparse, overrides_for
 
     need_cpp(CID)
     cs = load_set([ROOT / "specs" / "artifacts" / f"{CID}.yaml"], [ROOT / "specs"])

@@ -196,7 +196,7 @@ def test_frozen_contract_finds_its_file_from_another_directory(tmp_path, header_
 def test_frozen_source_is_relative_to_the_contract_with_size_and_sha256(tmp_path, header_copy):
     import hashlib
 
-    from charter.spec.load import load_contract
+    from charter.contract.load import load_contract
 
     contract = freeze(header_copy, tmp_path / "specs")
     source = load_contract(contract).contract.source
@@ -258,7 +258,7 @@ def test_model_source_is_left_to_the_author(tmp_path, capsys):
     text = (tmp_path / "specs" / "models" / "frozen-model.yaml").read_text()
     assert "3f2c1a9e" not in text and "\nsource:" not in text
     assert "# source: left for you to fill in" in text
-    from charter.spec.load import load_contract
+    from charter.contract.load import load_contract
 
     assert load_contract(tmp_path / "specs" / "models" / "frozen-model.yaml").contract.source is None
 

@@ -39,7 +39,7 @@ from charter.formats.safetensors import read_safetensors
 from charter.mutation.gguf_ops import rebuild
 from charter.mutation.run import checker_module
 from charter.mutation.safetensors_ops import serialize
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 
 # GGUF files with no tensors end right after their metadata (issue 12, item 1: the payload stage
 # and the readers' data-offset rule are fixed elsewhere); they belong in the strategy regardless.

@@ -100,7 +100,7 @@ def test_cpp_engine_agrees_on_the_reader_cases(tmp_path):
     from charter.console import search_paths
     from charter.engines import cpp as native
     from charter.engines.choose import python_checker
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     assert set(SHIPPED.values()) <= set(native.contracts()), "charter._native lacks a shipped checker"
     checkers = {}

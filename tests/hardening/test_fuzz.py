@@ -30,10 +30,10 @@ from charter.console import search_paths
 from charter.engines.choose import python_checker
 from charter.diagnostics import CharterError, Code, Stage
 from charter.formats.gguf import GGUFArray
-from charter.spec import expr
-from charter.spec.contractset import load_set
-from charter.spec.load import load_contract_text
-from charter.spec.yamlload import load_text
+from charter.contract import expr
+from charter.contract.contractset import load_set
+from charter.contract.load import load_contract_text
+from charter.contract.yamlload import load_text
 from tests.hardening import corpus
 
 FUZZ = settings(max_examples=300, deadline=None,

@@ -22,7 +22,7 @@ from charter.cli import main
 from charter.console import search_paths
 from charter.codegen.driver import generate, render_all
 from charter.codegen.common.names import RESERVED, identifier, module_name
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 from tests.hardening import corpus
 

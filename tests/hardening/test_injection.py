@@ -28,8 +28,8 @@ from charter.cli import main
 from charter.codegen.common.names import module_name
 from charter.console import search_paths
 from charter.engines.choose import python_checker
-from charter.spec.contractset import load_set
-from charter.spec.load import load_contract
+from charter.contract.contractset import load_set
+from charter.contract.load import load_contract
 from tests.conftest import ROOT
 from tests.hardening import corpus
 

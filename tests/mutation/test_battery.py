@@ -12,7 +12,7 @@ from charter.diagnostics import Code
 from charter.mutation import report
 from charter.mutation.mutant import Expect, Mutant, Verdict, judge
 from charter.mutation.run import all_mutants, load_battery, run
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
 SMOLLM2 = "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
@@ -54,7 +54,7 @@ def _leaf(outcomes, target):
 def test_a_diagnostic_citing_another_line_fails_the_battery(smollm2_set, smollm2_path, monkeypatch):
     """A generator that cites the line below llama.block_count's fact (Note [Location oracle]):
     its mutants are still rejected with the expected code and field, but are regressions."""
-    from charter.spec import checks
+    from charter.contract import checks
 
     original = checks._values
 
@@ -74,7 +74,7 @@ def test_a_diagnostic_citing_another_line_fails_the_battery(smollm2_set, smollm2
 
 def test_weakened_generator_fails_the_battery_naming_the_key(smollm2_set, smollm2_path, monkeypatch):
     """A generator that drops the value check of one metadata key: its contract mutants survive."""
-    from charter.spec import checks
+    from charter.contract import checks
 
     original = checks._values
 

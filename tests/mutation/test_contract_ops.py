@@ -11,7 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from charter.language import STATUSES
 from charter.mutation import contract_ops
-from charter.spec import models
+from charter.contract import models
 
 # Each pattern of ENUMS and the (model, field) whose type it must mirror.
 OWNERS = {

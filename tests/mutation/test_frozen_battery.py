@@ -9,7 +9,7 @@ import pytest
 from charter.cli import main
 from charter.mutation import report
 from charter.mutation.run import all_mutants, load_battery, run
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 
 # Whole batteries (500 and 200+ mutants, the tensor-less ones on both engines with a checker library
 # compiled for each): make test-slow.

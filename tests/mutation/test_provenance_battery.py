@@ -15,7 +15,7 @@ from charter.diagnostics import Code, Diagnostic
 from charter.mutation import provenance_ops, provenance_run, report
 from charter.mutation.mutant import Expect, Verdict
 from charter.provenance import verify as verify_mod
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
 DEQUANT = ROOT / "specs/provenance/dequant-smollm2.yaml"

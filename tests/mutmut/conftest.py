@@ -38,7 +38,7 @@ def load_checker(path: Path) -> ModuleType:
 def contract_plan(spec: str):
     """The resolved plan of the artifact contract at `spec` (relative to ROOT)."""
     from charter.console import search_paths
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     path = str(ROOT / spec)
     cs = load_set([path], search_paths([path], None))

@@ -46,7 +46,7 @@ def test_there_is_a_generated_checker():
 @pytest.mark.parametrize("path", CHECKERS, ids=[p.stem for p in CHECKERS])
 def test_every_call_carries_the_contract_literals(path):
     from charter.codegen.python.build import python_value
-    from charter.spec.checks import arguments, checks_of
+    from charter.contract.checks import arguments, checks_of
 
     checker = load_checker(path)
     plan = contract_plan(checker.SPEC)

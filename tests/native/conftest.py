@@ -51,7 +51,7 @@ def need_checker(native, contract_id: str) -> None:
 
 @pytest.fixture(scope="session")
 def contract_set():
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set(sorted((ROOT / "specs").rglob("*.yaml")), [ROOT / "specs"])
     assert not cs.diagnostics, cs.diagnostics
@@ -62,9 +62,9 @@ def load_battery_for(spec: str, tmp: Path):
     """(contract id, Battery) with the contract's pinned artifact, or one built from the contract."""
     from charter.admission.locate import locate
     from charter.diagnostics import CharterError
-    from charter.fixtures import build
+    from charter.conforming import build
     from charter.mutation.run import load_battery
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set([ROOT / spec], [ROOT / "specs"])
     (cid,) = [i for i in cs.primary if i in cs.artifacts]

@@ -18,7 +18,7 @@ from charter.engines import cpp as engine
 from charter.admission.runtime import MAX_COMPANION_BYTES, admit
 from charter.cli import main
 from charter.mutation.run import checker_module
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 class Frozen:
     """The frozen safetensors contract with a config (tests/frozen.py, shared by the session), its
     Python checker, the key of its C++ checker as `admit --engine cpp` finds it, and a copy of its

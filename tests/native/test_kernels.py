@@ -25,8 +25,8 @@ from charter.codegen.common.names import identifier
 from charter.formats.gguf import read_gguf
 from charter.oracles import dequant, logits, rmsnorm, router
 from charter.provenance import controls
-from charter.spec import expr
-from charter.spec.contractset import load_set
+from charter.contract import expr
+from charter.contract.contractset import load_set
 
 
 gguf_quants = pytest.importorskip("gguf.quants")

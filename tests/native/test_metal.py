@@ -19,7 +19,7 @@ from charter.codegen.metal import header_path, render_metal
 from charter.codegen.metal.build import build_model, metal_kernels, metal_models
 from charter.oracles import dequant, logits, rmsnorm
 from charter.provenance import controls
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 
 ROOT = Path(__file__).resolve().parents[2]
 METAL = ROOT / "native" / "metal"

@@ -25,8 +25,8 @@ from charter.diagnostics import CharterError, Stage
 from charter.engines import Options, Verdict
 from charter.engines import cpp as engine
 from charter.mutation.run import all_mutants, overlay_reader, run
-from charter.stores import expertmajor as em
-from charter.stores import ple
+from charter.formats.stores import expertmajor as em
+from charter.formats.stores import ple
 
 from .conftest import ROOT, need_checker
 
@@ -48,9 +48,9 @@ class Qwen:
 
 @pytest.fixture(scope="module")
 def qwen(native, tmp_path_factory):
-    from charter.fixtures.stores import build_sparse, overrides_for
+    from charter.conforming.stores import build_sparse, overrides_for
     from charter.mutation.run import load_battery
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     need_checker(native, CID)
     cs = load_set([ROOT / SPEC], [ROOT / "specs"])
@@ -158,7 +158,7 @@ def test_admit_cpp_over_bytes_needs_a_reader(qwen):
 
 
 def test_layouts_match_the_python_formats(native):
-    """The C++ runtime's record layouts are charter.stores' layouts, field for field."""
+    """The C++ runtime's record layouts are charter.formats.stores' layouts, field for field."""
     layouts = native.store_layouts()
     for py in (em.MANIFEST, em.COMPONENT, em.RECORD, ple.MANIFEST, ple.PAGE):
         size, fields = layouts[py.name]
@@ -189,7 +189,7 @@ def test_the_battery_holds_the_store_mutants(qwen):
     each also required to be killed where predicted; make test-slow). Here: that battery is the
     one this file's fixture builds, and it holds the store mutants it must."""
     from charter.mutation.pytest_plugin import _battery_doc
-    from charter.spec.yamlload import load_file
+    from charter.contract.yamlload import load_file
 
     doc = _battery_doc(load_file(str(ROOT / "tests" / "batteries" / "qwen4exp.battery.yaml")))
     assert (ROOT / "tests" / "batteries" / doc["contract"]).resolve() == (ROOT / SPEC).resolve()

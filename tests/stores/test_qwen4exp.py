@@ -8,9 +8,9 @@ import pytest
 
 from charter.admission.runtime import admit
 from charter.engines.choose import python_checker
-from charter.fixtures.stores import build_sparse, qwen4exp_overrides
-from charter.spec.contractset import load_set
-from charter.stores import expertmajor, ple
+from charter.conforming.stores import build_sparse, qwen4exp_overrides
+from charter.contract.contractset import load_set
+from charter.formats.stores import expertmajor, ple
 from tests.conftest import ROOT
 
 SPEC = ROOT / "specs" / "artifacts" / "qwen4exp-text.yaml"

@@ -393,7 +393,7 @@ class Context {
       return mismatch(Code::STORE_MANIFEST, pre + ".manifest.components", u64s(s.components.size),
                       u64s(load(head, count_field)), s.at, base + count_field.offset);
     }
-    // charter.stores.expertmajor.geometry, over the contract's literals
+    // charter.formats.stores.expertmajor.geometry, over the contract's literals
     Num layers, experts, group, group_bytes, alignment;
     if (!want(s, "layers", &layers) || !want(s, "experts", &experts) || !want(s, "group_size", &group) ||
         !want(s, "group_bytes", &group_bytes) || !want(s, "record_alignment", &alignment)) {
@@ -510,7 +510,7 @@ class Context {
         return false;
       }
     }
-    // charter.stores.ple.geometry, over the contract's literals
+    // charter.formats.stores.ple.geometry, over the contract's literals
     Num logical, row_alignment, width, group, group_bytes, rows_per_page, page_header_bytes, page_alignment;
     if (!want(s, "logical_rows", &logical) || !want(s, "row_alignment", &row_alignment) || !want(s, "width", &width) ||
         !want(s, "group_size", &group) || !want(s, "group_bytes", &group_bytes) ||

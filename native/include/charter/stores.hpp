@@ -1,4 +1,4 @@
-// Embedded stores (charter/stores/, docs/stores.md): the byte layouts of the two store kinds, their
+// Embedded stores (charter/formats/stores/, docs/stores.md): the byte layouts of the two store kinds, their
 // geometry, and the byte regions a caller hands the checker so the `stores` stage can read the
 // manifests without the checker ever opening the file.
 //
@@ -50,7 +50,7 @@ namespace store {
 
 using u128 = unsigned __int128;
 
-// --- layouts (charter.stores.layout: fixed little-endian records) ------------------------------
+// --- layouts (charter.formats.stores.layout: fixed little-endian records) ------------------------------
 
 struct Field {
   std::string_view name;
@@ -80,7 +80,7 @@ inline std::uint64_t load(const unsigned char* record, const Field& f) {
   return f.width == 4 ? load_u32(record + f.offset) : load_u64(record + f.offset);
 }
 
-// charter.stores.expertmajor
+// charter.formats.stores.expertmajor
 inline constexpr Field kEmManifestFields[] = {
     {"magic", 0, 4, true},         {"version", 4, 4, false},         {"family", 8, 4, false},
     {"layers", 12, 4, false},      {"experts", 16, 4, false},        {"experts_used", 20, 4, false},
@@ -105,7 +105,7 @@ inline constexpr Layout kEmRecord{"record", 64, span(kEmRecordFields)};
 inline constexpr std::string_view kEmMagic = "EXMJ";
 inline constexpr std::uint64_t kEmComponentTable = 128;  // COMPONENT_TABLE = MANIFEST.size
 
-// charter.stores.ple
+// charter.formats.stores.ple
 inline constexpr std::uint32_t kPleHeadsMax = 16;
 inline constexpr Field kPleManifestFields[] = {
     {"magic", 0, 4, true},               {"version", 4, 4, false},           {"family", 8, 4, false},
@@ -179,7 +179,7 @@ inline std::string u128s(u128 v) {
   return s;
 }
 
-// charter.stores.expertmajor.geometry
+// charter.formats.stores.expertmajor.geometry
 struct EmComponent {
   std::string_view name;
   u128 ne0 = 0, ne1 = 0, offset = 0, bytes = 0;

@@ -135,7 +135,7 @@ struct ExclusionRow {
   std::string_view at;
 };
 
-// An embedded store (charter.spec.plan.StorePlan): its manifest facts in check order and its
+// An embedded store (charter.contract.plan.StorePlan): its manifest facts in check order and its
 // tables' expected rows; the generator renders one per store, in the contract's order.
 struct StoreField {
   std::string_view name;  // a manifest field (charter/stores.hpp layouts)

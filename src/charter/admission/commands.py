@@ -32,8 +32,8 @@ def run_admit(args) -> int:
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
     from charter.diagnostics import CharterError
     from charter.engines import Options, choose, cpp, python
-    from charter.spec.contractset import load_set
-    from charter.spec.models import ArtifactContract
+    from charter.contract.contractset import load_set
+    from charter.contract.models import ArtifactContract
 
     cs = load_set([args.contract], search_paths([args.contract], args.search))
     if cs.diagnostics:

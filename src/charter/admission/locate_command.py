@@ -19,8 +19,8 @@ def run_locate(args) -> int:
     from charter.admission.locate import locate
     from charter.console import EXIT_OK, EXIT_USAGE, print_diagnostics
     from charter.diagnostics import CharterError
-    from charter.spec.load import load_contract
-    from charter.spec.models import ArtifactContract
+    from charter.contract.load import load_contract
+    from charter.contract.models import ArtifactContract
 
     loaded = load_contract(args.contract)
     if not isinstance(loaded.contract, ArtifactContract) or loaded.contract.source is None:

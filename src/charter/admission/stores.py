@@ -9,8 +9,8 @@ identity fields (STORE_MANIFEST), derived geometry and tables (STORE_GEOMETRY), 
 from __future__ import annotations
 
 from charter.diagnostics import Code
-from charter.stores import expertmajor as em
-from charter.stores import ple
+from charter.formats.stores import expertmajor as em
+from charter.formats.stores import ple
 
 MAX_TABLE_BYTES = 256 * 1024 * 1024  # a manifest table larger than this is refused, not read
 CHUNK = 1 << 20

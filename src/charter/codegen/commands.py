@@ -20,7 +20,7 @@ def register(sub) -> None:
 def run_generate(args) -> int:
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_diagnostics, search_paths
     from charter.codegen.driver import generate
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set(args.paths, search_paths(args.paths, None))
     if cs.diagnostics:

@@ -23,8 +23,8 @@ from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.common.names import module_name
 from charter.codegen.common.render import environment, normalize
 from charter.codegen.python.build import build as build_python_checker
-from charter.spec.contractset import ContractSet
-from charter.spec.plan import ArtifactPlan
+from charter.contract.contractset import ContractSet
+from charter.contract.plan import ArtifactPlan
 
 MANIFEST = "manifest.json"
 TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels", "charter.codegen.bindings",

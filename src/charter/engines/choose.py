@@ -31,8 +31,8 @@ from charter import __version__, atomic
 from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.driver import MANIFEST, python_checker_path, render_python_checker, sha256_text, template_hashes
 from charter.engines import cpp, library
-from charter.spec.contractset import ContractSet
-from charter.spec.plan import ArtifactPlan
+from charter.contract.contractset import ContractSet
+from charter.contract.plan import ArtifactPlan
 
 
 def cache_dir() -> Path:

@@ -28,7 +28,7 @@ from charter import __version__
 from charter.codegen.common.cpp import cpp_sv
 from charter.codegen.cpp.build import render_checker_text, template_hash
 from charter.engines.cpp import EngineUnavailable, load_library
-from charter.spec.plan import ArtifactPlan
+from charter.contract.plan import ArtifactPlan
 from charter.toolchain import ToolchainError, compiler, compiler_version
 
 FLAGS = ("-std=c++17", "-O0", "-fPIC", "-fvisibility=hidden")

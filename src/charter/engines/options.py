@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from charter.formats.gguf import MAX_HEADER_BYTES
-from charter.spec.models import Status
+from charter.contract.models import Status
 
 Companion = bytes | str  # a companion file's bytes as read, or why it could not be read
 

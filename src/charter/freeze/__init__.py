@@ -17,8 +17,8 @@ from charter import atomic
 from charter.console import not_a_file
 from charter.diagnostics import CharterError
 from charter.formats.sniff import read_head, require_format
-from charter.spec.load import load_contract_text
-from charter.spec.yamldump import dump
+from charter.contract.load import load_contract_text
+from charter.contract.yamldump import dump
 
 
 CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -105,7 +105,7 @@ def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]
 
     from charter.admission.runtime import admit
     from charter.codegen.driver import render_checker_text
-    from charter.spec.resolve import resolve_artifact, resolve_model
+    from charter.contract.resolve import resolve_artifact, resolve_model
 
     try:
         model = resolve_model(load_contract_text(texts["model"], str(targets["model"])))

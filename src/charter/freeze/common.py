@@ -6,12 +6,12 @@ import re
 from collections import defaultdict
 
 from charter.language import align_up
-from charter.spec import braces
-from charter.spec.models import RESERVED_NAMES
+from charter.contract import braces
+from charter.contract.models import RESERVED_NAMES
 
 SHORT_ARRAY = 16  # arrays up to this many elements are pinned element by element
 SHORT_STRING = 256  # longer strings (chat templates) are pinned by sha256
-MAX_NAME = 64  # a contract name's length limit (charter.spec.models.Name)
+MAX_NAME = 64  # a contract name's length limit (charter.contract.models.Name)
 
 
 def constant_name(text: str) -> str:

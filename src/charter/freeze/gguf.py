@@ -15,7 +15,7 @@ from charter.floatbits import float_bits
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.gguf import GGUFArray, GGUFHeader, GGUFValueType
 from charter.freeze.common import SHORT_ARRAY, SHORT_STRING, constant_names, fold_tensors, layout_policy
-from charter.spec import braces
+from charter.contract import braces
 
 _SPECIAL = re.compile(r"^tokenizer\.ggml\.(?P<name>[a-z_][a-z0-9_]{0,63})_token_id$")
 _IDENTITY = ("general.architecture", "general.basename", "general.size_label", "general.finetune")

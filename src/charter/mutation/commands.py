@@ -15,7 +15,7 @@ def register(sub) -> None:
     p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
     p.add_argument("--contract", required=True, type=path_arg, help="artifact contract (YAML)")
     p.add_argument("--artifact", type=path_arg, help="conforming artifact (default: the pinned source, else one built from "
-                                      "the contract by charter.fixtures)")
+                                      "the contract by charter.conforming)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--only", choices=("artifact", "contract"), help="run one side only")
     p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
@@ -40,7 +40,7 @@ def run_mutate(args) -> int:
     from charter.diagnostics import CharterError
     from charter.mutation import report
     from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress
-    from charter.spec.contractset import load_set
+    from charter.contract.contractset import load_set
 
     cs = load_set([args.contract], search_paths([args.contract], args.search))
     if cs.diagnostics:
@@ -67,11 +67,11 @@ def run_mutate(args) -> int:
                 print_diagnostics(exc.diagnostics, "text")
                 return EXIT_USAGE
         elif plan.stores:
-            from charter.fixtures.stores import build_sparse, overrides_for
+            from charter.conforming.stores import build_sparse, overrides_for
 
             artifact = build_sparse(plan, Path(tmp) / f"{plan.id}.{plan.format}", overrides=overrides_for(plan.id))
         else:
-            from charter.fixtures import build
+            from charter.conforming import build
 
             artifact = build(plan, Path(tmp) / f"{plan.id}.{plan.format}")
         if not artifact.is_file():

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from charter.mutation.mutant import Mutant
-from charter.spec import models
+from charter.contract import models
 
 Path = tuple
 

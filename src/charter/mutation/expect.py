@@ -1,6 +1,6 @@
 """Predict where a mutated contract rejects the unchanged artifact, from the checks that changed.
 
-The generated checker's typed checks (charter.spec.checks, Note [Typed checks]) are compared
+The generated checker's typed checks (charter.contract.checks, Note [Typed checks]) are compared
 before and after the mutation. Each changed check is evaluated against the conforming artifact by the rules
 of its stage (Note [Ordered admission]); the first that must fail is the expectation. No changed
 check means no generated code enforces the leaf: the mutant is expected to survive, and does
@@ -23,8 +23,8 @@ from charter.floatbits import float_bits
 from charter.language import expand, meets
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
-from charter.spec import checks
-from charter.spec.checks import Check
+from charter.contract import checks
+from charter.contract.checks import Check
 
 
 

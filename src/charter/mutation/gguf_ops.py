@@ -30,7 +30,7 @@ from charter.formats.gguf import (
 from charter.mutation import oracle
 from charter.language import INT_RANGES
 from charter.mutation.mutant import Expect, Mutant
-from charter.spec.plan import ArtifactPlan, value_of
+from charter.contract.plan import ArtifactPlan, value_of
 
 T = GGUFValueType
 INT_TYPES = {t: INT_RANGES[t.name.lower()] for t in T if t.name.lower() in INT_RANGES}

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from charter.spec.yamlload import Document
+from charter.contract.yamlload import Document
 
 Path = tuple
 

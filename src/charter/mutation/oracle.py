@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from charter.diagnostics import Code, Finding, Stage, code_for
 from charter.formats.ggml_types import GGMLType
 from charter.mutation.mutant import Expect
-from charter.spec.plan import ArtifactPlan
+from charter.contract.plan import ArtifactPlan
 
 ANY_CONTAINER = Expect(Stage.CONTAINER)
 

@@ -2,7 +2,7 @@
 
 A provenance contract pins, per array, a class, a producer, inputs, a dtype, a shape and a
 digest (charter.provenance). Each mutant here changes one of those facts, in the contract (a
-mutated copy of the YAML data, validated as charter.spec.load validates it) or in the fixture (a
+mutated copy of the YAML data, validated as charter.contract.load validates it) or in the fixture (a
 mutated .npz, written by the runner into a temporary directory: the shipped files are never
 touched), and carries the diagnostic `charter fixtures verify` must then report: stage, code and
 field (Note [Mutation verdicts] in charter.mutation.mutant). FIXTURE_* codes belong to stage

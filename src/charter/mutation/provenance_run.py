@@ -1,9 +1,9 @@
 """Run the provenance battery: every mutant of one provenance contract and its fixture through
 `charter fixtures verify` (charter.provenance.verify), judged by Note [Mutation verdicts].
 
-Contract mutants are loaded as charter.spec.load loads a contract (a refusal by the contract
+Contract mutants are loaded as charter.contract.load loads a contract (a refusal by the contract
 language is a rejection at stage "spec", judged on its code and field like any other), their
-references are checked as charter.spec.contractset checks them (REF_DANGLING), and then the
+references are checked as charter.contract.contractset checks them (REF_DANGLING), and then the
 shipped fixture is verified against the mutated labels. Fixture mutants are written into a
 temporary directory and verified against the unchanged labels; the shipped files are only read.
 
@@ -30,9 +30,9 @@ from charter.mutation import provenance_ops
 from charter.mutation.mutant import Mutant, Outcome, Verdict, judge
 from charter.provenance import verify as verify_mod
 from charter.provenance.npz import read_npz
-from charter.spec.contractset import ContractSet, _check_references
-from charter.spec.load import LoadedContract, contract_from_document
-from charter.spec.yamlload import Document
+from charter.contract.contractset import ContractSet, _check_references
+from charter.contract.load import LoadedContract, contract_from_document
+from charter.contract.yamlload import Document
 
 
 @dataclass
@@ -87,7 +87,7 @@ def contract_diagnostics(b: ProvenanceBattery, data: dict) -> list[Diagnostic]:
     contracts = {cid: lc for cid, lc in b.cs.contracts.items() if cid != original.id}
     contracts[loaded.id] = loaded
     cs = dataclasses.replace(b.cs, contracts=contracts, primary={loaded.id}, diagnostics=[])
-    _check_references(cs, {loaded.id})  # the provenance rules of charter.spec.contractset.load_set
+    _check_references(cs, {loaded.id})  # the provenance rules of charter.contract.contractset.load_set
     if cs.diagnostics:
         return cs.diagnostics
     return verify_mod.verify(loaded, cs).diagnostics

@@ -4,7 +4,7 @@ A battery file names a contract (relative to the file) and optionally an artifac
 
     contract: ../../specs/artifacts/smollm2-135m-instruct-q4_1.yaml
     only: artifact        # optional: artifact | contract
-    overrides: charter.fixtures.stores:qwen4exp_overrides   # optional: facts a built fixture needs
+    overrides: charter.conforming.stores:qwen4exp_overrides   # optional: facts a built fixture needs
     engines: both         # optional: every mutant also runs the generated C++ checker
 
 Without `artifact`, the contract's pinned source is used, or else a fixture is built from the
@@ -57,8 +57,8 @@ def _battery(spec_file: str):
     from charter.admission.locate import locate
     from charter.console import search_paths
     from charter.mutation.run import all_mutants, load_battery
-    from charter.spec.contractset import load_set
-    from charter.spec.yamlload import load_file
+    from charter.contract.contractset import load_set
+    from charter.contract.yamlload import load_file
 
     doc = _battery_doc(load_file(spec_file))
     here = Path(spec_file).parent
@@ -136,17 +136,17 @@ def _built(plan, path: Path, overrides: str | None) -> Path:
             raise ValueError(f"overrides {overrides!r} does not name a function (module:function): {exc}") from None
         facts = make()
     if plan.stores:
-        from charter.fixtures.stores import build_sparse
+        from charter.conforming.stores import build_sparse
 
         return build_sparse(plan, path, overrides=facts)
-    from charter.fixtures import build
+    from charter.conforming import build
 
     return build(plan, path, overrides=facts)
 
 
 class BatteryFile(pytest.File):
     def collect(self):
-        from charter.fixtures import FixtureError
+        from charter.conforming import FixtureError
         from charter.mutation.run import BrokenBaseline
 
         try:

@@ -33,13 +33,13 @@ from charter.diagnostics import CharterError, Stage
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
-from charter.spec import checks
-from charter.spec.checks import Check, checks_of
-from charter.spec.contractset import ContractSet
-from charter.spec.load import LoadedContract, contract_from_document
-from charter.spec.plan import ArtifactPlan, value_of
-from charter.spec.resolve import resolve_artifact, resolve_model
-from charter.spec.yamlload import Document
+from charter.contract import checks
+from charter.contract.checks import Check, checks_of
+from charter.contract.contractset import ContractSet
+from charter.contract.load import LoadedContract, contract_from_document
+from charter.contract.plan import ArtifactPlan, value_of
+from charter.contract.resolve import resolve_artifact, resolve_model
+from charter.contract.yamlload import Document
 
 
 @dataclass

@@ -15,7 +15,7 @@ from charter.diagnostics import Code
 from charter.formats.safetensors import DTYPE_BITS, SafetensorsHeader
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
-from charter.spec.plan import ArtifactPlan, value_of
+from charter.contract.plan import ArtifactPlan, value_of
 
 SAME_SIZE = {"F32": "I32", "I32": "F32", "F16": "BF16", "BF16": "F16", "I64": "F64", "F64": "I64", "U8": "I8",
              "I8": "U8"}

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from charter.diagnostics import Code
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect, Mutant
-from charter.spec.plan import ArtifactPlan, StorePlan, value_of
-from charter.stores import expertmajor as em
-from charter.stores import ple
+from charter.contract.plan import ArtifactPlan, StorePlan, value_of
+from charter.formats.stores import expertmajor as em
+from charter.formats.stores import ple
 
 def mutants(h, raw: bytes, plan: ArtifactPlan, read) -> Iterator[Mutant]:
     """`read(offset, length) -> bytes` reads the conforming artifact (the battery's overlay reader)."""

@@ -27,10 +27,10 @@ from charter.provenance.digest import array_sha256, canonical_dtype
 from charter.provenance.npz import npz_bytes
 from charter.provenance.producers import DERIVED, LabelError, check_labels, entry_for, field_of, topological
 from charter.provenance.verify import fixture_path, label_dtype
-from charter.spec.contractset import ContractSet
-from charter.spec.load import LoadedContract, contract_from_document
-from charter.spec.models import FixtureArray, ProvenanceContract
-from charter.spec.yamlload import load_text
+from charter.contract.contractset import ContractSet
+from charter.contract.load import LoadedContract, contract_from_document
+from charter.contract.models import FixtureArray, ProvenanceContract
+from charter.contract.yamlload import load_text
 
 
 @dataclass

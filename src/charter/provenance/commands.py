@@ -45,7 +45,7 @@ def _load(args, *, capturing: bool):
     """The provenance contracts named by `args.paths`, or an exit code 2 with diagnostics printed."""
     from charter.console import EXIT_USAGE, print_diagnostics, search_paths
     from charter.diagnostics import Code
-    from charter.spec.contractset import discover, load_set
+    from charter.contract.contractset import discover, load_set
 
     cs = load_set(args.paths, search_paths(args.paths, args.search))
     primary = {p.resolve() for p in discover(args.paths)}
@@ -99,7 +99,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_capture(args: argparse.Namespace) -> int:
     from charter.console import EXIT_USAGE
     from charter.provenance.capture import capture
-    from charter.spec.contractset import display_path
+    from charter.contract.contractset import display_path
 
     cs, chosen, code = _load(args, capturing=True)
     if chosen is None:

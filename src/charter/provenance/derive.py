@@ -27,8 +27,8 @@ from pathlib import Path
 
 import numpy as np
 
-from charter.spec.contractset import ContractSet
-from charter.spec.models import ArtifactContract
+from charter.contract.contractset import ContractSet
+from charter.contract.models import ArtifactContract
 
 _MODEL = re.compile(r"model (?P<id>[a-z0-9][a-z0-9._-]*) constant (?P<name>[A-Za-z_][A-Za-z0-9_]*)")
 _ARTIFACT = re.compile(

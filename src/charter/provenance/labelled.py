@@ -18,7 +18,7 @@ import numpy as np
 
 from charter.provenance.digest import array_sha256, canonical_dtype
 from charter.provenance.npz import NpzError, read_npz
-from charter.spec.models import ProvenanceClass
+from charter.contract.models import ProvenanceClass
 
 __all__ = ["Label", "LabelTable", "LabelledArray", "ProvenanceClass", "ProvenanceError"]
 

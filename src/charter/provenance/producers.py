@@ -33,9 +33,9 @@ import numpy as np
 
 from charter.diagnostics import Code, Diagnostic
 from charter.provenance import derive
-from charter.spec.contractset import ContractSet
-from charter.spec.load import LoadedContract
-from charter.spec.models import FixtureArray, ProvenanceClass, ProvenanceContract
+from charter.contract.contractset import ContractSet
+from charter.contract.load import LoadedContract
+from charter.contract.models import FixtureArray, ProvenanceClass, ProvenanceContract
 
 UP, CROSS, CONTROL, DERIVED = (ProvenanceClass.UPSTREAM_CAPTURE, ProvenanceClass.INDEPENDENT_CROSSCHECK,
                                ProvenanceClass.CONTRACT_CONTROL, ProvenanceClass.DERIVED_METADATA)

@@ -19,9 +19,9 @@ from charter.diagnostics import Code, Diagnostic, mismatch
 from charter.provenance.digest import array_sha256, canonical_dtype
 from charter.provenance.npz import NpzError, read_npz
 from charter.provenance.producers import check_labels
-from charter.spec.contractset import ContractSet
-from charter.spec.load import LoadedContract
-from charter.spec.models import FixtureArray, ProvenanceContract
+from charter.contract.contractset import ContractSet
+from charter.contract.load import LoadedContract
+from charter.contract.models import FixtureArray, ProvenanceContract
 
 
 @dataclass

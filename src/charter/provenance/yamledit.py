@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from charter.diagnostics import Location
-from charter.spec.yamlload import resolve_plain
+from charter.contract.yamlload import resolve_plain
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import jinja2
 
 from charter.codegen.bindings.build import BindingError, build_kernel, build_register, kernel_contracts, spec_sha
 from charter.codegen.common.render import environment, normalize
-from charter.spec.contractset import ContractSet
+from charter.contract.contractset import ContractSet
 
 __all__ = ["BindingError", "REGISTER_FUNCTION", "REGISTER_PATH", "bindings_inputs", "render_bindings"]
 

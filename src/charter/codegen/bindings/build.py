@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from charter.codegen.common.cpp import cpp_comment, cpp_int64, cpp_str
 from charter.codegen.common.header import generated_header
 from charter.codegen.common.names import PYTHON_WORDS, identifier
-from charter.spec import expr
-from charter.spec.contractset import ContractSet
-from charter.spec.load import LoadedContract
-from charter.spec.models import KernelContract
+from charter.contract import expr
+from charter.contract.contractset import ContractSet
+from charter.contract.load import LoadedContract
+from charter.contract.models import KernelContract
 
 MAX_RANK = 4  # charter::bind::kMaxRank
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 
 from charter.codegen.bindings import render_bindings
-from charter.spec.contractset import load_set
+from charter.contract.contractset import load_set
 from charter.toolchain import ToolchainError, compiler, compiler_version
 
 MODULE = "charter_kernels_standalone"

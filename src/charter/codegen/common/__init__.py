@@ -19,6 +19,6 @@ a template never slices, filters, escapes or reformats a value, and calls no fun
 
 One policy for every target: a lone surrogate (U+D800..U+DFFF) is refused (EscapeError, a
 ValueError the CLI reports with exit 2), since no UTF-8 file or artifact can hold one and contracts
-refuse them at load (charter.spec.yamlload); a control character is spelled by the language's own
+refuse them at load (charter.contract.yamlload); a control character is spelled by the language's own
 escape, never written raw, so a literal never spans lines.
 """

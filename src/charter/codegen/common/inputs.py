@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 
-from charter.spec.plan import ArtifactPlan
+from charter.contract.plan import ArtifactPlan
 
 
 def checker_inputs(cs, plan: ArtifactPlan) -> dict[str, str]:

@@ -12,7 +12,7 @@ other than a letter, digit or `_` becomes `_`, runs of `_` collapse (C++ reserve
 and trailing `_` go, a leading digit gets `c_`, and a reserved word (RESERVED, below) gets a
 trailing `_`. The map is not injective (`c18-x`, `c18_x` and `c18.x` all become `c18_x`), so a
 contract set is refused when two of its ids share an identifier (`ID_COLLISION`,
-charter.spec.contractset); the code generators then refuse two outputs at one path as a second
+charter.contract.contractset); the code generators then refuse two outputs at one path as a second
 line of defence (charter.codegen.driver). File names that use the raw id (`cpp/<id>.hpp`, ...) are
 injective already: ids are unique in a set.
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from charter.diagnostics import ADMISSION_STAGES, Stage
-from charter.spec.checks import STAGE_DOCS
+from charter.contract.checks import STAGE_DOCS
 
 
 @dataclass(frozen=True)

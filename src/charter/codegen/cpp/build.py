@@ -1,6 +1,6 @@
 """ArtifactPlan -> the view the C++ checker template renders.
 
-The checks are exactly those of `charter.spec.checks.checks_of(plan)`, in the same order: the
+The checks are exactly those of `charter.contract.checks.checks_of(plan)`, in the same order: the
 Python and C++ checkers are two renderings of one typed list (Note [Typed checks]), so they
 cannot drift apart in what they check (tests/native proves they agree in how, diagnostic for diagnostic). Facts that repeat
 become constexpr tables the runtime loops over (a `{i}` tensor row is one row, expanded at run
@@ -25,8 +25,8 @@ from charter.codegen.common.render import environment, normalize
 from charter.codegen.common.stages import StageView, stage_views
 from charter.codegen.cpp.glob import compile_glob
 from charter.codegen.cpp.literals import cpp_i64, cpp_int, cpp_lit, cpp_opt_sv
-from charter.spec import checks
-from charter.spec.plan import ArtifactPlan, value_of
+from charter.contract import checks
+from charter.contract.plan import ArtifactPlan, value_of
 
 TEMPLATE = "checker.hpp.jinja"
 

@@ -14,7 +14,7 @@ import jinja2
 
 from charter.codegen.common.render import environment, normalize
 from charter.codegen.labels.build import build
-from charter.spec.load import LoadedContract
+from charter.contract.load import LoadedContract
 
 __all__ = ["render"]
 

@@ -15,8 +15,8 @@ from charter.codegen.common.cpp import cpp_int64, cpp_sv
 from charter.codegen.common.header import generated_header
 from charter.codegen.common.names import identifier
 from charter.codegen.common.python import py_literal
-from charter.spec.load import LoadedContract
-from charter.spec.models import FixtureArray, ProvenanceClass, ProvenanceContract
+from charter.contract.load import LoadedContract
+from charter.contract.models import FixtureArray, ProvenanceClass, ProvenanceContract
 
 MAX_RANK = 32  # the C++ Label holds shapes in a std::array of this size
 

@@ -14,7 +14,7 @@ import jinja2
 
 from charter.codegen.common.render import environment, normalize
 from charter.codegen.metal.build import MetalError, build_model, metal_kernels, metal_models
-from charter.spec.contractset import ContractSet
+from charter.contract.contractset import ContractSet
 
 __all__ = ["MetalError", "header_path", "metal_inputs", "render_metal"]
 

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from charter.codegen.common.cpp import cpp_comment
 from charter.codegen.common.header import generated_header
 from charter.codegen.common.names import identifier
-from charter.spec import expr
-from charter.spec.contractset import ContractSet
-from charter.spec.load import LoadedContract
-from charter.spec.models import KernelContract
+from charter.contract import expr
+from charter.contract.contractset import ContractSet
+from charter.contract.load import LoadedContract
+from charter.contract.models import KernelContract
 
 # attribute type -> (C type in the struct, ctypes name); 4-byte types only
 FIELD_TYPES = {"float32": ("float", "c_float"), "int32": ("int32_t", "c_int32"), "uint32": ("uint32_t", "c_uint32"),

@@ -1,6 +1,6 @@
 """ArtifactPlan -> the view the Python checker template renders.
 
-Which checks run, in which order, with which literals, is decided once in charter.spec.checks
+Which checks run, in which order, with which literals, is decided once in charter.contract.checks
 (Note [Typed checks]); here each check becomes one keyword call of admission.runtime.Context,
 every literal through charter.codegen.common.python. The template only loops and substitutes.
 """
@@ -14,8 +14,8 @@ from charter.codegen.common.python import py_literal as lit
 from charter.codegen.common.stages import StageView, stage_views
 from charter.diagnostics import Location
 from charter.diagnostics import Stage as AdmissionStage
-from charter.spec.checks import Check, arguments, checks_of
-from charter.spec.plan import ArtifactPlan
+from charter.contract.checks import Check, arguments, checks_of
+from charter.contract.plan import ArtifactPlan
 
 
 @dataclass(frozen=True)

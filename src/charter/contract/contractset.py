@@ -12,10 +12,10 @@ from pathlib import Path
 
 from charter.codegen.common.names import identifier
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.spec.load import LoadedContract, load_contract
-from charter.spec.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
-from charter.spec.plan import ArtifactPlan, ModelPlan
-from charter.spec.resolve import check_kernel, resolve_artifact, resolve_model
+from charter.contract.load import LoadedContract, load_contract
+from charter.contract.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
+from charter.contract.plan import ArtifactPlan, ModelPlan
+from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 

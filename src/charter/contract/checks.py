@@ -11,7 +11,7 @@ contract. Four consumers read this list and nothing else of the plan:
 * `charter mutate --trace` names the checks that enforce each contract leaf.
 
 The C++ renderer and the prediction match on the check's type and end in `assert_never`, so a new
-kind one of them forgets fails type checking; tests/spec/test_checks.py hands every consumer one
+kind one of them forgets fails type checking; tests/contract/test_checks.py hands every consumer one
 check of every kind, so it also fails a test. A check holds typed literals and `at`, the location
 of the contract fact it enforces (None where no single fact owns it: the rows own theirs).
 Repeated facts are rows (named tuples): a row renders as a plain tuple in generated Python.
@@ -23,7 +23,7 @@ from dataclasses import dataclass, fields
 from typing import ClassVar, NamedTuple, Union
 
 from charter.diagnostics import ADMISSION_STAGES, Location, Stage
-from charter.spec.plan import (
+from charter.contract.plan import (
     ArtifactPlan, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, value_of,
 )
 

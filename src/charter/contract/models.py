@@ -2,9 +2,9 @@
 
 Every model forbids unknown keys, is frozen, and is strict: a bool where an int belongs, a string
 where a number belongs, or an unknown key is an error. Values that may be expressions over model
-constants are typed `int | Expr` (an `Expr` is a string parsed by charter.spec.expr at resolution).
+constants are typed `int | Expr` (an `Expr` is a string parsed by charter.contract.expr at resolution).
 Cross-field rules that need no model constants live here in validators; rules over resolved
-values live in charter.spec.resolve.
+values live in charter.contract.resolve.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StringConstraints, model_validator
 
 from charter.language import STATUSES
-from charter.spec import braces
+from charter.contract import braces
 
 SCHEMA_VERSION = 1
 
@@ -38,7 +38,7 @@ RESERVED_NAMES = frozenset({"min", "max", "align_up", "true", "false"})
 
 
 def located(path: tuple, message: str) -> ValueError:
-    """A validator error that names the sub-field it is about (decoded by charter.spec.load)."""
+    """A validator error that names the sub-field it is about (decoded by charter.contract.load)."""
     return ValueError(LOCATED_PREFIX + json.dumps(list(path)) + LOCATED_PREFIX + message)
 
 
@@ -57,7 +57,7 @@ class Status(str, Enum):
     SUPPORTED = "supported"
 
     @property
-    def rank(self) -> int:  # members are charter.language.STATUSES, in order (tests/spec/test_checks.py)
+    def rank(self) -> int:  # members are charter.language.STATUSES, in order (tests/contract/test_checks.py)
         return STATUSES.index(self.value)
 
 
@@ -260,7 +260,7 @@ class TensorFact(Strict):
 
     @model_validator(mode="after")
     def _placeholders_bound(self) -> "TensorFact":
-        """Note [Brace escapes] (charter/spec/braces.py): `{i}` expands, `{{` `}}` are literal braces."""
+        """Note [Brace escapes] (charter/contract/braces.py): `{i}` expands, `{{` `}}` are literal braces."""
         try:
             used = set(braces.placeholders(self.name))
         except ValueError as exc:
@@ -444,7 +444,7 @@ class ArtifactContract(Header):
 
     @model_validator(mode="after")
     def _identity_placeholders_known(self) -> "ArtifactContract":
-        """Note [Brace escapes] (charter/spec/braces.py): only the model's own identity is a placeholder."""
+        """Note [Brace escapes] (charter/contract/braces.py): only the model's own identity is a placeholder."""
         for key, value in self.identity.items():
             try:
                 used = braces.placeholders(value)

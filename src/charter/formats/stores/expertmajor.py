@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import struct
 
-from charter.stores.layout import layout
+from charter.formats.stores.layout import layout
 
 MAGIC = b"EXMJ"
 MANIFEST = layout(

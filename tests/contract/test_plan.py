@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from charter.spec import plan as plan_mod
-from charter.spec.contractset import load_set
-from charter.spec.plan import Located
+from charter.contract import plan as plan_mod
+from charter.contract.contractset import load_set
+from charter.contract.plan import Located
 
 ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = "smollm2-135m-instruct-q4_1"

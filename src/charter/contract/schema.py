@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from charter import atomic
-from charter.spec.models import CONTRACT_KINDS
+from charter.contract.models import CONTRACT_KINDS
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 

@@ -2,7 +2,7 @@
 
 A layout is an ordered table of (field, struct code, offset). Parsing never trusts a length from
 the bytes: every layout has a fixed size and the caller bounds every table by the extent that
-holds it before reading (Note [Store extents] in charter.stores).
+holds it before reading (Note [Store extents] in charter.formats.stores).
 """
 
 from __future__ import annotations

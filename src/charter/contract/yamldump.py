@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from charter.diagnostics import CharterError, Location
-from charter.spec.yamlload import resolve_plain
+from charter.contract.yamlload import resolve_plain
 
 
 _BREAKS = "\x85\u2028\u2029"  # line breaks to a YAML reader, though not to str.isprintable

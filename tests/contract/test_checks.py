@@ -1,4 +1,4 @@
-"""The typed check layer (Note [Typed checks] in charter.spec.checks): every kind of check is
+"""The typed check layer (Note [Typed checks] in charter.contract.checks): every kind of check is
 handled by every consumer, and the Python target's calls are the runtime's signatures."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from charter.admission.runtime import Context
 from charter.codegen.cpp import build as cpp
 from charter.codegen.python.build import render_call
 from charter.mutation import expect, run
-from charter.spec import checks
-from charter.spec.contractset import load_set
+from charter.contract import checks
+from charter.contract.contractset import load_set
 
 ROOT = Path(__file__).resolve().parents[2]
 KIND_NAMES = {k.__name__ for k in checks.KINDS}
@@ -100,7 +100,7 @@ def test_prediction_ignores_a_moved_fact(every_check):
 
 def test_the_status_enum_is_the_language_order():
     from charter.language import STATUSES
-    from charter.spec.models import Status
+    from charter.contract.models import Status
 
     assert tuple(s.value for s in Status) == STATUSES
     assert [s.rank for s in Status] == [0, 1, 2]

@@ -8,10 +8,10 @@ import jsonschema
 import pytest
 
 from charter.cli import main
-from charter.spec import schema
-from charter.spec.contractset import discover, load_set
-from charter.spec.load import load_contract, load_contract_text
-from charter.spec.yamldump import dump
+from charter.contract import schema
+from charter.contract.contractset import discover, load_set
+from charter.contract.load import load_contract, load_contract_text
+from charter.contract.yamldump import dump
 from tests.conftest import ROOT, SPECS
 
 SPEC_FILES = discover([SPECS])

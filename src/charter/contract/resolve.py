@@ -14,10 +14,10 @@ from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
 from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
 from charter.language import expand
-from charter.spec import braces, expr
-from charter.spec.load import LoadedContract
-from charter.spec.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
-from charter.spec.plan import (
+from charter.contract import braces, expr
+from charter.contract.load import LoadedContract
+from charter.contract.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
+from charter.contract.plan import (
     ArtifactPlan,
     CodecCheck,
     Component,
@@ -37,8 +37,8 @@ from charter.spec.plan import (
     TensorRow,
     TokenizerPlan,
 )
-from charter.spec.yamlload import dotted
-from charter.stores import expertmajor, ple
+from charter.contract.yamlload import dotted
+from charter.formats.stores import expertmajor, ple
 
 MAX_EXPANDED_TENSORS = 1_000_000
 MAX_LAYERS = 100_000
@@ -371,7 +371,7 @@ def _profile_env(c: _Collector, a: ArtifactContract, model: ModelPlan) -> dict:
 
 
 # The codec names of each container: what its reader can report for a tensor, so what a contract
-# may pin (the mutation battery and charter.fixtures build files from them).
+# may pin (the mutation battery and charter.conforming build files from them).
 CODEC_NAMES: dict[str, tuple[str, ...]] = {
     "gguf": tuple(GGML_TYPES_BY_NAME),
     "safetensors": tuple(DTYPE_BITS),

@@ -13,8 +13,8 @@ from charter.cli import main
 from charter.console import search_paths
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
-from charter.spec.contractset import load_set
-from charter.spec.resolve import CODEC_NAMES
+from charter.contract.contractset import load_set
+from charter.contract.resolve import CODEC_NAMES
 from tests.conftest import ROOT
 
 

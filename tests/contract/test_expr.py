@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from charter.diagnostics import CharterError, Code, Location
-from charter.spec.expr import (
+from charter.contract.expr import (
     CTYPES,
     FLOAT32_MAX,
     MAX_DEPTH,

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from charter.diagnostics import CharterError, Code
-from charter.spec.yamldump import dump
-from charter.spec.yamlload import MAX_ALIASES, load_text
+from charter.contract.yamldump import dump
+from charter.contract.yamlload import MAX_ALIASES, load_text
 
 
 def codes(text: str) -> list[Code]:

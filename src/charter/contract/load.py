@@ -9,8 +9,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.spec.models import CONTRACT_KINDS, LOCATED_PREFIX, SCHEMA_VERSION, Contract
-from charter.spec.yamlload import Document, dotted, load_file, load_text
+from charter.contract.models import CONTRACT_KINDS, LOCATED_PREFIX, SCHEMA_VERSION, Contract
+from charter.contract.yamlload import Document, dotted, load_file, load_text
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 
 from charter.language import align_up
-from charter.stores.layout import layout
+from charter.formats.stores.layout import layout
 
 MAGIC = b"PLE1"
 HEADS_MAX = 16
