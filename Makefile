@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test test-slow install clean
+.PHONY: demo test test-slow battery install clean
 
 NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
                      generated/cpp/*.hpp generated/bindings/*.cpp)
@@ -35,9 +35,17 @@ demo: $(STAMP)
 	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
 	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q --engine both
 
+# The mutation battery as CI runs it (.ci/run): the real SmolLM2 contract and the Qwen4Exp store
+# contract, every mutant with both engines (about a minute and a half on 2 cores).
+battery: $(STAMP)
+	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 -q --engine both
+	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q --engine both
+
 # The test suite without the tests marked slow (a few minutes on 2 cores), and the slow set alone
-# (the large batteries, sanitizer and standalone builds, -O2 checker compiles). CI (.ci/run) runs
-# both; `pytest -n 2` with no -m runs everything at once.
+# (the large batteries as pytest items, sanitizer and standalone builds, -O2 checker compiles; about
+# 7 minutes). CI (.ci/run) runs `make test`, `make battery` and the code-mutation gate; the slow set
+# is run before merging a change to native/, the readers or the battery. `pytest -n 2` with no -m
+# runs everything at once.
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m "not slow"
 
