@@ -77,3 +77,15 @@ def load_battery_for(spec: str, tmp: Path):
     else:
         artifact = build(plan, tmp / f"{cid}.{plan.format}")
     return cid, load_battery(cs, cid, Path(artifact))
+
+
+@pytest.fixture(scope="session", params=["host", pytest.param("standalone", marks=pytest.mark.slow)])
+def kernels(request):
+    """The kernels as charter._native hosts them (built by pip from the committed bindings), and, in
+    the slow set, the standalone build from freshly rendered bindings (a CMake and nanobind build:
+    about a minute on two cores, cold)."""
+    if request.param == "host":
+        return importlib.import_module("charter._native")
+    from charter.codegen.bindings import standalone
+
+    return standalone.kernels_module(Path(__file__).resolve().parents[2])

@@ -39,16 +39,6 @@ RUNTIME_ATTRS = {"eps": 1e-5}  # values for attributes the contracts leave to th
 HYPOTHESIS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@pytest.fixture(scope="session", params=["host", pytest.param("standalone", marks=pytest.mark.slow)])
-def kernels(request):
-    """The kernels as charter._native hosts them (built by pip from the committed bindings), and, in
-    the slow set, the standalone build from freshly rendered bindings (a CMake and nanobind build:
-    about a minute on two cores, cold)."""
-    if request.param == "host":
-        return importlib.import_module("charter._native")
-    return standalone.kernels_module(ROOT)
-
-
 def labels(stem: str):
     path = ROOT / "generated" / "python" / "labels" / f"{stem}.py"
     spec = importlib.util.spec_from_file_location(f"kernel_test_labels_{stem}", path)

@@ -3,28 +3,13 @@ never convert: a wrong output is an error, not a silently written temporary copy
 
 from __future__ import annotations
 
-import importlib
 import threading
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from charter.codegen.bindings import standalone
-
-ROOT = Path(__file__).resolve().parents[2]
 SENTINEL = np.float32(-7.25)
-
-
-@pytest.fixture(scope="session", params=["host", pytest.param("standalone", marks=pytest.mark.slow)])
-def kernels(request):
-    """The kernels as charter._native hosts them (built by pip from the committed bindings), and, in
-    the slow set, the standalone build from freshly rendered bindings (a CMake and nanobind build:
-    about a minute on two cores, cold)."""
-    if request.param == "host":
-        return importlib.import_module("charter._native")
-    return standalone.kernels_module(ROOT)
 
 
 @pytest.fixture
