@@ -41,9 +41,9 @@ battery: $(STAMP)
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 -q --engine both
 	$(BIN)/charter mutate --contract specs/artifacts/qwen4exp-text.yaml -j 2 -q --engine both
 
-# The test suite without the tests marked slow (a few minutes on 2 cores), and the slow set alone
+# The test suite without the tests marked slow (under 3 minutes on 2 cores), and the slow set alone
 # (the large batteries as pytest items, sanitizer and standalone builds, -O2 checker compiles; about
-# 7 minutes). CI (.ci/run) runs `make test`, `make battery` and the code-mutation gate; the slow set
+# 5 minutes). CI (.ci/run) runs `make test`, `make battery` and the code-mutation gate; the slow set
 # is run before merging a change to native/, the readers or the battery. `pytest -n 2` with no -m
 # runs everything at once.
 test: $(STAMP)
