@@ -5,9 +5,10 @@ charter._native holds no checker of a frozen contract, so `charter admit --engin
 (charter.engines.choose.cpp_checker, -O2: half a minute on two cores, most of it the
 runtime headers). The `frozen_cpp` session fixture (tests/conftest.py) freezes each contract here
 once per test session, in a folder every xdist worker of the session shares, and compiles all their
-checkers in one translation unit with the flags cpp_checker uses; each worker loads that one
-library, and cpp_checker, and so `admit --engine cpp`, then finds each checker loaded under its
-key instead of compiling it again. The first worker writes and compiles under a file lock; the
+checkers in one translation unit, unoptimized (-O0 compiles in a third of the time, and a
+checker's key digests its rendering, not its flags); each worker loads that one library, and
+cpp_checker, and so `admit --engine cpp` in the test's process, then finds each checker loaded
+under its key instead of compiling it again. The first worker writes and compiles under a file lock; the
 others wait and read (the contracts' paths, hence the checkers' keys, are the same for all).
 Tests never write to these files: they copy an artifact before changing it.
 """
@@ -110,6 +111,6 @@ def frozen_cpp(root: Path, smollm2: Path) -> dict[str, FrozenContract]:
             index.write_text(json.dumps({k: [str(a), str(c)] for k, (a, c) in written.items()}))
         out = {k: load(Path(a), Path(c)) for k, (a, c) in json.loads(index.read_text()).items()}
         plans = {library.checker_key(f.plan): f.plan for f in out.values()}
-        built = library.build_checkers(plans, root / "cache", jobs=1, flags=library.OPTIMIZED)
+        built = library.build_checkers(plans, root / "cache", jobs=1)
     cpp.load_library(built)
     return out
