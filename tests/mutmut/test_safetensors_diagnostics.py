@@ -252,3 +252,39 @@ def test_unpadded_header_is_accepted_and_recorded():
     assert (h.header_len_aligned, h.data_offset) == (len(raw) % 8 == 0, 8 + len(raw))
     padded, size = header(raw.decode(), 1)
     assert parse_safetensors(padded, size).header_len_aligned is True
+
+
+def test_the_json_structure_limit_counts_the_header_bytes_alone(monkeypatch):
+    """Note [JSON structure limit]: the , : [ characters of the header's N bytes are counted before
+    anything is decoded -- from its first byte to its last, and not those of the length before it
+    (N = 0x5b3a2c: its bytes are `,` `:` `[`) nor of the data after it. N is also the header cap
+    here: a header of exactly the cap is read."""
+    from charter.formats import safetensors
+
+    n = 0x5B3A2C
+    monkeypatch.setattr(safetensors, "MAX_HEADER_BYTES", n)
+    raw = b",:[" + b" " * (n - 6) + b"[:,"  # not JSON at all: the count comes first
+    buffers = []
+    for after in (b",", b":", b"["):
+        buf = struct.pack("<Q", n) + raw + after * 4
+        buffers += [buf, bytearray(buf)]  # bytes are counted in place, other buffers copied first
+    for data in buffers:
+        assert error(parse_safetensors, data, len(data), max_json_structure=6)["code"] == "CONTAINER_JSON"
+        assert error(parse_safetensors, data, len(data), max_json_structure=5) == ext(
+            "header", "the header holds 6 of the JSON characters , : [ (each may start a value), more than the "
+            "reader's limit of 5", "<= 5", "6", 8, "CONTAINER_HEADER")
+
+
+def test_a_short_buffer_is_not_a_short_file():
+    buf, size = header('{"__metadata__":{"k":"v"}}')
+    assert error(parse_safetensors, buf[:7], size)["message"] == "the provided buffer holds 7 bytes, the header length needs 8"
+    assert error(parse_safetensors, buf[:7], 7)["message"] == "the file holds 7 bytes, the header length needs 8"
+    assert error(parse_safetensors, buf[:7], 8)["message"] == "the provided buffer holds 7 bytes, the header length needs 8"
+    n = len(buf) - 8
+    assert error(parse_safetensors, buf[:-1], size) == ext(
+        "header.length", f"header of {n} bytes does not fit in the provided buffer ({len(buf) - 1} bytes after offset 0)",
+        f"<= {len(buf) - 9}", str(n), 0, "CONTAINER_TRUNCATED")
+    assert error(parse_safetensors, buf, len(buf) - 1) == ext(
+        "header.length", f"header of {n} bytes does not fit in the file ({len(buf) - 1} bytes after offset 0)",
+        f"<= {len(buf) - 9}", str(n), 0, "CONTAINER_TRUNCATED")
+    assert parse_safetensors(buf, len(buf)).data_offset == len(buf)  # a header that ends the file fits
