@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,6 +128,44 @@ def session_folder(tmp_path_factory, name: str) -> Path:
     folders are inside the session's), or this process's own without xdist."""
     base = tmp_path_factory.getbasetemp()
     return (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / name
+
+
+def _load_native():
+    override = os.environ.get("CHARTER_NATIVE_MODULE")
+    if override:
+        spec = importlib.util.spec_from_file_location("charter._native", override)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules["charter._native"] = module
+        import charter
+
+        charter._native = module
+        return module
+    return importlib.import_module("charter._native")
+
+
+@pytest.fixture(scope="session")
+def native():
+    try:
+        return _load_native()
+    except ImportError as exc:  # make install builds it: a test run without it proves nothing
+        pytest.fail(f"charter._native is not built ({exc}): run make install")
+
+
+def need_checker(native, contract_id: str) -> None:
+    if contract_id not in native.contracts():
+        pytest.fail(f"charter._native has no C++ checker for {contract_id} (generated/cpp/{contract_id}.hpp is not "
+                    "committed, or the module was built before it was: run make install)")
+
+
+@pytest.fixture(scope="session")
+def contract_set():
+    """Every shipped contract, loaded once per session."""
+    from charter.contract.contractset import load_set
+
+    cs = load_set(sorted(SPECS.rglob("*.yaml")), [SPECS])
+    assert not cs.diagnostics, cs.diagnostics
+    return cs
 
 
 @pytest.fixture(scope="session")

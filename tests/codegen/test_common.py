@@ -20,7 +20,7 @@ from charter.codegen.common.names import identifier
 from charter.codegen.common.python import py_comment, py_literal
 from charter.codegen.common.text import EscapeError
 
-from .conftest import ROOT, compile_and_run, needs_gxx
+from .conftest import ROOT, compile_and_run
 
 TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)  # any str without lone surrogates
 
@@ -122,7 +122,6 @@ def _expected(strings: list[str]) -> list[str]:
     return [f"{len(b)}:{b.hex()}" for b in (s.encode("utf-8") for s in strings)]
 
 
-@needs_gxx
 @pytest.mark.parametrize("flags", [(), ("-trigraphs", "-fexec-charset=ISO-8859-1")],
                          ids=["utf8", "trigraphs-latin1"])
 def test_cpp_literals_compile_to_the_exact_utf8_bytes(tmp_path, flags):
@@ -132,7 +131,6 @@ def test_cpp_literals_compile_to_the_exact_utf8_bytes(tmp_path, flags):
     assert compile_and_run(_bytes_program(EDGES), tmp_path, *flags) == _expected(EDGES)
 
 
-@needs_gxx
 @settings(max_examples=4, deadline=None)
 @given(st.lists(TEXT, min_size=100, max_size=200))
 def test_any_text_compiles_to_its_utf8_bytes(strings):
@@ -141,7 +139,6 @@ def test_any_text_compiles_to_its_utf8_bytes(strings):
         assert compile_and_run(_bytes_program(strings), Path(tmp)) == _expected(strings)
 
 
-@needs_gxx
 def test_cpp_comments_never_reach_the_next_line(tmp_path):
     """A sanitised `//` comment cannot splice the next line into itself (a trailing `\\`, or `??/`
     under -trigraphs): every marker line after a hostile comment still compiles and runs."""

@@ -24,19 +24,3 @@ def cache(tmp_path, monkeypatch):
     """An empty charter cache (XDG_CACHE_HOME) for this test."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     return tmp_path / "xdg"
-
-
-def need_cpp(contract_id: str) -> None:
-    from charter.engines import cpp
-
-    if contract_id not in cpp.contracts():
-        pytest.skip(f"charter._native has no C++ checker for {contract_id}")
-
-
-@pytest.fixture(scope="session")
-def native_module():
-    try:
-        from charter import _native
-    except ImportError as exc:  # pragma: no cover - depends on the install
-        pytest.skip(f"charter._native is not built ({exc})")
-    return _native

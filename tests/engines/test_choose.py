@@ -14,7 +14,9 @@ from charter.engines import choose, cpp, library
 from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
-from .conftest import SMOLLM2, TINY_ST, need_cpp
+from tests.conftest import need_checker
+
+from .conftest import SMOLLM2, TINY_ST
 
 CID = "smollm2-135m-instruct-q4_1"
 
@@ -92,19 +94,19 @@ def test_the_cache_is_keyed_by_the_digest_of_the_checker(smollm2_set, cache, tmp
 # --- the C++ engine ---------------------------------------------------------------------------------
 
 
-def test_a_current_compiled_in_checker_runs_without_rendering_or_compiling(smollm2_set, cache, monkeypatch):
-    need_cpp(CID)
+def test_a_current_compiled_in_checker_runs_without_rendering_or_compiling(native, smollm2_set, cache, monkeypatch):
+    need_checker(native, CID)
     _no_rendering(monkeypatch)
     monkeypatch.setattr(library, "build_checkers", lambda *a, **k: pytest.fail("compiled a checker"))
     assert choose.compiled_in(smollm2_set, smollm2_set.artifacts[CID])
     assert choose.cpp_checker(smollm2_set, smollm2_set.artifacts[CID], cache) == (CID, "c++ (charter._native)")
 
 
-def test_a_stale_compiled_in_checker_is_compiled_from_the_contract(tmp_path, cache, monkeypatch):
+def test_a_stale_compiled_in_checker_is_compiled_from_the_contract(native, tmp_path, cache, monkeypatch):
     """tiny-llama-safetensors from other contract bytes: compiled into a library keyed by the
     digest of its rendering, which a second choice finds loaded instead of compiling again."""
     cid = "tiny-llama-safetensors"
-    need_cpp(cid)
+    need_checker(native, cid)
     monkeypatch.setattr(library, "OPTIMIZED", library.FLAGS)  # what is chosen matters here, not how fast it runs
     specs = tmp_path / "specs"
     shutil.copytree(ROOT / "specs", specs)

@@ -15,7 +15,7 @@ from charter.formats.gguf import MAX_HEADER_BYTES
 from charter.contract.models import Status
 from tests.conftest import ROOT
 
-from .conftest import need_cpp
+from tests.conftest import need_checker
 
 CID = "smollm2-135m-instruct-q4_1"
 
@@ -41,13 +41,13 @@ def test_options_are_frozen_and_typed():
         Options(require_status="suported")
 
 
-def test_the_header_cap_mirrors_the_cpp_runtime(native_module):
-    assert Options().max_header_bytes == native_module.GGUF_MAX_HEADER_BYTES
+def test_the_header_cap_mirrors_the_cpp_runtime(native):
+    assert Options().max_header_bytes == native.GGUF_MAX_HEADER_BYTES
 
 
-def test_both_engines_honour_the_header_cap(smollm2_path, checker):
+def test_both_engines_honour_the_header_cap(native, smollm2_path, checker):
     """max_header_bytes is an option of both engines' readers, with the same diagnostic."""
-    need_cpp(CID)
+    need_checker(native, CID)
     small = Options(max_header_bytes=4096)
     py = python.run(smollm2_path, checker, small)
     c = cpp.run_file(smollm2_path, CID, small)

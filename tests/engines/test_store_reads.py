@@ -12,16 +12,16 @@ from charter.engines.choose import python_checker
 from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
-from .conftest import need_cpp
+from tests.conftest import need_checker
 
 CID = "qwen4exp-text"
 
 
 @pytest.fixture(scope="module")
-def qwen(tmp_path_factory):
+def qwen(native, tmp_path_factory):
     from charter.conforming.stores import build_sparse, overrides_for
 
-    need_cpp(CID)
+    need_checker(native, CID)
     cs = load_set([ROOT / "specs" / "artifacts" / f"{CID}.yaml"], [ROOT / "specs"])
     path = tmp_path_factory.mktemp("qwen") / f"{CID}.gguf"
     build_sparse(cs.artifacts[CID], path, overrides=overrides_for(CID))

@@ -8,9 +8,6 @@ CHARTER_NATIVE_MODULE=/path/to/_native.so runs them against another build of the
 from __future__ import annotations
 
 import importlib
-import importlib.util
-import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,43 +16,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SMOLLM2 = "specs/artifacts/smollm2-135m-instruct-q4_1.yaml"
 TINY_ST = "specs/artifacts/tiny-llama-safetensors.yaml"
 TINY_GGUF = "specs/artifacts/tiny-llama-gguf.yaml"
-
-
-def _load_native():
-    override = os.environ.get("CHARTER_NATIVE_MODULE")
-    if override:
-        spec = importlib.util.spec_from_file_location("charter._native", override)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules["charter._native"] = module
-        import charter
-
-        charter._native = module
-        return module
-    return importlib.import_module("charter._native")
-
-
-@pytest.fixture(scope="session")
-def native():
-    try:
-        return _load_native()
-    except ImportError as exc:
-        pytest.skip(f"charter._native is not built in this environment ({exc})")
-
-
-def need_checker(native, contract_id: str) -> None:
-    if contract_id not in native.contracts():
-        pytest.skip(f"charter._native has no C++ checker for {contract_id} (generated/cpp/{contract_id}.hpp is not "
-                    "committed, or the module was built before it was)")
-
-
-@pytest.fixture(scope="session")
-def contract_set():
-    from charter.contract.contractset import load_set
-
-    cs = load_set(sorted((ROOT / "specs").rglob("*.yaml")), [ROOT / "specs"])
-    assert not cs.diagnostics, cs.diagnostics
-    return cs
 
 
 def load_battery_for(spec: str, tmp: Path):

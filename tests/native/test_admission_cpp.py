@@ -12,7 +12,9 @@ from charter.formats.ggml_types import GGML_TYPES
 from charter.formats.safetensors import DTYPE_BITS
 from charter.mutation.run import all_mutants
 
-from .conftest import ROOT, SMOLLM2, TINY_ST, load_battery_for, need_checker
+from tests.conftest import need_checker
+
+from .conftest import ROOT, SMOLLM2, TINY_ST, load_battery_for
 
 
 @pytest.fixture(scope="module")

@@ -15,7 +15,9 @@ from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
 
 from tests.conftest import session_folder
 
-from .conftest import ROOT, SMOLLM2, load_battery_for, need_checker
+from tests.conftest import need_checker
+
+from .conftest import ROOT, SMOLLM2, load_battery_for
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,9 @@ from hypothesis import strategies as st
 from charter.mutation.run import all_mutants
 from tests.hardening import corpus
 
-from .conftest import TINY_GGUF, TINY_ST, load_battery_for, need_checker
+from tests.conftest import need_checker
+
+from .conftest import TINY_GGUF, TINY_ST, load_battery_for
 from .differential import cpp_read, cpp_verdict, python_read, python_verdict
 
 

@@ -28,7 +28,9 @@ from charter.mutation.run import all_mutants, overlay_reader, run
 from charter.formats.stores import expertmajor as em
 from charter.formats.stores import ple
 
-from .conftest import ROOT, need_checker
+from tests.conftest import need_checker
+
+from .conftest import ROOT
 
 CID = "qwen4exp-text"
 SPEC = "specs/artifacts/qwen4exp-text.yaml"
