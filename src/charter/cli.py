@@ -10,7 +10,6 @@ import os
 import signal
 import sys
 import threading
-import traceback
 from pathlib import Path
 
 from charter import __version__
@@ -124,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_OK
     except Exception as exc:  # a bug in charter, never bad input: say so, without a traceback
         if os.environ.get("CHARTER_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         print(f"charter: internal error: {type(exc).__name__}: {exc} (set CHARTER_DEBUG=1 for details)",
               file=sys.stderr)

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import jsonschema
 
-from charter.admission.report import AdmissionReport
 from charter.diagnostics import ADMISSION_STAGES
 
+from tests.conftest import ROOT
+
 from .conftest import SMOLLM2_CONTRACT, admit, assert_admitted, assert_rejected, fact_text
+
+# The published schema (tests/contract checks it is current).
+REPORT_SCHEMA = json.loads((ROOT / "schemas" / "admission-report.schema.json").read_text("utf-8"))
 
 
 def test_real_file_is_admitted_by_the_shipped_contract(capsys, smollm2_path):
@@ -30,7 +35,7 @@ def test_the_contract_alone_finds_its_pinned_artifact(capsys):
 def test_json_report_validates_against_the_report_schema(capsys, smollm2_path):
     run = admit(capsys, smollm2_path)
     report = assert_admitted(run)
-    jsonschema.Draft202012Validator(AdmissionReport.model_json_schema()).validate(report)
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(report)
     assert [s["stage"] for s in report["stages"]] == [s.value for s in ADMISSION_STAGES]
     assert {s["stage"]: s["result"] for s in report["stages"]}["payload"] == "skipped"
     assert report["status"] == "pinned-not-supported" and report["format"] == "gguf"
@@ -39,7 +44,7 @@ def test_json_report_validates_against_the_report_schema(capsys, smollm2_path):
 
 def test_rejection_report_validates_against_the_report_schema(capsys, smollm2_path):
     run = admit(capsys, smollm2_path, SMOLLM2_CONTRACT, "--require-status", "supported")
-    jsonschema.Draft202012Validator(AdmissionReport.model_json_schema()).validate(run.report)
+    jsonschema.Draft202012Validator(REPORT_SCHEMA).validate(run.report)
 
 
 def test_verify_payload_passes_on_the_real_file(capsys, smollm2_path):

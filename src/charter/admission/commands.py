@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
 
+from charter.contract.paths import PinnedSource
 from charter.language import STATUSES
 
 
@@ -27,33 +30,39 @@ def register(sub) -> None:
     p.set_defaults(func=run_admit, format="text")
 
 
+class Chosen(NamedTuple):
+    """What one admission runs: the Python checker, where the pinned artifact is, and for
+    `--engine cpp` the C++ checker's key (None for the Python engine)."""
+
+    checker: ModuleType
+    origin: str
+    source: PinnedSource | None
+    contract_dir: Path
+    cpp_key: str | None = None
+    cpp_origin: str | None = None
+
+
 def run_admit(args) -> int:
     from charter.admission.locate import locate
-    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics
     from charter.diagnostics import CharterError
-    from charter.engines import Options, choose, cpp, python
-    from charter.contract.contractset import load_set
-    from charter.contract.models import ArtifactContract
+    from charter.engines import Options, cpp, python
 
-    cs = load_set([args.contract], search_paths([args.contract], args.search))
-    if cs.diagnostics:
-        print_diagnostics(cs.diagnostics, "text")
+    try:
+        chosen = _vouched(args) or _loaded(args)
+    except _Refused as exc:
+        return exc.args[0]
+    except cpp.EngineUnavailable as exc:
+        print(f"charter: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    artifacts = [c for c in cs.contracts.values()
-                 if isinstance(c.contract, ArtifactContract) and c.id in cs.artifacts
-                 and c.path and c.path.resolve() == Path(args.contract).resolve()]
-    if len(artifacts) != 1:
-        print(f"charter: {args.contract} is not an artifact contract", file=sys.stderr)
-        return EXIT_USAGE
-    loaded = artifacts[0]
     if args.artifact:
         path = Path(args.artifact)
         if not path.is_file():
             print(f"charter: {path}: {not_a_file(path)}", file=sys.stderr)
             return EXIT_USAGE
-    elif loaded.contract.source is not None:
+    elif chosen.source is not None:
         try:
-            path = locate(loaded.contract.source, loaded.path.parent, digest=args.verify_payload)
+            path = locate(chosen.source, chosen.contract_dir, digest=args.verify_payload)
         except CharterError as exc:
             print_diagnostics(exc.diagnostics, "text")
             return EXIT_USAGE
@@ -61,19 +70,69 @@ def run_admit(args) -> int:
         print("charter: name the artifact file (the contract pins no source)", file=sys.stderr)
         return EXIT_USAGE
     options = Options(require_status=args.require_status, verify_payload=args.verify_payload)
-    checker, origin = choose.python_checker(cs, loaded.id, Path(args.generated))
     if args.verbose:
-        print(f"checker: {origin}", file=sys.stderr)
-    if args.engine == "cpp":
+        print(f"checker: {chosen.origin}", file=sys.stderr)
+    if chosen.cpp_key is not None:
         try:
-            key, engine = choose.cpp_checker(cs, cs.artifacts[loaded.id], choose.cache_dir() / "checkers")
-            report = cpp.admit(path, key, options, checker=checker)
+            report = cpp.admit(path, chosen.cpp_key, options, checker=chosen.checker)
         except cpp.EngineUnavailable as exc:
             print(f"charter: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if args.verbose:
-            print(f"engine: {engine}", file=sys.stderr)
+            print(f"engine: {chosen.cpp_origin}", file=sys.stderr)
     else:
-        report = python.admit(path, checker, options)
+        report = python.admit(path, chosen.checker, options)
     print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
     return EXIT_OK if report.admitted else EXIT_REJECTED
+
+
+class _Refused(Exception):
+    """The command stops with this exit code; what went wrong is printed already."""
+
+
+def _vouched(args) -> Chosen | None:
+    """The committed checkers the manifest vouches for (Note [Vouched checker]): no contract is
+    parsed. None when it does not vouch, or when `--engine cpp` finds no current compiled-in one."""
+    from charter.engines import cpp
+    from charter.engines.vouched import vouched_checker
+
+    contract = Path(args.contract)
+    found = vouched_checker(contract, Path(args.generated))
+    if found is None:
+        return None
+    source = PinnedSource(**found.module.SOURCE) if found.module.SOURCE is not None else None
+    chosen = Chosen(found.module, found.origin, source, contract.parent)
+    if args.engine != "cpp":
+        return chosen
+    try:
+        cpp.require_current(found.module.CONTRACT_ID, found.inputs)
+    except cpp.EngineUnavailable:
+        return None  # not compiled in, or from other bytes: the full path builds a checker library
+    return chosen._replace(cpp_key=found.module.CONTRACT_ID, cpp_origin="c++ (charter._native)")
+
+
+def _loaded(args) -> Chosen:
+    """The checkers of the contract as loaded with its search path (Note [Choosing a checker])."""
+    from charter.console import EXIT_USAGE, print_diagnostics, search_paths
+    from charter.contract.contractset import load_set
+    from charter.contract.models import ArtifactContract
+    from charter.engines import choose
+
+    cs = load_set([args.contract], search_paths([args.contract], args.search))
+    if cs.diagnostics:
+        print_diagnostics(cs.diagnostics, "text")
+        raise _Refused(EXIT_USAGE)
+    artifacts = [c for c in cs.contracts.values()
+                 if isinstance(c.contract, ArtifactContract) and c.id in cs.artifacts
+                 and c.path and c.path.resolve() == Path(args.contract).resolve()]
+    if len(artifacts) != 1:
+        print(f"charter: {args.contract} is not an artifact contract", file=sys.stderr)
+        raise _Refused(EXIT_USAGE)
+    loaded = artifacts[0]
+    plan = cs.artifacts[loaded.id]
+    checker, origin = choose.python_checker(cs, loaded.id, Path(args.generated))
+    chosen = Chosen(checker, origin, plan.source, loaded.path.parent)
+    if args.engine != "cpp":
+        return chosen
+    key, engine = choose.cpp_checker(cs, plan, choose.cache_dir() / "checkers")
+    return chosen._replace(cpp_key=key, cpp_origin=engine)

@@ -1,11 +1,16 @@
-"""The result of one admission: which stages ran, and the one diagnostic that stopped it."""
+"""The result of one admission: which stages ran, and the one diagnostic that stopped it.
+
+Plain dataclasses, so an admission imports no validation library; the published JSON Schema
+(schemas/admission-report.schema.json) is derived from these same classes by charter.contract.schema,
+which reads `__pydantic_config__` and the field docstrings.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from dataclasses import dataclass, field
 from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 from charter import __version__
 from charter.diagnostics import ADMISSION_STAGES, Diagnostic, printable
@@ -16,38 +21,44 @@ CLAIM = (
     "structural admission only: the artifact's header matches the contract. It does not prove the "
     "weights compute the model, that any runtime supports it, or payload integrity unless payload passed."
 )
+_SCHEMA_CONFIG = {"extra": "forbid", "use_attribute_docstrings": True}
 
 
-class StageOutcome(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class StageOutcome:
+    __pydantic_config__ = _SCHEMA_CONFIG
     stage: str
     result: StageResult
 
 
-class DiagnosticModel(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class DiagnosticModel:
+    __pydantic_config__ = _SCHEMA_CONFIG
     stage: str
     code: str
     field: str
     message: str
     expected: str | None
     actual: str | None
-    location: str | None = Field(description="file:line:col of the contract fact")
-    offset: int | None = Field(description="byte offset in the artifact, when known")
+    location: str | None
+    """file:line:col of the contract fact"""
+    offset: int | None
+    """byte offset in the artifact, when known"""
 
 
-class AdmissionReport(BaseModel):
+@dataclass
+class AdmissionReport:
     """Serialized with `to_json`; its JSON Schema is published as schemas/admission-report.schema.json."""
 
-    model_config = ConfigDict(extra="forbid")
-    charter: str = __version__
+    __pydantic_config__ = _SCHEMA_CONFIG
     artifact: str
     contract: str
     spec: str
     format: str
     status: str
+    charter: str = __version__
     admitted: bool = False
-    stages: list[StageOutcome] = Field(default_factory=list)
+    stages: list[StageOutcome] = field(default_factory=list)
     diagnostic: DiagnosticModel | None = None
     claim: str = CLAIM
 
@@ -70,7 +81,7 @@ class AdmissionReport(BaseModel):
         return self
 
     def to_json(self) -> str:
-        return json.dumps(self.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
+        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
 
     def render(self) -> str:
         if self.admitted:

@@ -9,10 +9,8 @@ and of the output itself, so `charter admit` can tell a committed checker from a
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from dataclasses import dataclass
-from importlib import resources
 from pathlib import Path
 
 import jinja2
@@ -20,15 +18,11 @@ import jinja2
 from charter import __version__, atomic
 from charter.codegen.common.header import MARK, generated_header
 from charter.codegen.common.inputs import checker_inputs
-from charter.codegen.common.names import module_name
+from charter.codegen.common.manifest import MANIFEST, python_checker_path, sha256_text, template_hashes
 from charter.codegen.common.render import environment, normalize
 from charter.codegen.python.build import build as build_python_checker
 from charter.contract.contractset import ContractSet
 from charter.contract.plan import ArtifactPlan
-
-MANIFEST = "manifest.json"
-TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels", "charter.codegen.bindings",
-                     "charter.codegen.metal", "charter.codegen.cpp")
 
 
 @dataclass(frozen=True)
@@ -38,29 +32,10 @@ class Output:
     inputs: dict[str, str]  # spec display path -> sha256 of its bytes
 
 
-def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 @functools.lru_cache(maxsize=None)
 def _environment(package: str) -> jinja2.Environment:
     """One environment per target package, so each template compiles once per process."""
     return environment(package)
-
-
-def template_hashes() -> dict[str, str]:
-    """sha256 of every template file, keyed `package/name`, so a template edit marks outputs stale."""
-    out = {}
-    for package in TEMPLATE_PACKAGES:
-        folder = resources.files(package) / "templates"
-        for entry in sorted(folder.iterdir(), key=lambda e: e.name):
-            if entry.name.endswith(".jinja"):
-                out[f"{package}/{entry.name}"] = hashlib.sha256(entry.read_bytes()).hexdigest()
-    return out
-
-
-def python_checker_path(contract_id: str) -> str:
-    return f"python/{module_name(contract_id)}.py"
 
 
 def render_python_checker(cs: ContractSet, plan: ArtifactPlan) -> Output:

@@ -6,13 +6,13 @@ Loading never stops at the first bad file: every file is checked and every diagn
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from charter.codegen.common.names import identifier
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.contract.load import LoadedContract, load_contract
+from charter.contract.paths import display_path
 from charter.contract.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
 from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
@@ -40,20 +40,6 @@ class ContractSet:
     def raise_if_failed(self) -> None:
         if self.diagnostics:
             raise CharterError(self.diagnostics)
-
-
-def display_path(path: Path) -> str:
-    """How a spec is named in diagnostics and generated code: relative to the project root (the
-    parent of the enclosing `specs/` directory), so the name does not depend on where charter runs;
-    outside a `specs/` tree, relative to the working directory."""
-    resolved = Path(path).resolve()
-    for parent in resolved.parents:
-        if parent.name == "specs":
-            return resolved.relative_to(parent.parent).as_posix()
-    try:
-        return Path(os.path.relpath(resolved)).as_posix()
-    except ValueError:
-        return resolved.as_posix()
 
 
 def discover(paths: list[str | Path]) -> list[Path]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
+from charter.contract.paths import PinnedSource
 from charter.diagnostics import Location
 
 Scalar = int | float | bool | str
@@ -214,7 +215,7 @@ class ArtifactPlan:
     layout: LayoutPlan
     exclusions: tuple[ExclusionCheck, ...]
     payload: PayloadPlan | None
-    source_sha256: str | None = None
+    source: PinnedSource | None = None  # where `charter admit --contract` finds the file
 
     @property
     def status(self) -> str:

@@ -29,6 +29,7 @@ from charter.contract.plan import (
     MetaCheck,
     ModelPlan,
     PayloadPlan,
+    PinnedSource,
     SpecialIdCheck,
     StoreField,
     StorePlan,
@@ -251,7 +252,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         payload=PayloadPlan(payload.file_sha256, tuple(TensorDigest(n, d, c.at("payload", "tensors", n))
                                                       for n, d in payload.tensors.items()), c.at("payload"))
         if payload else None,
-        source_sha256=a.source.sha256 if a.source else None,
+        source=PinnedSource(a.source.package, a.source.path, a.source.sha256, a.source.size) if a.source else None,
     )
 
 

@@ -25,9 +25,11 @@ def render(kind: str) -> str:
 
 
 def render_report_schema() -> str:
+    from pydantic import TypeAdapter
+
     from charter.admission.report import AdmissionReport
 
-    schema = AdmissionReport.model_json_schema(mode="serialization")
+    schema = TypeAdapter(AdmissionReport).json_schema(mode="serialization")
     schema["$schema"] = SCHEMA_DIALECT
     schema["$id"] = "https://charter.invalid/schemas/admission-report.schema.json"
     schema["title"] = "charter admission report"

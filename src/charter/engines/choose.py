@@ -15,13 +15,12 @@ digest of its rendering) runs: one loaded in this process already, else one buil
 (charter.engines.library) and loaded.
 
 Either way a stale checker can never run, and a cached one is found by a digest of what it is.
+`charter admit` first asks the manifest alone (Note [Vouched checker] in charter.engines.vouched),
+which finds the same committed checker without loading the contracts, and comes here otherwise.
 """
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
-import json
 import os
 from pathlib import Path
 from types import ModuleType
@@ -29,8 +28,10 @@ from typing import NamedTuple
 
 from charter import __version__, atomic
 from charter.codegen.common.inputs import checker_inputs
-from charter.codegen.driver import MANIFEST, python_checker_path, render_python_checker, sha256_text, template_hashes
+from charter.codegen.common.manifest import python_checker_path, sha256_text
+from charter.codegen.driver import render_python_checker
 from charter.engines import cpp, library
+from charter.engines.vouched import import_checker, output_vouched, read_manifest
 from charter.contract.contractset import ContractSet
 from charter.contract.plan import ArtifactPlan
 
@@ -57,32 +58,14 @@ def python_checker(cs: ContractSet, contract_id: str, generated: Path) -> Python
     plan = cs.artifacts[contract_id]
     rel = python_checker_path(plan.id)
     committed = generated / rel
-    if _manifest_vouches(generated, rel, checker_inputs(cs, plan), committed):
-        return PythonChecker(_import(committed), f"committed {committed}")
+    manifest = read_manifest(generated)
+    if manifest is not None and output_vouched(manifest, generated, rel, checker_inputs(cs, plan)):
+        return PythonChecker(import_checker(committed), f"committed {committed}")
     text = render_python_checker(cs, plan).text
     target = cache_dir() / f"{Path(rel).stem}-{sha256_text(text)[:16]}.py"
     atomic.write_text(target, text)
     reason = "no committed checker" if not committed.exists() else "committed checker is stale"
-    return PythonChecker(_import(target), f"rendered from the contract into {target} ({reason})")
-
-
-def _manifest_vouches(generated: Path, rel: str, inputs: dict[str, str], committed: Path) -> bool:
-    try:
-        manifest = json.loads((generated / MANIFEST).read_text("utf-8"))
-        entry = manifest["outputs"][rel]
-        on_disk = hashlib.sha256(committed.read_bytes()).hexdigest()
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
-    return (manifest.get("charter") == __version__ and manifest.get("templates") == template_hashes()
-            and entry.get("inputs") == inputs and entry.get("sha256") == on_disk)
-
-
-def _import(path: Path) -> ModuleType:
-    name = f"charter_checker_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return PythonChecker(import_checker(target), f"rendered from the contract into {target} ({reason})")
 
 
 def compiled_in(cs: ContractSet, plan: ArtifactPlan) -> bool:

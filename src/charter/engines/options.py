@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from charter.formats.gguf import MAX_HEADER_BYTES
-from charter.contract.models import Status
+from charter.language import STATUSES
 
 Companion = bytes | str  # a companion file's bytes as read, or why it could not be read
 
@@ -22,16 +22,16 @@ class Options:
         for a header span; the companion of a file is read beside it.
     """
 
-    require_status: Status | None = None
+    require_status: str | None = None
     verify_payload: bool = False
     max_header_bytes: int = MAX_HEADER_BYTES
     companion: Companion | None = None
 
     def __post_init__(self) -> None:
-        if self.require_status is not None and not isinstance(self.require_status, Status):
-            object.__setattr__(self, "require_status", Status(self.require_status))  # ValueError if unknown
+        if self.require_status is not None and self.require_status not in STATUSES:
+            raise ValueError(f"{self.require_status!r} is not a status ({', '.join(STATUSES)})")
 
     @property
     def status(self) -> str | None:
         """The required status by its name, as the runtimes compare it."""
-        return None if self.require_status is None else self.require_status.value
+        return self.require_status

@@ -17,8 +17,6 @@ from charter import atomic
 from charter.console import not_a_file
 from charter.diagnostics import CharterError
 from charter.formats.sniff import read_head, require_format
-from charter.contract.load import load_contract_text
-from charter.contract.yamldump import dump
 
 
 CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
@@ -27,8 +25,8 @@ CONTRACT_ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 def freeze_file(path: Path, artifact_id: str, model_id: str, contract_dir: Path | None = None) -> tuple[dict, dict]:
     """The model and artifact contracts of `path`; `source.path` is relative to `contract_dir`, the
     directory the artifact contract will be written to (default: beside the artifact)."""
-    # The readers load here, not when the package does: `charter check` registers the freeze
-    # command (charter.freeze.commands) and must not import the GGUF reader (tests/hardening).
+    # The readers and the contract models load here, not when the package does: every command
+    # registers `freeze` (charter.freeze.commands), and `charter admit` must not pay for them.
     from charter.formats.gguf import read_gguf
     from charter.formats.safetensors import read_safetensors
     from charter.freeze.gguf import freeze_gguf
@@ -82,6 +80,8 @@ def _file_sha256(path: Path) -> str:
 def render(kind: str, data: dict, target: Path) -> str:
     """YAML text with the editor schema link when the target sits in a tree that has schemas/, and
     the NOTES of its kind as comments above their keys."""
+    from charter.contract.yamldump import dump
+
     head = ""
     for parent in target.resolve().parents:
         if (parent / "schemas" / f"{kind}.schema.json").is_file():
@@ -105,6 +105,7 @@ def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]
 
     from charter.admission.runtime import admit
     from charter.codegen.driver import render_checker_text
+    from charter.contract.load import load_contract_text
     from charter.contract.resolve import resolve_artifact, resolve_model
 
     try:

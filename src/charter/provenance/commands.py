@@ -99,7 +99,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 def cmd_capture(args: argparse.Namespace) -> int:
     from charter.console import EXIT_USAGE
     from charter.provenance.capture import capture
-    from charter.contract.contractset import display_path
+    from charter.contract.paths import display_path
 
     cs, chosen, code = _load(args, capturing=True)
     if chosen is None:

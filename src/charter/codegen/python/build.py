@@ -28,13 +28,15 @@ class CheckerView:
     spec: str
     format: str
     status: str
+    source: str  # the contract's `source` as a dict literal (charter.contract.plan.PinnedSource), or None
     stages: tuple[StageView, ...]
 
 
 def build(plan: ArtifactPlan) -> CheckerView:
     stages = stage_views(((c.stage, render_call(c)) for c in checks_of(plan)), lit)
     return CheckerView(py_docstring(f"{plan.format} artifact contract {plan.id}"), lit(plan.id), lit(plan.model),
-                       lit(plan.spec_path), lit(plan.format), lit(plan.status), stages)
+                       lit(plan.spec_path), lit(plan.format), lit(plan.status),
+                       lit(plan.source._asdict() if plan.source else None), stages)
 
 
 def render_call(check: Check) -> str:

@@ -1,0 +1,94 @@
+"""The committed checker of a contract file, when generated/manifest.json vouches for its bytes.
+
+Note [Vouched checker]
+~~~~~~~~~~~~~~~~~~~~~~
+The manifest records, for each committed Python checker, the sha256 of the two contract files it
+was generated from (the artifact contract and its model, by display path), of every template and
+of the checker file itself, and charter's version. When the contract file named on the command line
+has the recorded bytes, its model has too, and the templates, version and checker file all match,
+that checker is exactly what rendering the contracts again would give: it runs without parsing
+YAML, building the contract models or rendering anything (the cost of a few digests). Anything
+else (another version, an edited contract or model, a contract outside the manifest, a model
+contract, an unreadable file) is no vouching at all, and the caller takes the full path:
+load_set, then Note [Choosing a checker] in charter.engines.choose, which renders a current
+checker. So the fast path changes only the cost, never the checker that runs.
+
+What it does not re-check is what `charter check` owns across a tree: a second file declaring the
+model's id is an `ID_DUPLICATE` there; here the model is the file the checker was generated from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+from pathlib import Path
+from types import ModuleType
+from typing import NamedTuple
+
+from charter import __version__
+from charter.codegen.common.manifest import MANIFEST, template_hashes
+from charter.contract.paths import display_path, project_root
+
+
+class Vouched(NamedTuple):
+    module: ModuleType  # the committed checker
+    inputs: dict[str, str]  # spec display path -> sha256: what it was generated from
+    origin: str  # which file runs, and why
+
+
+def read_manifest(generated: Path) -> dict | None:
+    """The manifest when it is charter's own for this version and these templates, else None."""
+    try:
+        manifest = json.loads((generated / MANIFEST).read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or manifest.get("charter") != __version__ \
+            or manifest.get("templates") != template_hashes() or not isinstance(manifest.get("outputs"), dict):
+        return None
+    return manifest
+
+
+def output_vouched(manifest: dict, generated: Path, rel: str, inputs: dict[str, str]) -> bool:
+    """Whether the committed output `rel` was generated from exactly `inputs` and still has the
+    bytes the manifest recorded."""
+    entry = manifest["outputs"].get(rel)
+    return isinstance(entry, dict) and entry.get("inputs") == inputs \
+        and entry.get("sha256") == _file_sha256(generated / rel)
+
+
+def vouched_checker(contract: Path, generated: Path) -> Vouched | None:
+    """The committed Python checker of the artifact contract at `contract`, if the manifest vouches
+    for it (Note [Vouched checker]); None means: take the full path."""
+    manifest = read_manifest(generated)
+    digest = _file_sha256(contract)
+    if manifest is None or digest is None:
+        return None
+    spec = display_path(contract)
+    root = project_root(contract) or Path.cwd()
+    for rel, entry in sorted(manifest["outputs"].items()):
+        inputs = entry.get("inputs") if isinstance(entry, dict) else None
+        if not rel.startswith("python/") or not isinstance(inputs, dict) or inputs.get(spec) != digest:
+            continue
+        if all(_file_sha256(root / path) == sha for path, sha in inputs.items()) \
+                and output_vouched(manifest, generated, rel, inputs):
+            module = import_checker(generated / rel)
+            if module.SPEC == spec:  # its artifact contract, not its model
+                return Vouched(module, inputs, f"committed {generated / rel} (the manifest vouches for {spec})")
+    return None
+
+
+def import_checker(path: Path) -> ModuleType:
+    """A checker module from its file, under a name of its own (two checkers never share one)."""
+    name = f"charter_checker_{hashlib.sha256(str(path).encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _file_sha256(path: Path) -> str | None:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return None

