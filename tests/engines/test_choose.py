@@ -9,7 +9,8 @@ import shutil
 
 import pytest
 
-from charter.codegen.driver import python_checker_path, render_python_checker
+from charter.codegen.common.manifest import python_checker_path
+from charter.codegen.driver import render_python_checker
 from charter.engines import choose, cpp, library
 from charter.contract.contractset import load_set
 from tests.conftest import ROOT
@@ -87,7 +88,7 @@ def test_the_cache_is_keyed_by_the_digest_of_the_checker(smollm2_set, cache, tmp
     assert choose.python_checker(smollm2_set, CID, nowhere).module.__file__ == first
     assert (cache / first).stat().st_mtime_ns == stamp  # the same text is not written again
     other = choose.python_checker(_edited_set(tmp_path), CID, nowhere).module.__file__
-    assert other != first and sorted(p.name for p in choose.cache_dir().iterdir()) == sorted(
+    assert other != first and sorted(p.name for p in choose.cache_dir().glob("*.py")) == sorted(
         [first.rsplit("/", 1)[1], other.rsplit("/", 1)[1]])
 
 

@@ -5,13 +5,17 @@ model contract, no manifest."""
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from charter.engines.vouched import vouched_checker
+from charter.engines import choose
+from charter.engines.vouched import cached_checker, vouched_checker
+from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 
 from .conftest import SMOLLM2
@@ -64,7 +68,7 @@ def _admit_in_process(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize("engine", ["python", "cpp"])
-def test_a_vouched_admission_loads_no_contract_and_renders_nothing(native, engine):
+def test_a_vouched_admission_loads_no_contract_and_renders_nothing(native, cache, engine):
     proc = _admit_in_process("--contract", str(SMOLLM2), "-v", "--engine", engine)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "the manifest vouches for specs/artifacts/smollm2-135m-instruct-q4_1.yaml" in proc.stderr
@@ -73,8 +77,9 @@ def test_a_vouched_admission_loads_no_contract_and_renders_nothing(native, engin
         assert "engine: c++ (charter._native)" in proc.stderr
 
 
-def test_an_edited_model_takes_the_full_path_and_its_verdict(tmp_path):
-    """The same admission, from a project whose model constant changed: rendered, and rejected."""
+def test_an_edited_model_takes_the_full_path_and_its_verdict(cache, tmp_path):
+    """The same admission, from a project whose model constant changed: rendered, and rejected;
+    then again, from the cache on its receipt's word, with the same verdict and no contract loaded."""
     spec, generated = _project(tmp_path)
     model = tmp_path / "specs" / "models" / MODEL.name
     text = model.read_text("utf-8")
@@ -84,8 +89,52 @@ def test_an_edited_model_takes_the_full_path_and_its_verdict(tmp_path):
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "committed checker is stale" in proc.stderr
     assert "METADATA_VALUE metadata.llama.block_count" in proc.stdout
+    again = _admit_in_process("--contract", str(spec), "-v", "--generated", str(generated), cwd=tmp_path)
+    assert again.returncode == 1 and again.stdout == proc.stdout, again.stdout + again.stderr
+    assert "its receipt vouches for specs/artifacts/smollm2-135m-instruct-q4_1.yaml" in again.stderr
+    assert "imported: []" in again.stderr
 
 
 def test_a_model_contract_is_still_not_an_artifact_contract():
     proc = _admit_in_process("--contract", str(MODEL))
     assert proc.returncode == 2 and "is not an artifact contract" in proc.stderr, proc.stderr
+
+
+# --- receipts: checkers rendered into the cache -----------------------------------------------------
+
+
+def _outside_generated(tmp_path):
+    """The SmolLM2 contracts in a project with no generated/: their checker is rendered into the
+    cache, which leaves a receipt."""
+    spec, _ = _project(tmp_path)
+    cs = load_set([spec], [tmp_path / "specs"])
+    assert cs.ok, cs.diagnostics
+    rendered = choose.python_checker(cs, CID, tmp_path / "no-generated")
+    assert rendered.origin.startswith("rendered from the contract into ")
+    return spec, rendered
+
+
+def test_a_rendered_checker_is_found_again_by_its_receipt(cache, tmp_path):
+    spec, rendered = _outside_generated(tmp_path)
+    found = vouched_checker(spec, tmp_path / "no-generated")
+    assert found is not None and found.origin.startswith(f"cached {rendered.module.__file__} ")
+    model = tmp_path / "specs" / "models" / MODEL.name
+    assert found.module.CONTRACT_ID == CID and found.inputs == {
+        "specs/artifacts/smollm2-135m-instruct-q4_1.yaml": hashlib.sha256(spec.read_bytes()).hexdigest(),
+        "specs/models/smollm2-135m-instruct.yaml": hashlib.sha256(model.read_bytes()).hexdigest()}
+
+
+@pytest.mark.parametrize("edit", ["artifact", "model", "checker"])
+def test_a_receipt_vouches_for_no_other_bytes(cache, tmp_path, edit):
+    spec, rendered = _outside_generated(tmp_path)
+    target = {"artifact": spec, "model": tmp_path / "specs" / "models" / MODEL.name,
+              "checker": Path(rendered.module.__file__)}[edit]
+    target.write_bytes(target.read_bytes() + b"\n")
+    assert cached_checker(spec) is None
+
+
+def test_a_receipt_is_for_one_contract_file(cache, tmp_path):
+    spec, _ = _outside_generated(tmp_path)
+    elsewhere = tmp_path / "copy.yaml"
+    elsewhere.write_bytes(spec.read_bytes())
+    assert cached_checker(elsewhere) is None

@@ -21,26 +21,18 @@ which finds the same committed checker without loading the contracts, and comes 
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
-from charter import __version__, atomic
+from charter import atomic
 from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.common.manifest import python_checker_path, sha256_text
 from charter.codegen.driver import render_python_checker
 from charter.engines import cpp, library
-from charter.engines.vouched import import_checker, output_vouched, read_manifest
+from charter.engines.vouched import cache_dir, import_checker, output_vouched, read_manifest, write_receipt
 from charter.contract.contractset import ContractSet
 from charter.contract.plan import ArtifactPlan
-
-
-def cache_dir() -> Path:
-    """charter's cache for this version: rendered Python checkers, and checker libraries under
-    checkers/."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "charter" / __version__
 
 
 class PythonChecker(NamedTuple):
@@ -61,9 +53,12 @@ def python_checker(cs: ContractSet, contract_id: str, generated: Path) -> Python
     manifest = read_manifest(generated)
     if manifest is not None and output_vouched(manifest, generated, rel, checker_inputs(cs, plan)):
         return PythonChecker(import_checker(committed), f"committed {committed}")
-    text = render_python_checker(cs, plan).text
-    target = cache_dir() / f"{Path(rel).stem}-{sha256_text(text)[:16]}.py"
-    atomic.write_text(target, text)
+    rendered = render_python_checker(cs, plan)
+    target = cache_dir() / f"{Path(rel).stem}-{sha256_text(rendered.text)[:16]}.py"
+    atomic.write_text(target, rendered.text)
+    contract, model = cs.contracts[plan.id].path, cs.contracts[plan.model].path
+    if contract is not None and model is not None:  # files, not texts: the next admission may skip all this
+        write_receipt(contract, model, rendered.inputs, target)
     reason = "no committed checker" if not committed.exists() else "committed checker is stale"
     return PythonChecker(import_checker(target), f"rendered from the contract into {target} ({reason})")
 

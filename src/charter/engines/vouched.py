@@ -13,6 +13,11 @@ contract, an unreadable file) is no vouching at all, and the caller takes the fu
 load_set, then Note [Choosing a checker] in charter.engines.choose, which renders a current
 checker. So the fast path changes only the cost, never the checker that runs.
 
+A checker rendered into the cache (a contract outside generated/, or an edited one) leaves a
+receipt of the same facts beside it: the absolute paths and digests of the two contract files it
+was rendered from, the templates, the version and the checker file's digest. The next admission
+of that contract file, unchanged, runs the cached checker on the receipt's word, the same way.
+
 What it does not re-check is what `charter check` owns across a tree: a second file declaring the
 model's id is an `ID_DUPLICATE` there; here the model is the file the checker was generated from.
 """
@@ -22,13 +27,21 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
-from charter import __version__
+from charter import __version__, atomic
 from charter.codegen.common.manifest import MANIFEST, template_hashes
 from charter.contract.paths import display_path, project_root
+
+
+def cache_dir() -> Path:
+    """charter's cache for this version: rendered Python checkers, their receipts under receipts/,
+    and checker libraries under checkers/."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "charter" / __version__
 
 
 class Vouched(NamedTuple):
@@ -58,8 +71,13 @@ def output_vouched(manifest: dict, generated: Path, rel: str, inputs: dict[str, 
 
 
 def vouched_checker(contract: Path, generated: Path) -> Vouched | None:
-    """The committed Python checker of the artifact contract at `contract`, if the manifest vouches
-    for it (Note [Vouched checker]); None means: take the full path."""
+    """The committed Python checker of the artifact contract at `contract` if the manifest vouches
+    for it, else a cached one if its receipt does (Note [Vouched checker]); None means: take the
+    full path."""
+    return committed_checker(contract, generated) or cached_checker(contract)
+
+
+def committed_checker(contract: Path, generated: Path) -> Vouched | None:
     manifest = read_manifest(generated)
     digest = _file_sha256(contract)
     if manifest is None or digest is None:
@@ -76,6 +94,38 @@ def vouched_checker(contract: Path, generated: Path) -> Vouched | None:
             if module.SPEC == spec:  # its artifact contract, not its model
                 return Vouched(module, inputs, f"committed {generated / rel} (the manifest vouches for {spec})")
     return None
+
+
+def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: Path) -> None:
+    """Record that `checker` (in the cache) was rendered from the contract files `contract` and
+    `model` with the digests `inputs` (display path -> sha256, artifact contract first)."""
+    (spec, spec_sha), (_, model_sha) = inputs.items()
+    receipt = {"charter": __version__, "templates": template_hashes(), "spec": spec, "inputs": inputs,
+               "files": {str(contract.resolve()): spec_sha, str(model.resolve()): model_sha},
+               "checker": str(checker), "checker_sha256": _file_sha256(checker)}
+    atomic.write_text(_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+
+
+def cached_checker(contract: Path) -> Vouched | None:
+    """The cached checker of `contract` when its receipt vouches for every byte it was made from."""
+    try:
+        receipt = json.loads(_receipt_path(contract).read_text("utf-8"))
+        files, checker, inputs = receipt["files"], Path(receipt["checker"]), receipt["inputs"]
+        current = (receipt["charter"] == __version__ and receipt["templates"] == template_hashes()
+                   and receipt["spec"] == display_path(contract) and str(contract.resolve()) in files
+                   and all(_file_sha256(Path(path)) == sha for path, sha in files.items())
+                   and _file_sha256(checker) == receipt["checker_sha256"])
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    if not current:
+        return None
+    module = import_checker(checker)
+    return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})")
+
+
+def _receipt_path(contract: Path) -> Path:
+    key = hashlib.sha256(str(contract.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return cache_dir() / "receipts" / f"{key}.json"
 
 
 def import_checker(path: Path) -> ModuleType:
