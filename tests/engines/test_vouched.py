@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from charter.engines import choose
+from charter.cli import main
 from charter.engines.vouched import cached_checker, vouched_checker
 from charter.contract.contractset import load_set
 from tests.conftest import ROOT
@@ -33,7 +33,7 @@ def _project(tmp_path):
 
 
 def test_the_shipped_contract_is_vouched_for():
-    found = vouched_checker(SMOLLM2, ROOT / "generated")
+    found = vouched_checker(SMOLLM2, ROOT / "generated", [str(ROOT / "specs")])
     assert found is not None and found.module.CONTRACT_ID == CID
     assert set(found.inputs) == {"specs/artifacts/smollm2-135m-instruct-q4_1.yaml",
                                  "specs/models/smollm2-135m-instruct.yaml"}
@@ -43,7 +43,7 @@ def test_the_shipped_contract_is_vouched_for():
 @pytest.mark.parametrize("edit", ["artifact", "model", "checker", "manifest"])
 def test_any_other_bytes_are_no_vouching(tmp_path, edit):
     spec, generated = _project(tmp_path)
-    assert vouched_checker(spec, generated) is not None  # the copy is vouched for as it is
+    assert vouched_checker(spec, generated, [str(tmp_path / "specs")]) is not None  # the copy is vouched for as it is
     target = {"artifact": spec, "model": tmp_path / "specs" / "models" / MODEL.name,
               "checker": generated / "python" / "smollm2_135m_instruct_q4_1.py",
               "manifest": generated / "manifest.json"}[edit]
@@ -51,13 +51,13 @@ def test_any_other_bytes_are_no_vouching(tmp_path, edit):
         target.write_text(target.read_text("utf-8").replace('"charter": "', '"charter": "9', 1), "utf-8")
     else:
         target.write_bytes(target.read_bytes() + b"\n")
-    assert vouched_checker(spec, generated) is None
+    assert vouched_checker(spec, generated, [str(tmp_path / "specs")]) is None
 
 
 def test_a_model_contract_or_a_missing_manifest_is_no_vouching(tmp_path):
-    assert vouched_checker(MODEL, ROOT / "generated") is None  # an input of the checker, not its artifact
-    assert vouched_checker(SMOLLM2, tmp_path) is None
-    assert vouched_checker(tmp_path / "absent.yaml", ROOT / "generated") is None
+    assert vouched_checker(MODEL, ROOT / "generated", [str(ROOT / "specs")]) is None  # an input of the checker, not its artifact
+    assert vouched_checker(SMOLLM2, tmp_path, [str(ROOT / "specs")]) is None
+    assert vouched_checker(tmp_path / "absent.yaml", ROOT / "generated", [str(tmp_path)]) is None
 
 
 def _admit_in_process(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
@@ -103,21 +103,21 @@ def test_a_model_contract_is_still_not_an_artifact_contract():
 # --- receipts: checkers rendered into the cache -----------------------------------------------------
 
 
-def _outside_generated(tmp_path):
-    """The SmolLM2 contracts in a project with no generated/: their checker is rendered into the
-    cache, which leaves a receipt."""
+def _outside_generated(tmp_path, capsys, *search: str):
+    """`charter admit` of the SmolLM2 contracts in a project with no generated/: the checker is
+    rendered into the cache, with a receipt. Returns the contract and the cached checker."""
     spec, _ = _project(tmp_path)
-    cs = load_set([spec], [tmp_path / "specs"])
-    assert cs.ok, cs.diagnostics
-    rendered = choose.python_checker(cs, CID, tmp_path / "no-generated")
-    assert rendered.origin.startswith("rendered from the contract into ")
-    return spec, rendered
+    extra = [a for d in search for a in ("--search", d)]
+    assert main(["admit", "--contract", str(spec), "--generated", str(tmp_path / "none"), "-v", *extra]) == 0
+    said = capsys.readouterr().err
+    assert "checker: rendered from the contract into " in said, said
+    return spec, Path(said.split(" into ", 1)[1].split(" (", 1)[0])
 
 
-def test_a_rendered_checker_is_found_again_by_its_receipt(cache, tmp_path):
-    spec, rendered = _outside_generated(tmp_path)
-    found = vouched_checker(spec, tmp_path / "no-generated")
-    assert found is not None and found.origin.startswith(f"cached {rendered.module.__file__} ")
+def test_a_rendered_checker_is_found_again_by_its_receipt(cache, tmp_path, capsys):
+    spec, checker = _outside_generated(tmp_path, capsys)
+    found = vouched_checker(spec, tmp_path / "none", [str(tmp_path / "specs")])
+    assert found is not None and found.origin.startswith(f"cached {checker} ")
     model = tmp_path / "specs" / "models" / MODEL.name
     assert found.module.CONTRACT_ID == CID and found.inputs == {
         "specs/artifacts/smollm2-135m-instruct-q4_1.yaml": hashlib.sha256(spec.read_bytes()).hexdigest(),
@@ -125,16 +125,24 @@ def test_a_rendered_checker_is_found_again_by_its_receipt(cache, tmp_path):
 
 
 @pytest.mark.parametrize("edit", ["artifact", "model", "checker"])
-def test_a_receipt_vouches_for_no_other_bytes(cache, tmp_path, edit):
-    spec, rendered = _outside_generated(tmp_path)
-    target = {"artifact": spec, "model": tmp_path / "specs" / "models" / MODEL.name,
-              "checker": Path(rendered.module.__file__)}[edit]
+def test_a_receipt_vouches_for_no_other_bytes(cache, tmp_path, capsys, edit):
+    spec, checker = _outside_generated(tmp_path, capsys)
+    target = {"artifact": spec, "model": tmp_path / "specs" / "models" / MODEL.name, "checker": checker}[edit]
     target.write_bytes(target.read_bytes() + b"\n")
-    assert cached_checker(spec) is None
+    assert cached_checker(spec, [str(tmp_path / "specs")]) is None
 
 
-def test_a_receipt_is_for_one_contract_file(cache, tmp_path):
-    spec, _ = _outside_generated(tmp_path)
+def test_a_receipt_is_for_one_contract_file_and_one_search_path(cache, tmp_path, capsys):
+    spec, _ = _outside_generated(tmp_path, capsys)
+    assert cached_checker(spec, [str(tmp_path / "specs")]) is not None
+    assert cached_checker(spec, [str(tmp_path / "specs" / "models")]) is None  # another search path
     elsewhere = tmp_path / "copy.yaml"
     elsewhere.write_bytes(spec.read_bytes())
-    assert cached_checker(elsewhere) is None
+    assert cached_checker(elsewhere, [str(tmp_path / "specs")]) is None
+
+
+def test_an_explicit_search_path_is_not_the_manifests_to_vouch_for(cache, capsys):
+    """--search may find another model: the committed checker is then chosen the full way."""
+    args = ["admit", "--contract", str(SMOLLM2), "-v", "--search", str(ROOT / "specs")]
+    assert main(args) == 0
+    assert "the manifest vouches" not in capsys.readouterr().err

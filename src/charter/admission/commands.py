@@ -93,11 +93,13 @@ class _Refused(Exception):
 def _vouched(args) -> Chosen | None:
     """The committed checkers the manifest vouches for (Note [Vouched checker]): no contract is
     parsed. None when it does not vouch, or when `--engine cpp` finds no current compiled-in one."""
+    from charter.console import search_paths
     from charter.engines import cpp
     from charter.engines.vouched import vouched_checker
 
     contract = Path(args.contract)
-    found = vouched_checker(contract, Path(args.generated))
+    found = vouched_checker(contract, Path(args.generated), search_paths([args.contract], args.search),
+                            explicit_search=bool(args.search))
     if found is None:
         return None
     source = PinnedSource(**found.module.SOURCE) if found.module.SOURCE is not None else None
@@ -114,11 +116,14 @@ def _vouched(args) -> Chosen | None:
 def _loaded(args) -> Chosen:
     """The checkers of the contract as loaded with its search path (Note [Choosing a checker])."""
     from charter.console import EXIT_USAGE, print_diagnostics, search_paths
+    from charter.codegen.common.inputs import checker_inputs
     from charter.contract.contractset import load_set
     from charter.contract.models import ArtifactContract
     from charter.engines import choose
+    from charter.engines.vouched import cache_dir, write_receipt
 
-    cs = load_set([args.contract], search_paths([args.contract], args.search))
+    search = search_paths([args.contract], args.search)
+    cs = load_set([args.contract], search)
     if cs.diagnostics:
         print_diagnostics(cs.diagnostics, "text")
         raise _Refused(EXIT_USAGE)
@@ -131,6 +136,9 @@ def _loaded(args) -> Chosen:
     loaded = artifacts[0]
     plan = cs.artifacts[loaded.id]
     checker, origin = choose.python_checker(cs, loaded.id, Path(args.generated))
+    model = cs.contracts[plan.model].path
+    if model is not None and Path(checker.__file__).parent == cache_dir():  # rendered: the next run may skip this
+        write_receipt(loaded.path, model, checker_inputs(cs, plan), Path(checker.__file__), search)
     chosen = Chosen(checker, origin, plan.source, loaded.path.parent)
     if args.engine != "cpp":
         return chosen

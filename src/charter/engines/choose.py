@@ -30,7 +30,7 @@ from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.common.manifest import python_checker_path, sha256_text
 from charter.codegen.driver import render_python_checker
 from charter.engines import cpp, library
-from charter.engines.vouched import cache_dir, import_checker, output_vouched, read_manifest, write_receipt
+from charter.engines.vouched import cache_dir, import_checker, output_vouched, read_manifest
 from charter.contract.contractset import ContractSet
 from charter.contract.plan import ArtifactPlan
 
@@ -56,9 +56,6 @@ def python_checker(cs: ContractSet, contract_id: str, generated: Path) -> Python
     rendered = render_python_checker(cs, plan)
     target = cache_dir() / f"{Path(rel).stem}-{sha256_text(rendered.text)[:16]}.py"
     atomic.write_text(target, rendered.text)
-    contract, model = cs.contracts[plan.id].path, cs.contracts[plan.model].path
-    if contract is not None and model is not None:  # files, not texts: the next admission may skip all this
-        write_receipt(contract, model, rendered.inputs, target)
     reason = "no committed checker" if not committed.exists() else "committed checker is stale"
     return PythonChecker(import_checker(target), f"rendered from the contract into {target} ({reason})")
 

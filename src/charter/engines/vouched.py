@@ -13,10 +13,14 @@ contract, an unreadable file) is no vouching at all, and the caller takes the fu
 load_set, then Note [Choosing a checker] in charter.engines.choose, which renders a current
 checker. So the fast path changes only the cost, never the checker that runs.
 
-A checker rendered into the cache (a contract outside generated/, or an edited one) leaves a
-receipt of the same facts beside it: the absolute paths and digests of the two contract files it
-was rendered from, the templates, the version and the checker file's digest. The next admission
-of that contract file, unchanged, runs the cached checker on the receipt's word, the same way.
+The manifest speaks for the default search path only (the enclosing specs/ tree it was generated
+from): with `--search`, the model found could be another file, so only a receipt can vouch.
+
+A checker `charter admit` rendered into the cache (a contract outside generated/, or an edited
+one) leaves a receipt of the same facts: the absolute paths and digests of the two contract files
+it was rendered from, the search path that found the model, the templates, the version and the
+checker file's digest. The next admission of that contract file, unchanged, with the same search
+path, runs the cached checker on the receipt's word, the same way.
 
 What it does not re-check is what `charter check` owns across a tree: a second file declaring the
 model's id is an `ID_DUPLICATE` there; here the model is the file the checker was generated from.
@@ -70,11 +74,12 @@ def output_vouched(manifest: dict, generated: Path, rel: str, inputs: dict[str, 
         and entry.get("sha256") == _file_sha256(generated / rel)
 
 
-def vouched_checker(contract: Path, generated: Path) -> Vouched | None:
+def vouched_checker(contract: Path, generated: Path, search: list[str], explicit_search: bool = False) -> Vouched | None:
     """The committed Python checker of the artifact contract at `contract` if the manifest vouches
-    for it, else a cached one if its receipt does (Note [Vouched checker]); None means: take the
-    full path."""
-    return committed_checker(contract, generated) or cached_checker(contract)
+    for it (not with an explicit search path), else a cached one if its receipt for this search path
+    does (Note [Vouched checker]); None means: take the full path."""
+    committed = None if explicit_search else committed_checker(contract, generated)
+    return committed or cached_checker(contract, search)
 
 
 def committed_checker(contract: Path, generated: Path) -> Vouched | None:
@@ -96,23 +101,27 @@ def committed_checker(contract: Path, generated: Path) -> Vouched | None:
     return None
 
 
-def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: Path) -> None:
+def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: Path, search: list[str]) -> None:
     """Record that `checker` (in the cache) was rendered from the contract files `contract` and
-    `model` with the digests `inputs` (display path -> sha256, artifact contract first)."""
+    `model` with the digests `inputs` (display path -> sha256, artifact contract first), the model
+    found on `search`."""
     (spec, spec_sha), (_, model_sha) = inputs.items()
     receipt = {"charter": __version__, "templates": template_hashes(), "spec": spec, "inputs": inputs,
+               "search": _resolved(search),
                "files": {str(contract.resolve()): spec_sha, str(model.resolve()): model_sha},
                "checker": str(checker), "checker_sha256": _file_sha256(checker)}
     atomic.write_text(_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
-def cached_checker(contract: Path) -> Vouched | None:
-    """The cached checker of `contract` when its receipt vouches for every byte it was made from."""
+def cached_checker(contract: Path, search: list[str]) -> Vouched | None:
+    """The cached checker of `contract` when its receipt vouches for every byte it was made from,
+    found with this search path."""
     try:
         receipt = json.loads(_receipt_path(contract).read_text("utf-8"))
         files, checker, inputs = receipt["files"], Path(receipt["checker"]), receipt["inputs"]
         current = (receipt["charter"] == __version__ and receipt["templates"] == template_hashes()
                    and receipt["spec"] == display_path(contract) and str(contract.resolve()) in files
+                   and receipt["search"] == _resolved(search)
                    and all(_file_sha256(Path(path)) == sha for path, sha in files.items())
                    and _file_sha256(checker) == receipt["checker_sha256"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
@@ -121,6 +130,10 @@ def cached_checker(contract: Path) -> Vouched | None:
         return None
     module = import_checker(checker)
     return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})")
+
+
+def _resolved(search: list[str]) -> list[str]:
+    return [str(Path(d).resolve()) for d in search]
 
 
 def _receipt_path(contract: Path) -> Path:
