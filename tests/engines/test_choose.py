@@ -100,7 +100,7 @@ def test_a_current_compiled_in_checker_runs_without_rendering_or_compiling(nativ
     _no_rendering(monkeypatch)
     monkeypatch.setattr(library, "build_checkers", lambda *a, **k: pytest.fail("compiled a checker"))
     assert choose.compiled_in(smollm2_set, smollm2_set.artifacts[CID])
-    assert choose.cpp_checker(smollm2_set, smollm2_set.artifacts[CID], cache) == (CID, "c++ (charter._native)")
+    assert choose.cpp_checker(smollm2_set, smollm2_set.artifacts[CID], cache) == (CID, "c++ (charter._native)", None)
 
 
 def test_a_stale_compiled_in_checker_is_compiled_from_the_contract(native, tmp_path, cache, monkeypatch):
@@ -116,10 +116,10 @@ def test_a_stale_compiled_in_checker_is_compiled_from_the_contract(native, tmp_p
     cs = load_set([spec], [specs])
     plan = cs.artifacts[cid]
     assert not choose.compiled_in(cs, plan)
-    key, origin = choose.cpp_checker(cs, plan, cache / "checkers")
-    assert key == library.checker_key(plan) and key != cid
+    key, origin, built = choose.cpp_checker(cs, plan, cache / "checkers")
+    assert key == library.checker_key(plan) and key != cid and built.parent == cache / "checkers"
     assert origin.startswith(f"c++ (compiled into {cache / 'checkers'}")
     assert cpp.info(key).inputs == {plan.spec_path: plan.spec_sha256} != cpp.info(cid).inputs
     monkeypatch.setattr(library, "build_checkers", lambda *a, **k: pytest.fail("compiled the checker again"))
     assert choose.cpp_checker(cs, plan, cache / "checkers") == (key, "c++ (a checker library loaded into "
-                                                                     "charter._native)")
+                                                                     "charter._native)", None)

@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from charter.cli import main
+from charter.contract import contractset
+from charter.engines import library
 from charter.engines.vouched import cached_checker, vouched_checker
 from charter.contract.contractset import load_set
 from tests.conftest import ROOT
@@ -146,3 +148,22 @@ def test_an_explicit_search_path_is_not_the_manifests_to_vouch_for(cache, capsys
     args = ["admit", "--contract", str(SMOLLM2), "-v", "--search", str(ROOT / "specs")]
     assert main(args) == 0
     assert "the manifest vouches" not in capsys.readouterr().err
+
+
+def test_a_receipt_names_the_checker_library_of_the_cpp_engine(native, cache, tmp_path, capsys, monkeypatch):
+    """An edited contract, admitted with --engine cpp: its C++ checker is compiled into a library
+    (charter._native holds the old bytes' one); the next admission loads that library on the
+    receipt's word, without loading the contract, and gives the same report."""
+    monkeypatch.setattr(library, "OPTIMIZED", library.FLAGS)  # which checker runs matters here, not its speed
+    spec, _ = _project(tmp_path)
+    spec.write_text(spec.read_text("utf-8") + "# edited\n", "utf-8")
+    args = ["admit", "--contract", str(spec), "--engine", "cpp", "-v", "--json"]
+    assert main(args) == 0
+    first = capsys.readouterr()
+    assert "engine: c++ (compiled into " in first.err, first.err
+    monkeypatch.setattr(library, "build_checkers", lambda *a, **k: pytest.fail("compiled the checker again"))
+    monkeypatch.setattr(contractset, "load_set", lambda *a, **k: pytest.fail("loaded the contracts"))
+    assert main(args) == 0
+    again = capsys.readouterr()
+    assert "its receipt vouches for specs/artifacts/smollm2-135m-instruct-q4_1.yaml" in again.err, again.err
+    assert "engine: c++ (cached in " in again.err and again.out == first.out

@@ -33,7 +33,7 @@ class Frozen:
         self.plan = contract.plan
         self.checker = checker_module(self.plan)
         cs = load_set([contract.contract], [contract.contract.parents[1]])
-        self.key, _ = choose.cpp_checker(cs, self.plan, folder / "cache")
+        self.key = choose.cpp_checker(cs, self.plan, folder / "cache").key
 
     def verdicts(self) -> tuple[tuple, tuple]:
         py = admit(str(self.weights), self.checker)

@@ -91,15 +91,15 @@ class _Refused(Exception):
 
 
 def _vouched(args) -> Chosen | None:
-    """The committed checkers the manifest vouches for (Note [Vouched checker]): no contract is
-    parsed. None when it does not vouch, or when `--engine cpp` finds no current compiled-in one."""
+    """The checkers the manifest or a receipt vouches for (Note [Vouched checker]): no contract is
+    parsed. None when neither does, or when `--engine cpp` finds no current C++ checker that way."""
     from charter.console import search_paths
     from charter.engines import cpp
-    from charter.engines.vouched import vouched_checker
+    from charter.engines.vouched import cached_checker, vouched_checker
 
     contract = Path(args.contract)
-    found = vouched_checker(contract, Path(args.generated), search_paths([args.contract], args.search),
-                            explicit_search=bool(args.search))
+    search = search_paths([args.contract], args.search)
+    found = vouched_checker(contract, Path(args.generated), search, explicit_search=bool(args.search))
     if found is None:
         return None
     source = PinnedSource(**found.module.SOURCE) if found.module.SOURCE is not None else None
@@ -108,9 +108,18 @@ def _vouched(args) -> Chosen | None:
         return chosen
     try:
         cpp.require_current(found.module.CONTRACT_ID, found.inputs)
+        return chosen._replace(cpp_key=found.module.CONTRACT_ID, cpp_origin="c++ (charter._native)")
     except cpp.EngineUnavailable:
-        return None  # not compiled in, or from other bytes: the full path builds a checker library
-    return chosen._replace(cpp_key=found.module.CONTRACT_ID, cpp_origin="c++ (charter._native)")
+        pass  # not compiled in, or from other bytes: a receipt may name a checker library
+    receipt = found if found.library else cached_checker(contract, search)
+    if receipt is None or receipt.library is None:
+        return None
+    key, built = receipt.library
+    try:
+        cpp.load_library(built)
+    except cpp.EngineUnavailable:
+        return None
+    return chosen._replace(cpp_key=key, cpp_origin=f"c++ (cached in {built}; its receipt vouches for it)")
 
 
 def _loaded(args) -> Chosen:
@@ -136,11 +145,14 @@ def _loaded(args) -> Chosen:
     loaded = artifacts[0]
     plan = cs.artifacts[loaded.id]
     checker, origin = choose.python_checker(cs, loaded.id, Path(args.generated))
-    model = cs.contracts[plan.model].path
-    if model is not None and Path(checker.__file__).parent == cache_dir():  # rendered: the next run may skip this
-        write_receipt(loaded.path, model, checker_inputs(cs, plan), Path(checker.__file__), search)
     chosen = Chosen(checker, origin, plan.source, loaded.path.parent)
-    if args.engine != "cpp":
-        return chosen
-    key, engine = choose.cpp_checker(cs, plan, choose.cache_dir() / "checkers")
-    return chosen._replace(cpp_key=key, cpp_origin=engine)
+    library = None
+    if args.engine == "cpp":
+        key, engine, built = choose.cpp_checker(cs, plan, cache_dir() / "checkers")
+        chosen = chosen._replace(cpp_key=key, cpp_origin=engine)
+        library = (key, built) if built is not None else None
+    model = cs.contracts[plan.model].path
+    if model is not None and (library or Path(checker.__file__).parent == cache_dir()):
+        # made here, not committed: the next admission of these bytes can skip all of this
+        write_receipt(loaded.path, model, checker_inputs(cs, plan), Path(checker.__file__), search, library)
+    return chosen

@@ -43,6 +43,7 @@ class PythonChecker(NamedTuple):
 class CppChecker(NamedTuple):
     key: str  # the contract id in charter._native, or a checker library's key
     origin: str  # where the checker was compiled, and why
+    library: Path | None = None  # the checker library this process loaded it from, if it did
 
 
 def python_checker(cs: ContractSet, contract_id: str, generated: Path) -> PythonChecker:
@@ -79,7 +80,7 @@ def cpp_checker(cs: ContractSet, plan: ArtifactPlan, cache: Path) -> CppChecker:
         return CppChecker(key, "c++ (a checker library loaded into charter._native)")
     built = library.build_checkers({key: plan}, cache, flags=library.OPTIMIZED)
     cpp.load_library(built)
-    return CppChecker(key, f"c++ (compiled into {built}: charter._native holds no current checker of {plan.id})")
+    return CppChecker(key, f"c++ (compiled into {built}: charter._native holds no current checker of {plan.id})", built)
 
 
 def _loaded(key: str) -> bool:

@@ -19,8 +19,10 @@ from): with `--search`, the model found could be another file, so only a receipt
 A checker `charter admit` rendered into the cache (a contract outside generated/, or an edited
 one) leaves a receipt of the same facts: the absolute paths and digests of the two contract files
 it was rendered from, the search path that found the model, the templates, the version and the
-checker file's digest. The next admission of that contract file, unchanged, with the same search
-path, runs the cached checker on the receipt's word, the same way.
+checker file's digest, and for `--engine cpp` the key of its C++ checker and the digest of the
+checker library that holds it. The next admission of that contract file, unchanged, with the same
+search path, runs the cached checkers on the receipt's word, the same way (the key digests the C++
+rendering, itself a function of the same contract bytes, templates and version).
 
 What it does not re-check is what `charter check` owns across a tree: a second file declaring the
 model's id is an `ID_DUPLICATE` there; here the model is the file the checker was generated from.
@@ -49,9 +51,10 @@ def cache_dir() -> Path:
 
 
 class Vouched(NamedTuple):
-    module: ModuleType  # the committed checker
+    module: ModuleType  # the committed or cached Python checker
     inputs: dict[str, str]  # spec display path -> sha256: what it was generated from
     origin: str  # which file runs, and why
+    library: tuple[str, Path] | None = None  # a receipt's C++ checker: its key, the library holding it
 
 
 def read_manifest(generated: Path) -> dict | None:
@@ -101,15 +104,18 @@ def committed_checker(contract: Path, generated: Path) -> Vouched | None:
     return None
 
 
-def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: Path, search: list[str]) -> None:
-    """Record that `checker` (in the cache) was rendered from the contract files `contract` and
-    `model` with the digests `inputs` (display path -> sha256, artifact contract first), the model
-    found on `search`."""
+def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: Path, search: list[str],
+                  library: tuple[str, Path] | None = None) -> None:
+    """Record that `checker` (and the C++ checker `library`: key, library file) was made from the
+    contract files `contract` and `model` with the digests `inputs` (display path -> sha256,
+    artifact contract first), the model found on `search`."""
     (spec, spec_sha), (_, model_sha) = inputs.items()
     receipt = {"charter": __version__, "templates": template_hashes(), "spec": spec, "inputs": inputs,
                "search": _resolved(search),
                "files": {str(contract.resolve()): spec_sha, str(model.resolve()): model_sha},
                "checker": str(checker), "checker_sha256": _file_sha256(checker)}
+    if library is not None:
+        receipt["cpp"] = {"key": library[0], "library": str(library[1]), "sha256": _file_sha256(library[1])}
     atomic.write_text(_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
@@ -129,7 +135,11 @@ def cached_checker(contract: Path, search: list[str]) -> Vouched | None:
     if not current:
         return None
     module = import_checker(checker)
-    return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})")
+    cpp = receipt.get("cpp")
+    library = None
+    if isinstance(cpp, dict) and _file_sha256(Path(str(cpp.get("library")))) == cpp.get("sha256"):
+        library = (str(cpp["key"]), Path(cpp["library"]))
+    return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})", library)
 
 
 def _resolved(search: list[str]) -> list[str]:
