@@ -142,6 +142,7 @@ _SCALAR_BY_TAG = {int(t): s for t, s in _SCALARS.items()}
 _ARRAY_HEAD = struct.Struct("<IQ")  # element type, count
 _HIGH_BYTES = 0x8080808080808080  # a length prefix with a byte >= 0x80 is not ASCII
 _DIMS_TAIL = {n: struct.Struct(f"<{n}QIQ") for n in range(1, MAX_DIMS + 1)}  # dims, ggml type, offset
+_TAIL_READERS = {n: (s.unpack_from, s.size) for n, s in _DIMS_TAIL.items()}  # by rank, for the fast path
 _UTF8_CHUNK = 1 << 20
 FAST_PATHS = True  # False: every record through the checked path (tests compare the two)
 _new = tuple.__new__  # builds a named tuple from its fields in half the time of calling the class
@@ -795,34 +796,34 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
     wait until the data start is known. The loop is the fast path of Note [Reader limits]: a
     record it does not accept outright is read again by the checked `_read_tensor_info`."""
     buf, end, pos = cur.buf, cur.end, cur.pos
-    u64, u32, tails, types = _U64.unpack_from, _U32.unpack_from, _DIMS_TAIL, GGML_TYPES
+    u64, u32, tails, types, prod = _U64.unpack_from, _U32.unpack_from, _TAIL_READERS, GGML_TYPES, math.prod
     seen: dict[str, int] = {}
-    out = []
+    out: list[tuple] = []
+    append = out.append
     fast = FAST_PATHS
     for i in range(tensor_count):
         if fast and pos + 8 <= end:
             n = u64(buf, pos)[0]
             rank_at = pos + 8 + n
             tail = tails.get(u32(buf, rank_at)[0]) if 0 < n <= MAX_NAME_BYTES and rank_at + 4 <= end else None
-            if tail is not None and rank_at + 4 + tail.size <= end:
+            if tail is not None and rank_at + 4 + tail[1] <= end:
                 try:
                     name = str(buf[pos + 8 : rank_at], "utf-8")
                 except UnicodeDecodeError:
                     name = None
-                fields = tail.unpack_from(buf, rank_at + 4)
-                dims, gtype = fields[:-2], types.get(fields[-2])
-                n_elements = math.prod(dims)
-                if (name is not None and gtype is not None and 0 not in dims and n_elements <= I64_MAX
+                *dims, type_id, offset = tail[0](buf, rank_at + 4)
+                gtype, n_elements = types.get(type_id), prod(dims)
+                if (name is not None and gtype is not None and n_elements and n_elements <= I64_MAX
                         and not dims[0] % gtype.block_size and name not in seen):
                     nbytes = n_elements // gtype.block_size * gtype.block_bytes
                     if nbytes <= U64_MAX:
                         seen[name] = pos
-                        stop = rank_at + 4 + tail.size
-                        out.append((name, dims, gtype, fields[-1], nbytes, pos, stop - 8))
+                        stop = rank_at + 4 + tail[1]
+                        append((name, tuple(dims), gtype, offset, nbytes, pos, stop - 8))
                         pos = stop
                         continue
         cur.pos = pos
-        out.append(_read_tensor_info(cur, i, seen))
+        append(_read_tensor_info(cur, i, seen))
         pos = cur.pos
     cur.pos = pos
     return out
