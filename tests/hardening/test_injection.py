@@ -13,9 +13,7 @@ and a 100,000-character string:
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
-import shutil
 import subprocess
 import unicodedata
 from pathlib import Path
@@ -26,14 +24,15 @@ from charter.admission.runtime import admit_view
 from charter.admission.view import parse_view
 from charter.cli import main
 from charter.codegen.common.names import module_name
+from charter.codegen.cpp.build import render_cpp_checkers
 from charter.console import search_paths
 from charter.engines.choose import python_checker
 from charter.contract.contractset import load_set
 from charter.contract.load import load_contract
+from charter.toolchain import compiler
 from tests.conftest import ROOT
 from tests.hardening import corpus
 
-GXX = shutil.which("g++")
 INCLUDE = ROOT / "native" / "include"
 CONTRACT_ID = "hostile-injection"
 
@@ -225,24 +224,10 @@ def test_cli_admits_the_hostile_file(hostile, generated, tmp_path, capsys):
 # --- C++ ----------------------------------------------------------------------------------------------
 
 
-def cpp_renderer():
-    """charter.codegen.cpp.render_cpp_checkers, once the C++ generator exists (None before)."""
-    try:
-        module = importlib.import_module("charter.codegen.cpp")
-    except ImportError:
-        return None
-    return getattr(module, "render_cpp_checkers", None)
-
-
 @pytest.fixture(scope="module")
 def cpp_header(generated, tmp_path_factory):
-    render = cpp_renderer()
-    if render is None:
-        pytest.skip("charter.codegen.cpp.render_cpp_checkers does not exist: the C++ half of item 5 is NOT tested")
-    if GXX is None:
-        pytest.skip("g++ is not installed: the C++ half of item 5 is NOT tested")
     _, cs = generated
-    outputs = {path: text for path, text, *_ in render(cs)}
+    outputs = {path: text for path, text, *_ in render_cpp_checkers(cs)}
     (path,) = [p for p in outputs if Path(p).stem == CONTRACT_ID]
     out = tmp_path_factory.mktemp("cpp")
     header = out / Path(path).name
@@ -253,7 +238,7 @@ def cpp_header(generated, tmp_path_factory):
 def test_generated_cpp_compiles(cpp_header):
     text = cpp_header.read_text("utf-8")
     assert text.replace("—", "").isascii()
-    proc = subprocess.run([GXX, "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-x", "c++", f"-I{INCLUDE}",
+    proc = subprocess.run([compiler(), "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-x", "c++", f"-I{INCLUDE}",
                            str(cpp_header)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
 
@@ -287,7 +272,7 @@ def test_cpp_checker_enforces_the_exact_strings(cpp_header, hostile, tmp_path):
     driver = tmp_path / "driver.cpp"
     driver.write_text(DRIVER.replace("HEADER", cpp_header.name).replace("NAMESPACE", identifier(CONTRACT_ID)))
     exe = tmp_path / "driver"
-    proc = subprocess.run([GXX, "-std=c++17", "-O0", f"-I{INCLUDE}", f"-I{cpp_header.parent}", str(driver), "-o",
+    proc = subprocess.run([compiler(), "-std=c++17", "-O0", f"-I{INCLUDE}", f"-I{cpp_header.parent}", str(driver), "-o",
                            str(exe)], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     files, expected = [], []
@@ -329,14 +314,10 @@ def test_an_id_that_could_name_a_path_is_refused(bad, tmp_path, capsys):
 @pytest.mark.parametrize("good", ["a..", "a...b", "0", "a-", "a_", "nul", "con.txt", "a.py", "x" * 128])
 def test_generated_paths_stay_in_the_output_directory(good, tmp_path):
     out = (tmp_path / "out").resolve()
-    from charter.codegen.driver import python_checker_path
+    from charter.codegen.common.manifest import python_checker_path
+    from charter.codegen.cpp.build import cpp_checker_path
 
-    paths = [python_checker_path(good), f"cpp/labels/{good}.hpp"]
-    render = cpp_renderer()
-    if render is not None:
-        from charter.codegen.cpp.build import cpp_checker_path
-
-        paths.append(cpp_checker_path(good))
+    paths = [python_checker_path(good), f"cpp/labels/{good}.hpp", cpp_checker_path(good)]
     for rel in paths:
         target = (out / rel).resolve()
         assert target.is_relative_to(out) and target.parent != out.parent, rel
@@ -384,14 +365,12 @@ def test_hostile_spec_path_reaches_generated_code_as_data(tmp_path):
     namespace: dict = {}
     exec(compile(text, "<generated>", "exec"), namespace)  # noqa: S102 - generated code under test
     assert namespace["SPEC"].endswith(name)
-    render = cpp_renderer()
-    if render is not None and GXX is not None:
-        (cpp,) = [t for p, t, *_ in render(cs)]
-        header = tmp_path / "h.hpp"
-        header.write_text(cpp, "utf-8")
-        proc = subprocess.run([GXX, "-std=c++17", "-fsyntax-only", "-x", "c++", f"-I{INCLUDE}", str(header)],
-                              capture_output=True, text=True, timeout=120)
-        assert proc.returncode == 0, proc.stderr[-2000:]
+    (cpp,) = [t for p, t, *_ in render_cpp_checkers(cs)]
+    header = tmp_path / "h.hpp"
+    header.write_text(cpp, "utf-8")
+    proc = subprocess.run([compiler(), "-std=c++17", "-fsyntax-only", "-x", "c++", f"-I{INCLUDE}", str(header)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
 
 
 def test_python_literals_round_trip_every_hostile_string(tmp_path):

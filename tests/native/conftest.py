@@ -32,8 +32,8 @@ def load_battery_for(spec: str, tmp: Path):
     if loaded.contract.source is not None:
         try:
             artifact = locate(loaded.contract.source, loaded.path.parent)
-        except CharterError:
-            pytest.skip(f"the artifact {cid} pins is not installed")
+        except CharterError as exc:  # make install installs every pinned checkpoint
+            pytest.fail(f"the artifact {cid} pins is not installed: {exc} (make install)")
     else:
         artifact = build(plan, tmp / f"{cid}.{plan.format}")
     return cid, load_battery(cs, cid, Path(artifact))

@@ -8,13 +8,13 @@ import ctypes
 import fcntl
 import hashlib
 import importlib.util
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from charter.toolchain import compiler
 from charter.codegen.metal import header_path, render_metal
 from charter.codegen.metal.build import build_model, metal_kernels, metal_models
 from charter.oracles import dequant, logits, rmsnorm
@@ -24,10 +24,8 @@ from charter.contract.contractset import load_set
 ROOT = Path(__file__).resolve().parents[2]
 METAL = ROOT / "native" / "metal"
 CS = load_set([ROOT / "specs"])
-CXX = shutil.which("g++")
 FLAGS = ["-std=c++17", "-Wall", "-Wextra", "-Werror", "-Wno-attributes"]
 C_TYPES = {"float32": "float", "int32": "int", "uint8": "uchar", "uint32": "uint"}
-pytestmark = pytest.mark.skipif(CXX is None, reason="g++ is needed to compile the Metal sources under the shim")
 
 
 def model_flags(model_id: str) -> list[str]:
@@ -44,7 +42,7 @@ def headers(tmp_path_factory) -> Path:
 
 
 def compile_cpp(args: list[str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([CXX, *args], cwd=cwd, capture_output=True, text=True)
+    return subprocess.run([compiler(), *args], cwd=cwd, capture_output=True, text=True)
 
 
 # --- generated headers --------------------------------------------------------------------------

@@ -9,7 +9,6 @@ never reads outside the regions it is given."""
 
 from __future__ import annotations
 
-import shutil
 import struct
 import subprocess
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from charter.toolchain import compiler
 from charter.admission.runtime import admit, admit_view
 from charter.admission.view import parse_view
 from charter.diagnostics import CharterError, Stage
@@ -34,7 +34,6 @@ from .conftest import ROOT
 
 CID = "qwen4exp-text"
 SPEC = "specs/artifacts/qwen4exp-text.yaml"
-GXX = shutil.which("g++")
 
 
 @dataclass
@@ -381,8 +380,6 @@ int main() {
 
 @pytest.fixture(scope="module")
 def asan_driver(tmp_path_factory):
-    if GXX is None:
-        pytest.skip("g++ is not installed")
     from charter.codegen.common.names import identifier
 
     tmp = tmp_path_factory.mktemp("asan")
@@ -390,7 +387,7 @@ def asan_driver(tmp_path_factory):
     header = ROOT / "generated" / "cpp" / f"{CID}.hpp"
     src.write_text(DRIVER.replace("HEADER", str(header)).replace("NAMESPACE", identifier(CID)))
     exe = tmp / "driver"
-    done = subprocess.run([GXX, "-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
+    done = subprocess.run([compiler(), "-std=c++17", "-O1", "-g", "-fsanitize=address,undefined", "-fno-sanitize-recover=all",
                            "-Wall", "-Wextra", "-Werror", "-fno-exceptions", "-fno-rtti", "-I",
                            str(ROOT / "native" / "include"), str(src), "-o", str(exe)],
                           check=False, capture_output=True, text=True, timeout=600)

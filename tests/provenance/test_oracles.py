@@ -5,8 +5,10 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import gguf.quants as gguf_quants
 import numpy as np
 import pytest
+from gguf.constants import GGMLQuantizationType as Q
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -15,9 +17,6 @@ from charter.oracles import dequant, logits, rmsnorm, router
 from charter.provenance.npz import read_npz
 
 from .conftest import PROVENANCE
-
-gguf_quants = pytest.importorskip("gguf.quants")
-from gguf.constants import GGMLQuantizationType as Q  # noqa: E402
 
 
 # --- independence -------------------------------------------------------------------------------
