@@ -17,8 +17,9 @@ cannot change the author's meaning behind their back. Note [Strict YAML]:
   escapes are code points, so a UTF-16 pair of `\\u` escapes is two lone surrogates, not one
   character (write `\\U0001F600`).
 
-Note [Two parsers]: libyaml's parser (PyYAML's CParser, when PyYAML was built with it) reads a
-contract about twenty times faster than PyYAML's pure-Python scanner and parser. Only its *events*
+Note [Two parsers]: libyaml's parser (PyYAML's CParser, when PyYAML was built with it) parses a
+contract about twenty times faster than PyYAML's pure-Python scanner and parser (a whole load,
+composing and building included, 4-8x: bench/contract_size.py). Only its *events*
 are used: composing (anchors, the tag, node and depth limits) and building (every rule above) are
 the same Python code for both, so the two can differ only in the events they produce. They differ
 in a few places, found by differential fuzzing (tests/contract/test_yamlload_parsers.py):
