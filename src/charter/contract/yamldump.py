@@ -48,3 +48,13 @@ _Dumper.add_representer(float, _represent_float)
 
 def dump(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100, default_flow_style=False)
+
+
+def node_count(data: Any) -> int:
+    """How many YAML nodes `dump(data)` composes into (each key is a node, no aliases): what the
+    loader's MAX_NODES bounds, known before a large contract is rendered."""
+    if isinstance(data, dict):
+        return 1 + sum(1 + node_count(v) for v in data.values())
+    if isinstance(data, list):
+        return 1 + sum(node_count(v) for v in data)
+    return 1

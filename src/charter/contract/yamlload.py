@@ -16,6 +16,25 @@ cannot change the author's meaning behind their back. Note [Strict YAML]:
   can hold, is refused in keys and values, written raw or as an escape (`"caf\\ud800"`); YAML
   escapes are code points, so a UTF-16 pair of `\\u` escapes is two lone surrogates, not one
   character (write `\\U0001F600`).
+
+Note [Two parsers]: libyaml's parser (PyYAML's CParser, when PyYAML was built with it) parses a
+contract about twenty times faster than PyYAML's pure-Python scanner and parser (a whole load,
+composing and building included, 4-8x: bench/contract_size.py). Only its *events*
+are used: composing (anchors, the tag, node and depth limits) and building (every rule above) are
+the same Python code for both, so the two can differ only in the events they produce. They differ
+in a few places, found by differential fuzzing (tests/contract/test_yamlload_parsers.py):
+
+* libyaml accepts what PyYAML refuses: a tab as a separator (`a:\tb`), a comment right after a
+  block scalar's indicator (`|#`), a byte order mark after the start;
+* in a flow collection PyYAML ends a plain scalar at `?`, libyaml does not (`[a?b]`);
+* an empty value (`? ` alone) is placed at its indicator by PyYAML, at the next token by libyaml;
+* error messages and marks differ.
+
+PyYAML's pure parser is the reference. A text holding a tab, a later byte order mark or `|#`/`>#`
+goes to it directly; the libyaml path hands over to it on an empty plain scalar or a `?` in a flow
+plain scalar, and on any failure at all, so every diagnostic is the pure parser's. What remains is
+libyaml on the documents where both give the same events; the test fuzzes that claim and compares
+both parsers on every contract, invalid contract and contract hazard the repository has.
 """
 
 from __future__ import annotations
@@ -28,11 +47,20 @@ from typing import Any
 import yaml
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
+from charter.formats.records import gc_paused
+
+try:  # PyYAML built with libyaml (its wheels are): the C parser, read for its events only
+    from yaml.cyaml import CParser as _CParser
+except ImportError:  # pragma: no cover - a PyYAML built without libyaml
+    _CParser = None
 
 MAX_ALIASES = 16
 MAX_NODES = 200_000
 MAX_DEPTH = 64
 MAX_BYTES = 16 * 1024 * 1024
+MAX_COMPOSE_DEPTH = 256  # composing recurses: refused here, long before Python's recursion limit
+
+PARSERS = ("auto", "libyaml", "pure")
 
 Path_ = tuple[str | int, ...]
 
@@ -44,6 +72,7 @@ _FLOAT = re.compile(r"[-+]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][-+]?[0-9]+)?")
 _NULL = {"null", "~", ""}
 _BOOL = {"true": True, "false": False}
 _YAML11_BOOL = {"yes", "no", "on", "off"}
+_KEYWORDS = _YAML11_BOOL | set(_BOOL) | {"null"}  # refused in any other case (`True`, `NULL`)
 _SUSPECT = [
     (re.compile(r"[-+]?0[0-9]+"), "a leading zero (YAML 1.1 reads it as octal)"),
     (re.compile(r"[-+]?0[xXoObB][0-9a-fA-F_]+"), "a base prefix"),
@@ -62,6 +91,7 @@ class Document:
     locations: dict[Path_, Location]
     source: str
     file: str
+    parsed_by: str = "pure"  # which parser's events built it (Note [Two parsers])
 
     def where(self, path: Path_) -> Location:
         """Location of `path`, or of its closest located ancestor."""
@@ -73,7 +103,11 @@ class Document:
         return self.locations.get((), Location(self.file, 1, 1))
 
 
-def load_file(path: str | Path, display: str | None = None) -> Document:
+def libyaml_available() -> bool:
+    return _CParser is not None
+
+
+def load_file(path: str | Path, display: str | None = None, *, parser: str = "auto") -> Document:
     name = display if display is not None else str(path)
     try:
         raw = Path(path).read_bytes()
@@ -88,10 +122,21 @@ def load_file(path: str | Path, display: str | None = None) -> Document:
         col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
         raise _error(Code.YAML_SYNTAX, "", f"not UTF-8: byte 0x{raw[exc.start]:02x} cannot start or continue a character",
                      Location(name, line, col))
-    return load_text(text, name)
+    return load_text(text, name, parser=parser)
 
 
-def load_text(text: str, file: str = "<string>") -> Document:
+def load_text(text: str, file: str = "<string>", *, parser: str = "auto") -> Document:
+    """`parser`: "auto" (libyaml when present), "libyaml" or "pure"; all read a text alike
+    (Note [Two parsers]), so only tests and benchmarks choose."""
+    if parser not in PARSERS:
+        raise ValueError(f"parser must be one of {PARSERS}, not {parser!r}")
+    if parser == "libyaml" and _CParser is None:
+        raise RuntimeError("this PyYAML was built without libyaml")
+    with gc_paused():  # tens of thousands of nodes, none in a cycle (charter.formats.records)
+        return _load_text(text, file, parser)
+
+
+def _load_text(text: str, file: str, parser: str) -> Document:
     if len(text) > MAX_BYTES:
         raise _error(Code.YAML_TOO_LARGE, "", f"text is {len(text)} characters; the limit is {MAX_BYTES}", Location(file))
     hidden = _HIDDEN_BREAK.search(text)
@@ -101,7 +146,7 @@ def load_text(text: str, file: str = "<string>") -> Document:
         raise _error(Code.YAML_SYNTAX, "", f"raw U+{ord(hidden.group()):04X} is a line break to YAML but not to editors; "
                      "write it as an escape in a double-quoted string", Location(file, line, col))
     try:
-        nodes = _compose_all(text)
+        nodes, parsed_by = _compose(text, parser)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
@@ -116,6 +161,9 @@ def load_text(text: str, file: str = "<string>") -> Document:
     except _ExplicitTag as exc:
         loc = Location(file, exc.mark.line + 1, exc.mark.column + 1)
         raise _error(Code.YAML_TAG, "", f"explicit tag {exc.tag!r} is not allowed", loc)
+    except _TooDeep as exc:
+        loc = Location(file, exc.mark.line + 1, exc.mark.column + 1)
+        raise _error(Code.YAML_TOO_DEEP, "", f"nesting is deeper than {MAX_DEPTH} levels", loc)
     except RecursionError:
         raise _error(Code.YAML_TOO_DEEP, "", f"nesting is deeper than {MAX_DEPTH} levels", Location(file))
     if not nodes:
@@ -125,7 +173,7 @@ def load_text(text: str, file: str = "<string>") -> Document:
         raise _error(Code.YAML_MULTI_DOCUMENT, "", "a contract file holds exactly one YAML document", _loc(file, second))
     builder = _Builder(file)
     data = builder.build(nodes[0], (), 0)
-    return Document(data, builder.locations, text, file)
+    return Document(data, builder.locations, text, file, parsed_by)
 
 
 def _unacceptable(text: str, file: str, exc: yaml.reader.ReaderError) -> CharterError:
@@ -148,11 +196,22 @@ class _TooManyNodes(Exception):
         self.mark = mark
 
 
-class _StrictComposer(yaml.SafeLoader):
+class _TooDeep(Exception):
+    def __init__(self, mark) -> None:
+        self.mark = mark
+
+
+class _LibyamlDiffers(Exception):
+    """The libyaml path meets what the pure parser reads otherwise (Note [Two parsers])."""
+
+
+class _StrictComposing:
     """Refuses explicit tags while composing (once a node exists, `!!str 3` and `3` look alike),
-    and stops composing past MAX_NODES nodes (before PyYAML has built a huge tree)."""
+    and stops composing past MAX_NODES nodes (before PyYAML has built a huge tree) or
+    MAX_COMPOSE_DEPTH levels (the builder refuses past MAX_DEPTH, with the field's path)."""
 
     nodes = 0
+    depth = 0
 
     def compose_node(self, parent, index):
         event = self.peek_event()
@@ -162,11 +221,72 @@ class _StrictComposer(yaml.SafeLoader):
         self.nodes += 1
         if self.nodes > MAX_NODES:
             raise _TooManyNodes(event.start_mark)
-        return super().compose_node(parent, index)
+        if self.depth >= MAX_COMPOSE_DEPTH:
+            raise _TooDeep(event.start_mark)
+        self.depth += 1
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        return node
+
+    def resolve(self, kind, value, implicit) -> str:
+        """The default tag of `kind`: compose_node refused every explicit tag, and the builder
+        resolves plain scalars itself, so PyYAML's implicit resolvers would be wasted work."""
+        return _DEFAULT_TAGS[kind]
+
+    def descend_resolver(self, parent, index) -> None:  # no path resolvers either
+        pass
+
+    def ascend_resolver(self) -> None:
+        pass
 
 
-def _compose_all(text: str) -> list[yaml.Node]:
-    loader = _StrictComposer(text)
+_DEFAULT_TAGS = {yaml.ScalarNode: "tag:yaml.org,2002:str", yaml.SequenceNode: "tag:yaml.org,2002:seq",
+                 yaml.MappingNode: "tag:yaml.org,2002:map"}
+
+
+class _PureComposer(_StrictComposing, yaml.SafeLoader):
+    pass
+
+
+if _CParser is not None:
+    class _LibyamlComposer(_StrictComposing, yaml.composer.Composer, _CParser):
+        """libyaml's events, PyYAML's composer; gives up where the pure parser reads the text
+        otherwise (Note [Two parsers])."""
+
+        flow = 0  # how many flow collections enclose the node being composed
+
+        def __init__(self, text: str) -> None:
+            _CParser.__init__(self, text)
+            yaml.composer.Composer.__init__(self)
+
+        def compose_node(self, parent, index):
+            event = self.peek_event()
+            if isinstance(event, yaml.ScalarEvent):
+                if not event.style and (event.value == "" or (self.flow and "?" in event.value)):
+                    raise _LibyamlDiffers
+                return super().compose_node(parent, index)
+            flow = isinstance(event, yaml.CollectionStartEvent) and bool(event.flow_style)
+            self.flow += flow
+            node = super().compose_node(parent, index)
+            self.flow -= flow
+            return node
+
+
+# Texts whose events libyaml and the pure parser may disagree on (Note [Two parsers]).
+_LIBYAML_DIFFERS = re.compile("\t|[|>][-+0-9]*#|(?<=.)\ufeff", re.DOTALL)
+
+
+def _compose(text: str, parser: str) -> tuple[list[yaml.Node], str]:
+    """The nodes of `text`'s documents and the parser that read them (Note [Two parsers])."""
+    if parser != "pure" and _CParser is not None and not _LIBYAML_DIFFERS.search(text):
+        try:
+            return _compose_all(_LibyamlComposer(text)), "libyaml"
+        except Exception:  # noqa: BLE001 - any failure at all: the pure parser says what and where
+            pass
+    return _compose_all(_PureComposer(text)), "pure"
+
+
+def _compose_all(loader) -> list[yaml.Node]:
     try:
         nodes = []
         while loader.check_node():
@@ -215,11 +335,11 @@ class _Builder:
             key_loc = _loc(self.file, key_node)
             if not isinstance(key_node, yaml.ScalarNode):
                 raise _error(Code.YAML_NON_STRING_KEY, _dotted(path), "mapping keys must be plain strings", key_loc)
-            if key_node.tag == "tag:yaml.org,2002:merge" or (key_node.value == "<<" and key_node.style is None):
+            if key_node.tag == "tag:yaml.org,2002:merge" or (key_node.value == "<<" and not key_node.style):
                 raise _error(Code.YAML_MERGE_KEY, _dotted(path), "merge keys (<<) are not supported; write the keys out", key_loc)
             key = key_node.value
             _refuse_surrogates(key, _dotted(path), key_loc, "key")
-            if key_node.style is None:
+            if not key_node.style:  # plain: PyYAML says None, libyaml ""
                 resolved = self._scalar(key_node, path, key_loc)
                 if not isinstance(resolved, str):
                     raise _error(Code.YAML_NON_STRING_KEY, _dotted(path + (key,)),
@@ -237,14 +357,18 @@ class _Builder:
 
     def _scalar(self, node: yaml.ScalarNode, path: Path_, loc: Location) -> Any:
         value = node.value
-        _refuse_surrogates(value, _dotted(path), loc)
-        if node.style is not None:  # quoted or block scalar: always a string
+        if _SURROGATE.search(value):
+            _refuse_surrogates(value, _dotted(path), loc)
+        if node.style:  # quoted or block scalar: always a string (plain: PyYAML says None, libyaml "")
             if node.tag not in ("tag:yaml.org,2002:str",):
                 raise _error(Code.YAML_TAG, _dotted(path), f"explicit tag {node.tag!r} is not allowed", loc)
             return value
         if node.tag not in _RESOLVABLE_TAGS:
             raise _error(Code.YAML_TAG, _dotted(path), f"explicit tag {node.tag!r} is not allowed", loc)
-        return resolve_plain(value, _dotted(path), loc)
+        try:
+            return _resolve(value)
+        except _Refused as refused:
+            raise _error(refused.code, _dotted(path), refused.message, loc) from None
 
 
 _RESOLVABLE_TAGS = {
@@ -271,25 +395,42 @@ def _refuse_surrogates(value: str, field: str, loc: Location, what: str = "strin
 
 def resolve_plain(value: str, field: str, loc: Location) -> Any:
     """Resolve an unquoted scalar by charter's rules (Note [Strict YAML])."""
+    try:
+        return _resolve(value)
+    except _Refused as refused:
+        raise _error(refused.code, field, refused.message, loc) from None
+
+
+class _Refused(Exception):
+    """A plain scalar resolve_plain refuses; the caller knows its field and location."""
+
+    def __init__(self, code: Code, message: str) -> None:
+        self.code, self.message = code, message
+
+
+_NUMBER_START = frozenset("+-.0123456789")  # every number, date and `.inf` starts so
+
+
+def _resolve(value: str) -> Any:
     if value in _NULL:
         return None
     if value in _BOOL:
         return _BOOL[value]
-    if value.lower() in _YAML11_BOOL or value.lower() in _BOOL or value.lower() in ("null",):
-        raise _error(Code.YAML_AMBIGUOUS_SCALAR, field,
-                     f"{value!r} is ambiguous (YAML 1.1 reads it as a boolean or null); "
-                     "write true/false/null, or quote it for a string", loc)
+    if len(value) <= 5 and value.lower() in _KEYWORDS:
+        raise _Refused(Code.YAML_AMBIGUOUS_SCALAR, f"{value!r} is ambiguous (YAML 1.1 reads it as a boolean or "
+                       "null); write true/false/null, or quote it for a string")
+    if value[0] not in _NUMBER_START:
+        return value
     if _INT.fullmatch(value):
         if len(value) > MAX_DIGITS:
-            raise _error(Code.YAML_TOO_LARGE, field, f"an integer of {len(value)} digits (the limit is {MAX_DIGITS})",
-                         loc)
+            raise _Refused(Code.YAML_TOO_LARGE, f"an integer of {len(value)} digits (the limit is {MAX_DIGITS})")
         return int(value)
     if _FLOAT.fullmatch(value) and any(c in value for c in ".eE"):
         return float(value)
     for pattern, what in _SUSPECT:
         if pattern.fullmatch(value):
-            raise _error(Code.YAML_AMBIGUOUS_SCALAR, field,
-                         f"{value!r} uses {what}; write a plain decimal number, or quote it for a string", loc)
+            raise _Refused(Code.YAML_AMBIGUOUS_SCALAR,
+                           f"{value!r} uses {what}; write a plain decimal number, or quote it for a string")
     return value
 
 

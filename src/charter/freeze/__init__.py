@@ -9,6 +9,7 @@ adds derived expressions and invariants, and decides the status (frozen contract
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import re
 from pathlib import Path
@@ -129,6 +130,40 @@ class FreezeRefused(ValueError):
     mistake, exit 2 on the command line; nothing is written."""
 
 
+# Note [Contract limits]: a contract is bounded by the loader (yamlload.MAX_BYTES, 16 MiB;
+# yamlload.MAX_NODES, 200,000 YAML nodes) and by resolution (resolve.MAX_EXPANDED_TENSORS,
+# 1,000,000 tensors); they bound what a hostile contract costs, so they stay. Freeze checks the
+# contract it would write against the same constants before rendering it, and refuses (exit 2,
+# nothing written) instead of writing what `charter check` refuses. A listed tensor costs about
+# 11 nodes (13 with a 4-D shape), so about 18,000 tensors whose names do not fold into `{i}`
+# patterns can be frozen; folded rows cost the same 11 nodes for any number of layers.
+def within_contract_limits(artifact: Path, data: dict | None, constants: dict | None = None,
+                           size: int | None = None) -> None:
+    """Freeze writes only what `charter check` loads (Note [Contract limits]): the YAML node and
+    byte limits of the loader, the expanded-tensor limit of resolution. Checked on the data
+    before it is rendered (rendering a contract past the node limit takes tens of seconds)."""
+    from charter.contract import resolve, yamlload
+    from charter.contract.yamldump import node_count
+
+    beyond = "a contract may (docs/security.md, \"Contract limits\"); nothing written"
+    if size is not None and size > yamlload.MAX_BYTES:
+        raise FreezeRefused(f"{artifact}: the contract would be {size:,} bytes, more than the {yamlload.MAX_BYTES:,} "
+                            f"bytes {beyond}")
+    if data is None:
+        return
+    rows = data.get("tensors", [])
+    counts = [[constants[v] if isinstance(v, str) else v for v in row.get("repeat", {}).values()] for row in rows]
+    expanded = sum(math.prod(c) for c in counts)  # a count is a number or a model constant's name
+    if expanded > resolve.MAX_EXPANDED_TENSORS:
+        raise FreezeRefused(f"{artifact}: the contract would state {expanded:,} tensors, more than the "
+                            f"{resolve.MAX_EXPANDED_TENSORS:,} {beyond}")
+    nodes = node_count(data)
+    if nodes > yamlload.MAX_NODES:
+        raise FreezeRefused(f"{artifact}: the contract would hold {nodes:,} YAML nodes ({len(rows):,} tensor rows: "
+                            f"names that do not fold into patterns are listed one by one), more than the "
+                            f"{yamlload.MAX_NODES:,} {beyond}")
+
+
 def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = False) -> list[Path]:
     """Write `output/models/ID-model.yaml` and `output/artifacts/ID.yaml` for `artifact`, atomically
     and only once they admit it; the paths written, model first. Raises FreezeRefused for a request
@@ -144,7 +179,11 @@ def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = Fals
     if existing and not force:
         raise FreezeRefused(f"refusing to overwrite {', '.join(existing)} (use --force)")
     model, artifact_data = freeze_file(artifact, artifact_id, model_id, targets["artifact"].parent)
+    within_contract_limits(artifact, artifact_data, model.get("constants", {}))
+    within_contract_limits(artifact, model)
     texts = {kind: render(kind, data, targets[kind]) for kind, data in (("model", model), ("artifact", artifact_data))}
+    for kind, text in texts.items():
+        within_contract_limits(artifact, None, size=len(text.encode("utf-8")))
     admits_its_input(artifact, texts, targets)
     atomic.write_many({targets[kind]: text.encode("utf-8") for kind, text in texts.items()})
     return [targets["model"], targets["artifact"]]
