@@ -437,7 +437,7 @@ def _no_key_dropped(text: str, metadata: dict | None, names: list[str]) -> bool:
     __metadata__ (strings to strings) and tensor entries (three fixed keys; a dtype, ints)."""
     meta = metadata or {}
     members = len(names) + (metadata is not None) + len(meta) + 3 * len(names)
-    in_strings = "".join(names).count(":") + "".join(meta).count(":") + "".join(meta.values()).count(":")
+    in_strings = sum(map(str.count, chain(names, meta, meta.values()), repeat(":")))
     return text.count(":") == members + in_strings
 
 
@@ -523,14 +523,14 @@ def _bulk_entries(top: dict, data_len: int, escapes: bool) -> _Columns | None:
         if not _fast_metadata(metadata, escapes):
             return None
         del names[at], values[at]
-    if set(map(type, values)) - {dict} or sum(map(len, values)) != 3 * len(values):
-        return None
-    try:  # with exactly three keys each, these three being there means no other is
+    try:  # entries of three items holding these three keys are dicts of exactly TENSOR_KEYS
+        if sum(map(len, values)) != 3 * len(values):
+            return None
         dtypes = list(map(_DTYPE_NAME.get, map(itemgetter("dtype"), values)))
         shapes = list(map(itemgetter("shape"), values))
         offsets = list(map(itemgetter("data_offsets"), values))
-    except (KeyError, TypeError):  # a key missing; an unhashable dtype
-        return None
+    except (KeyError, TypeError):  # a key missing; not a dict (a number has no len, a list or
+        return None  # a string no "dtype"); an unhashable dtype
     del values
     if None in dtypes or set(map(type, shapes)) - {list} or set(map(type, offsets)) - {list}:
         return None
