@@ -34,7 +34,6 @@ import math
 import os
 import stat
 from collections.abc import Iterable
-from operator import attrgetter
 from pathlib import Path
 
 from charter.admission import stores
@@ -299,15 +298,12 @@ class Context:
         for name, repeat, role, shape, codec, at in rows:
             for concrete in expand(name, repeat):
                 expected[concrete] = (role, shape, codec, at)
-        tensors = self.view.tensors
-        actual: dict[str, TensorEntry] = dict(zip(map(attrgetter("name"), tensors), tensors))
-        if len(actual) != len(tensors):  # then find the first repeated name
-            actual = {}
-            for t in tensors:
-                if t.name in actual:
-                    self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
-                              1, 2, t.offset)
-                actual[t.name] = t
+        actual: dict[str, TensorEntry] = {}
+        for t in self.view.tensors:
+            if t.name in actual:
+                self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
+                          1, 2, t.offset)
+            actual[t.name] = t
         for name, (_, _, _, at) in expected.items():
             if name not in actual:
                 self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", at, "present",
