@@ -287,3 +287,60 @@ def test_each_bad_metadata_alone(bad):
     data = st_file(header_text([("__metadata__", bad)], LAYOUT), 0, True)
     assert isinstance(outcome(data, len(data), False), list)
     assert_agree(data)
+
+
+# --- the fast path's bulk checks ------------------------------------------------------------------
+
+
+def no_entry_by_entry(name, *args):
+    raise AssertionError(f"entry {name!r} of a valid header was checked one by one")
+
+
+@_PROPS
+@given(data=valid_files())
+def test_valid_headers_are_checked_in_bulk(data):
+    """The bulk checks accept every valid header the generator makes (zero-sized tensors, empty
+    shapes, sub-byte dtypes, any order of extents), so the entry-by-entry loop never runs."""
+    slow = S._parse(data, len(data), fast=False)
+    with mock.patch.object(S, "_fast_tensor", no_entry_by_entry), mock.patch.object(S, "_walk", no_walker):
+        assert S.parse_safetensors(data, len(data)) == slow
+
+
+def _columns(data: bytes):
+    """What each of the two checks makes of a header the C decoder reads (None: it declines)."""
+    n = struct.unpack_from("<Q", data)[0]
+    top = json.loads(data[8 : 8 + n])
+    if type(top) is not dict:
+        return None, None
+    data_len = len(data) - 8 - n
+    try:
+        one_by_one = S._entries_one_by_one(top, data_len, False)
+    except S._Recheck:
+        one_by_one = None
+    return S._bulk_entries(top, data_len, False), one_by_one
+
+
+@_PROPS
+@given(data=broken_files())
+def test_bulk_checks_accept_only_what_the_entry_checks_accept(data):
+    try:
+        bulk, one_by_one = _columns(data)
+    except ValueError:  # not JSON to the C decoder
+        return
+    if bulk is not None:
+        assert bulk == one_by_one
+
+
+@pytest.mark.parametrize("shape", [[0, 2**40, 2**40], [0], [], [3, 0, 5]], ids=plain_id)
+def test_bulk_checks_fold_zero_element_shapes(shape):
+    top = {"a": {"dtype": "U8", "shape": shape, "data_offsets": [0, 0 if 0 in shape else 1]}}
+    data_len = 0 if 0 in shape else 1
+    assert S._bulk_entries(top, data_len, False) == S._entries_one_by_one(top, data_len, False)
+
+
+@pytest.mark.parametrize("shape", [[2**40, 2**40, 0], [0, 2**64], [1] * 65, [2**32, 2**32]], ids=plain_id)
+def test_bulk_checks_decline_what_they_cannot_decide_cheaply(shape):
+    """An overflow before a 0, a dim past u64 after a 0, a rank past 64 (so no product grows
+    big), a product past u64: the entry-by-entry checks decide (and stop at an overflow)."""
+    top = {"a": {"dtype": "U8", "shape": shape, "data_offsets": [0, 0 if 0 in shape else 1]}}
+    assert S._bulk_entries(top, 1, False) is None

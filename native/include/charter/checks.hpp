@@ -1205,7 +1205,7 @@ class Context {
     switch (n.kind) {
       case json::Kind::True: return "true";
       case json::Kind::False: return "false";
-      case json::Kind::Int: return n.num.str();
+      case json::Kind::Int: return n.num().str();
       case json::Kind::Float: return std::string(n.s);
       case json::Kind::Str: return show_str(n.s);
       default: return std::string(companion::type_name(n.kind));

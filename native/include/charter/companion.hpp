@@ -98,7 +98,7 @@ inline bool py_equal(const json::Node& node, const Lit& expected) {
   switch (node.kind) {
     case json::Kind::True: return as_int(Int(1u));
     case json::Kind::False: return as_int(Int(0u));
-    case json::Kind::Int: return as_int(node.num);
+    case json::Kind::Int: return as_int(node.num());
     case json::Kind::Str: return expected.kind == Lit::Kind::Str && node.s == expected.s;
     default: return false;  // float64 compares bits; null, list and dict are never contract values
   }

@@ -46,21 +46,31 @@ inline std::string_view kind_name(Kind k) {  // type(value).__name__ in Python
   return "object";
 }
 
+// A header holds up to one Node per , : [ (2**21), so a Node is kept small: 48 bytes, its Int in
+// fields of its own (an Int is 32 bytes, and only Int nodes have one).
 struct Node {
   Kind kind = Kind::Null;
   bool lone = false;         // Str: holds a lone surrogate (cannot be encoded as UTF-8)
-  std::uint64_t pos = 0;     // where the value starts in the text
-  Int num{};                 // Int
-  std::string_view s{};      // Str: decoded (surrogates as 3-byte sequences); Int/Float: the text
+  bool neg = false;          // Int: the value is negative (not for -0, which Python reads as 0)
+  bool huge = false;         // Int: |value| >= 2^64 (its digits are `s` without the sign)
   std::uint32_t first = 0;   // Arr: index into items; Obj: index into members
+  std::uint64_t pos = 0;     // where the value starts in the text
+  std::uint64_t mag = 0;     // Int: |value| when !huge
+  std::string_view s{};      // Str: decoded (surrogates as 3-byte sequences); Int/Float: the text
   std::uint32_t count = 0;
+
+  Int num() const {  // Int nodes
+    Int i = huge ? Int::out_of_range(neg) : neg ? Int::negative(mag) : Int(mag);
+    if (huge) i.digits = s.substr(s[0] == '-' ? 1 : 0);
+    return i;
+  }
 };
 
-struct Member {
+struct Member {  // 32 bytes, twice per member at an object's close (pending, then kept)
   std::string_view key;
-  bool lone = false;
   std::uint64_t key_pos = 0;  // the key's opening quote
   std::uint32_t value = 0;    // node index
+  bool lone = false;
 };
 
 enum class Err : std::uint8_t { None, Syntax, Value, Dup, Depth };
@@ -360,12 +370,9 @@ class Doc {
         break;
       }
     }
-    if (huge) {
-      v.num = Int::out_of_range(neg);
-      v.num.digits = std::string_view(reinterpret_cast<const char*>(t_ + int_start), ndigits);
-    } else {
-      v.num = neg ? Int::negative(mag) : Int(mag);
-    }
+    v.huge = huge;
+    v.neg = huge ? neg : neg && mag != 0;  // as Int::out_of_range and Int::negative
+    v.mag = huge ? 0 : mag;
     return push(v, node);
   }
 

@@ -143,12 +143,12 @@ struct Walker {
     const Member* m = js.member_begin(v);
     for (std::uint32_t k = 0; k < v.count; ++k) {
       const Node& x = js.node(m[k].value);
-      const std::string field = "metadata." + std::string(m[k].key);
+      const auto field = [&] { return "metadata." + std::string(m[k].key); };  // built for a diagnostic only
       if (x.kind != Kind::Str) {
-        return bad(x.pos, "metadata values must be strings, got " + std::string(json::kind_name(x.kind)), field,
+        return bad(x.pos, "metadata values must be strings, got " + std::string(json::kind_name(x.kind)), field(),
                    Code::CONTAINER_METADATA, std::string("str"), std::string(json::kind_name(x.kind)));
       }
-      if (x.lone) return bad(x.pos, "string holds a lone surrogate escape", field);
+      if (x.lone) return bad(x.pos, "string holds a lone surrogate escape", field());
     }
     view.meta.reserve(view.meta.size() + v.count);  // once: no copy of a growing vector at its peak
     for (std::uint32_t k = 0; k < v.count; ++k) {
@@ -217,20 +217,20 @@ struct Walker {
     t.dims_first = dims_out.size();
     for (std::uint32_t k = 0; k < shape.count; ++k) {
       const Node& dn = js.node(dims[k]);
-      if (dn.kind != Kind::Int || dn.num.neg) {
+      if (dn.kind != Kind::Int || dn.num().neg) {
         return bad(shape.pos, "dim " + u64s(k) + " must be a non-negative integer", sfield(), Code::CONTAINER_TENSOR_DIM,
                    std::string("integer >= 0"), std::nullopt);
       }
-      if (dn.num.huge) {
+      if (dn.huge) {
         if (n != 0) {
           return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield(), Code::CONTAINER_OVERFLOW,
                      std::string("<= 2**64-1"), std::nullopt);
         }
-      } else if (mul_overflows(n, dn.num.mag, &n)) {
+      } else if (mul_overflows(n, dn.mag, &n)) {
         return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield(), Code::CONTAINER_OVERFLOW,
                    std::string("<= 2**64-1"), std::nullopt);
       }
-      dims_out.push_back(dn.num);
+      dims_out.push_back(dn.num());
     }
     std::uint64_t bits{};
     if (mul_overflows(n, d->bits, &bits)) {
@@ -242,15 +242,15 @@ struct Walker {
     if (ok) {
       for (std::uint32_t k = 0; k < 2; ++k) {
         const Node& o = js.node(js.item_begin(offsets)[k]);
-        ok = ok && o.kind == Kind::Int && o.num.is_u64();
+        ok = ok && o.kind == Kind::Int && o.num().is_u64();
       }
     }
     if (!ok) {
       return bad(offsets.pos, "data_offsets must be two integers in [0, 2**64-1]", ofield(), Code::CONTAINER_OFFSET,
                  std::string("[begin, end]"), std::nullopt);
     }
-    const std::uint64_t begin = js.node(js.item_begin(offsets)[0]).num.mag;
-    const std::uint64_t end = js.node(js.item_begin(offsets)[1]).num.mag;
+    const std::uint64_t begin = js.node(js.item_begin(offsets)[0]).mag;
+    const std::uint64_t end = js.node(js.item_begin(offsets)[1]).mag;
     if (begin > end) {
       return bad(offsets.pos, "data_offsets begin " + u64s(begin) + " > end " + u64s(end), ofield(),
                  Code::CONTAINER_OFFSET, "begin <= " + u64s(end), u64s(begin));
