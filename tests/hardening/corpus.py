@@ -901,6 +901,9 @@ def safetensors_number_cases(header_text: str) -> list[Case]:
     # -0 as a dim, where the tensor needs a 0 (an extra empty tensor: a lax reader reaches the contract)
     empty = '"z":{"dtype":"F32","shape":[4,-0],"data_offsets":[80,80]}'
     add("number-dim-minus-0", header_text[:-1] + "," + empty + "}", "CONTAINER_TENSOR_DIM", "tensors.z.shape")
+    # a dim no u64 holds after a 0: the element count stays 0, the dim is still out of range
+    past = f'"z":{{"dtype":"F32","shape":[0,{2**64}],"data_offsets":[80,80]}}'
+    add("number-dim-2**64-after-0", header_text[:-1] + "," + past + "}", "CONTAINER_OVERFLOW", "tensors.z.shape")
     for spelling in METADATA_NUMBERS:
         add(f"number-metadata-{_spelled(spelling)}", header_text.replace('"format":"pt"', f'"format":{spelling}'),
             "CONTAINER_METADATA", "metadata.format")

@@ -221,11 +221,10 @@ struct Walker {
         return bad(shape.pos, "dim " + u64s(k) + " must be a non-negative integer", sfield(), Code::CONTAINER_TENSOR_DIM,
                    std::string("integer >= 0"), std::nullopt);
       }
-      if (dn.huge) {
-        if (n != 0) {
-          return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield(), Code::CONTAINER_OVERFLOW,
-                     std::string("<= 2**64-1"), std::nullopt);
-        }
+      if (dn.huge) {  // after a 0, only the dim itself is out of range
+        return bad(shape.pos, n != 0 ? "element count overflows a u64 at dim " + u64s(k) : "dim " + u64s(k) +
+                   " is more than 2**64-1", sfield(), Code::CONTAINER_OVERFLOW, std::string("<= 2**64-1"),
+                   std::nullopt);
       } else if (mul_overflows(n, dn.mag, &n)) {
         return bad(shape.pos, "element count overflows a u64 at dim " + u64s(k), sfield(), Code::CONTAINER_OVERFLOW,
                    std::string("<= 2**64-1"), std::nullopt);

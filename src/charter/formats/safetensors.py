@@ -490,7 +490,7 @@ def _fast_tensor(name: str, value, data_len: int) -> tuple:
         raise _Recheck(name)
     count = 1
     for d in shape:
-        if type(d) is not int or d < 0:
+        if type(d) is not int or not 0 <= d <= U64_MAX:
             raise _Recheck(name)
         count *= d
         if count > U64_MAX:
@@ -776,14 +776,14 @@ def _elements(js: _Json, shape, at: int, field: str) -> int:
                 actual=_REPR.repr(d),
             )
         n *= d
-        if n > U64_MAX:
+        if n > U64_MAX or d > U64_MAX:  # after a 0, only the dim itself can be out of range
             js.bad(
                 at,
-                f"element count overflows a u64 at dim {k}",
+                f"element count overflows a u64 at dim {k}" if n else f"dim {k} is more than 2**64-1",
                 field,
                 Code.CONTAINER_OVERFLOW,
                 expected="<= 2**64-1",
-                actual=n,
+                actual=n if n else d,
             )
     return n
 
