@@ -69,7 +69,7 @@ def main() -> int:
     from charter.formats.gguf import read_gguf
 
     env = environment()
-    found = vouched_checker(CONTRACT, ROOT / "generated")
+    found = vouched_checker(CONTRACT, ROOT / "generated", [str(ROOT / "specs")])
     if found is None:
         raise SystemExit("generated/manifest.json does not vouch for the committed checker: run charter generate")
     path = locate(PinnedSource(**found.module.SOURCE), CONTRACT.parent)

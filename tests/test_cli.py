@@ -57,6 +57,15 @@ def _subparsers(parser: argparse.ArgumentParser):
                     yield f"{name} {inner}", deeper
 
 
+def test_a_named_command_builds_its_own_parser_alone():
+    """`charter admit` imports no other command's module; no command, or an unknown one, builds
+    them all (for the help and the error that lists the choices)."""
+    assert set(build_parser("admit")._subparsers._group_actions[0].choices) == {"check", "schema", "admit"}
+    every = {"check", "schema", "admit", "locate", "freeze", "generate", "fixtures", "mutate"}
+    assert set(build_parser()._subparsers._group_actions[0].choices) == every
+    assert set(build_parser("admti")._subparsers._group_actions[0].choices) == every
+
+
 def test_every_path_argument_refuses_an_empty_path():
     """Every argument that takes a value is a path (type path_arg), a choice, a number, or `--id`:
     a command added later cannot forget the rule."""
@@ -103,11 +112,12 @@ def test_admit_locate_and_freeze_each_have_their_own_command_module():
     from charter.cli import COMMAND_MODULES
 
     owners = {}
-    for name in COMMAND_MODULES:
+    for name in COMMAND_MODULES.values():
         sub = argparse.ArgumentParser().add_subparsers()
         importlib.import_module(name).register(sub)
         for command in sub.choices:
             owners[command] = name
+    assert owners == COMMAND_MODULES  # each module adds exactly the command it is listed under
     assert owners["admit"] == "charter.admission.commands"
     assert owners["locate"] == "charter.admission.locate_command"
     assert owners["freeze"] == "charter.freeze.commands"

@@ -56,7 +56,9 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or, given the command the user named, of that one alone (its
+    module is the only one imported: `charter admit` pays for no other command's set-up)."""
     parser = argparse.ArgumentParser(
         prog="charter",
         description="Contracts that make a model artifact fail closed.",
@@ -78,20 +80,22 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", default="schemas", type=path_arg, help="output directory (default: schemas)")
     p.set_defaults(func=cmd_schema)
 
-    for module in COMMAND_MODULES:
+    modules = [COMMAND_MODULES[command]] if command in COMMAND_MODULES else COMMAND_MODULES.values()
+    for module in modules:
         importlib.import_module(module).register(sub)
     return parser
 
 
-# Modules that add subcommands: each has `register(subparsers)` and keeps its imports lazy.
-COMMAND_MODULES = (
-    "charter.admission.commands",
-    "charter.admission.locate_command",
-    "charter.freeze.commands",
-    "charter.codegen.commands",
-    "charter.provenance.commands",
-    "charter.mutation.commands",
-)
+# The commands that modules add, by name: each module has `register(subparsers)`, which adds the
+# command of that name, and keeps its imports lazy (tests/test_cli.py checks the names).
+COMMAND_MODULES = {
+    "admit": "charter.admission.commands",
+    "locate": "charter.admission.locate_command",
+    "freeze": "charter.freeze.commands",
+    "generate": "charter.codegen.commands",
+    "fixtures": "charter.provenance.commands",
+    "mutate": "charter.mutation.commands",
+}
 
 
 class Terminated(BaseException):
@@ -103,7 +107,8 @@ def _terminate(signum, _frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         for sig in (signal.SIGTERM, signal.SIGHUP):
