@@ -7,6 +7,7 @@ every literal through charter.codegen.common.python. The template only loops and
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from charter.codegen.common.python import py_docstring
@@ -14,7 +15,7 @@ from charter.codegen.common.python import py_literal as lit
 from charter.codegen.common.stages import StageView, stage_views
 from charter.diagnostics import Location
 from charter.diagnostics import Stage as AdmissionStage
-from charter.contract.checks import Check, arguments, checks_of
+from charter.contract.checks import Check, TensorFact, arguments, checks_of
 from charter.contract.plan import ArtifactPlan
 
 
@@ -40,8 +41,8 @@ def build(plan: ArtifactPlan) -> CheckerView:
 def render_call(check: Check) -> str:
     """`ctx.method(name=literal, ...)` on one line when it fits, else one argument per line and a
     table (a tuple of rows) one row per line."""
-    args = {name: python_value(value) for name, value in arguments(check).items()}
-    line = f"ctx.{check.method}({', '.join(f'{k}={lit(v)}' for k, v in args.items())})"
+    args = arguments(check)
+    line = f"ctx.{check.method}({', '.join(f'{k}={_literal(v)}' for k, v in args.items())})"
     if len(line) <= _WIDTH:
         return line
     parts = "".join(f"    {k}={_block(v)},\n" for k, v in args.items())
@@ -53,9 +54,27 @@ _WIDTH = 116  # the line length of the project (120) less the statement indent
 
 def _block(value) -> str:
     if isinstance(value, tuple) and value and all(isinstance(r, tuple) for r in value):
-        rows = "".join(f"        {lit(r)},\n" for r in value)
+        rows = "".join(f"        {_literal(r)},\n" for r in value)
         return f"(\n{rows}    )"
-    return lit(value)
+    return _literal(value)
+
+
+def _literal(value) -> str:
+    """`lit(python_value(value))`, with each row of a tensor table written once per process."""
+    if isinstance(value, TensorFact):
+        return _tensor_row(value)
+    if type(value) is tuple and value and isinstance(value[0], TensorFact):
+        items = ", ".join(_literal(v) for v in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    return lit(python_value(value))
+
+
+@functools.lru_cache(maxsize=1 << 17)
+def _tensor_row(row: TensorFact) -> str:
+    """A tensor table grows with the model and a mutation battery renders it once per mutant, so
+    each distinct row is escaped once. Rows that are equal render alike: a row holds strings, ints
+    and a location, whose `==` is exact (no 1 == 1.0 == True, no NaN)."""
+    return lit(python_value(row))
 
 
 def python_value(value):
