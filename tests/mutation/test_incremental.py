@@ -177,7 +177,7 @@ def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, eve
     pieces = Pieces()
     for m, plan in _plans(b, every):
         text = render_checker_text(plan, "# x")
-        build._tensor_row.cache_clear()
+        build._ROWS.clear()
         assert render_checker_text(plan, "# x") == text, m.id
         whole = types.ModuleType("whole")
         exec(compile(text, "whole", "exec"), whole.__dict__)

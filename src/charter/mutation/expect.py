@@ -54,7 +54,7 @@ class _Baseline:
 
     def __init__(self, before: tuple[Check, ...]) -> None:
         self.before = before
-        self.rows: dict = {}  # TensorFact row -> its plain form
+        self.rows: dict = {}  # id(TensorFact row) -> (row, its plain form)
         self.pairs = [(c, self._fresh(c)) for c in before]
         self.keys = {c: k for c, k in self.pairs if _hashable(c)}
         self.key_set = {k for _, k in self.pairs}
@@ -64,21 +64,23 @@ class _Baseline:
         """A check equal to one of the contract's (locations included) has that check's key: the
         resolved value of a fact has the Python type of its declared type, so `==` between checks
         of one contract is `_plain` equality, NaNs aside (never equal, so keyed afresh)."""
+        if isinstance(c, checks.Tensors):  # its rows are keyed each once: no need to hash the table
+            return self._fresh(c)
         known = self.keys.get(c) if _hashable(c) else None
         return known if known is not None else self._fresh(c)
 
     def _fresh(self, c: Check) -> tuple:
-        """`_key`, but a tensor table row by row, each row once: its rows hold only strings, ints
-        and locations, so a row equal to another has the same plain form."""
+        """`_key`, but a tensor table row by row, each row object once (charter.contract.checks hands
+        out one TensorFact per resolved row)."""
         if isinstance(c, checks.Tensors):
-            return (type(c), repr((tuple(self._row(r) for r in c.rows), _plain(c.at))))
+            return (type(c), tuple(self._row(r) for r in c.rows), repr(_plain(c.at)))
         return _key(c)
 
     def _row(self, row: checks.TensorFact):
-        plain = self.rows.get(row)
-        if plain is None:
-            plain = self.rows[row] = _plain(tuple(row))
-        return plain
+        kept = self.rows.get(id(row))
+        if kept is None or kept[0] is not row:
+            kept = self.rows[id(row)] = (row, repr(_plain(tuple(row))))
+        return kept[1]
 
 
 def _hashable(c: Check) -> bool:

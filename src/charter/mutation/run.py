@@ -350,6 +350,7 @@ def _resolve(b: Battery, artifact_data: dict, model_data: dict) -> ArtifactPlan:
     if model is b.model:  # an artifact leaf changed: the model resolves as it did for the battery
         if b.model_plan is None:
             b.model_plan = resolve_model(model)
+            resolve_artifact(b.loaded, b.model_plan, memo=b.tensor_memo)  # the rows mutants splice into
         return resolve_artifact(artifact, b.model_plan, memo=b.tensor_memo)
     return resolve_artifact(artifact, resolve_model(model), memo=b.tensor_memo)
 
@@ -385,7 +386,7 @@ def _revalidated_items(original: LoadedContract, doc: Document):
     if not (isinstance(item, type) and issubclass(item, BaseModel)):
         return None
     key = changed[0]
-    kept = {id(o): v for o, v in zip(old[key], getattr(original.contract, key))}
+    kept = _validated_items(original, key)
     items, errors = [], []
     for j, d in enumerate(data[key]):
         try:
@@ -398,6 +399,18 @@ def _revalidated_items(original: LoadedContract, doc: Document):
         return type(original.contract).model_validate(original.contract.model_copy(update={key: items}))
     except ValidationError as exc:
         raise refusal(exc, doc) from None
+
+
+def _validated_items(original: LoadedContract, key: str) -> dict[int, BaseModel]:
+    """id(item of the document's list `key`) -> the model validated from it, once per contract."""
+    kept = _ITEMS.get((id(original), key))
+    if kept is None or kept[0] is not original:
+        kept = _ITEMS[(id(original), key)] = (original, {id(o): v for o, v in zip(original.doc.data[key],
+                                                                               getattr(original.contract, key))})
+    return kept[1]
+
+
+_ITEMS: dict[tuple[int, str], tuple[LoadedContract, dict]] = {}
 
 
 def _validated_where_shared(data, original, validated):

@@ -7,7 +7,6 @@ every literal through charter.codegen.common.python. The template only loops and
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 from charter.codegen.common.python import py_docstring
@@ -42,9 +41,10 @@ def render_call(check: Check) -> str:
     """`ctx.method(name=literal, ...)` on one line when it fits, else one argument per line and a
     table (a tuple of rows) one row per line."""
     args = arguments(check)
-    line = f"ctx.{check.method}({', '.join(f'{k}={_literal(v)}' for k, v in args.items())})"
-    if len(line) <= _WIDTH:
-        return line
+    if not any(isinstance(v, tuple) and len(v) > _WIDTH // 3 for v in args.values()):  # else it cannot fit
+        line = f"ctx.{check.method}({', '.join(f'{k}={_literal(v)}' for k, v in args.items())})"
+        if len(line) <= _WIDTH:
+            return line
     parts = "".join(f"    {k}={_block(v)},\n" for k, v in args.items())
     return f"ctx.{check.method}(\n{parts})"
 
@@ -69,12 +69,19 @@ def _literal(value) -> str:
     return lit(python_value(value))
 
 
-@functools.lru_cache(maxsize=1 << 17)
 def _tensor_row(row: TensorFact) -> str:
     """A tensor table grows with the model and a mutation battery renders it once per mutant, so
-    each distinct row is escaped once. Rows that are equal render alike: a row holds strings, ints
-    and a location, whose `==` is exact (no 1 == 1.0 == True, no NaN)."""
-    return lit(python_value(row))
+    each row is escaped once (charter.contract.checks hands out one TensorFact per resolved row)."""
+    kept = _ROWS.get(id(row))
+    if kept is None or kept[0] is not row:
+        if len(_ROWS) >= _MAX_KEPT:
+            _ROWS.clear()
+        kept = _ROWS[id(row)] = (row, lit(python_value(row)))
+    return kept[1]
+
+
+_ROWS: dict[int, tuple[TensorFact, str]] = {}  # id(row) -> (row, its literal): the row keeps its id
+_MAX_KEPT = 1 << 18
 
 
 def python_value(value):
