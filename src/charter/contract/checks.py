@@ -392,9 +392,24 @@ def _tokenizer(p: ArtifactPlan):
 
 def _tensors(p: ArtifactPlan):
     yield Exclude(patterns=tuple(pat for e in p.exclusions for pat in e.patterns))
-    rows = tuple(TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape, r.codec, r.location)
-                 for r in p.tensor_rows.value)
-    yield Tensors(rows=rows, at=p.tensor_rows.at)
+    yield Tensors(rows=tuple(_tensor_fact(r) for r in p.tensor_rows.value), at=p.tensor_rows.at)
+
+
+def _tensor_fact(r) -> TensorFact:
+    """One TensorFact per resolved row object: a mutation battery resolves a contract once per
+    mutant and reuses the rows a mutant did not change (charter.contract.resolve, `memo`), so each
+    row's check, and what consumers derive from it, is made once (Note [Incremental battery])."""
+    kept = _FACTS.get(id(r))
+    if kept is None or kept[0] is not r:
+        if len(_FACTS) >= _MAX_KEPT:
+            _FACTS.clear()
+        fact = TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape, r.codec, r.location)
+        kept = _FACTS[id(r)] = (r, fact)
+    return kept[1]
+
+
+_FACTS: dict[int, tuple] = {}  # id(row) -> (row, its TensorFact): the row keeps its id while kept
+_MAX_KEPT = 1 << 18
 
 
 def _codec(p: ArtifactPlan):

@@ -58,7 +58,13 @@ def contract_from_document(doc: Document) -> Contract:
     try:
         return CONTRACT_KINDS[kind].model_validate(data)
     except ValidationError as exc:
-        raise CharterError([_diagnostic(e, doc) for e in _first_per_location(exc.errors())])
+        raise refusal(exc, doc) from None
+
+
+def refusal(exc: ValidationError, doc: Document, at: tuple = ()) -> CharterError:
+    """Pydantic's errors as located diagnostics; `at`: the path of the validated part in `doc`."""
+    errors = [{**e, "loc": (*at, *e["loc"])} for e in exc.errors()]
+    return CharterError([_diagnostic(e, doc) for e in _first_per_location(errors)])
 
 
 def _first_per_location(errors: list[dict]) -> list[dict]:

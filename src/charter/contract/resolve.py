@@ -7,6 +7,8 @@ contract it can find independently (one per fact) rather than stopping at the fi
 from __future__ import annotations
 
 import hashlib
+import itertools
+import operator
 import re
 
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
@@ -172,7 +174,9 @@ def _resolve_tokenizer_facts(c: _Collector, m: ModelContract, env: dict) -> dict
 # --- artifact ---------------------------------------------------------------------------------
 
 
-def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
+def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None = None) -> ArtifactPlan:
+    """`memo`: a dict the caller keeps across resolutions of variants of one contract (the mutation
+    battery's), where each tensor row's evaluated dims and names are kept (_expand_tensors)."""
     a = loaded.contract
     assert isinstance(a, ArtifactContract)
     c = _Collector(loaded)
@@ -203,7 +207,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan) -> ArtifactPlan:
         c.error(Code.SPEC_INVALID, ("container", "header_aligned"), "header_aligned applies to safetensors only")
     if a.format == "safetensors" and (version is not None or alignment is not None):
         c.error(Code.SPEC_INVALID, ("container",), "version and alignment apply to GGUF only")
-    tensors, tensor_rows = _expand_tensors(c, a, env, model)
+    tensors, tensor_rows = _expand_tensors(c, a, env, model, memo)
     stores = tuple(_store(c, name, store, env, tensors) for name, store in a.stores.items())
     if tokenizer is not None and tokenizer.logits_tensor is not None:
         logits = next((t for t in tensors if t.name == tokenizer.logits_tensor), None)
@@ -393,57 +397,165 @@ def _check_codec_name(c: _Collector, fmt: str, codec: str, path: tuple) -> None:
     c.error(Code.SPEC_INVALID, path, f"{codec!r} is not {what}{hint}; {valid}: {', '.join(names)}")
 
 
-def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict,
-                    model: ModelPlan) -> tuple[tuple[TensorCheck, ...], tuple[TensorRow, ...]]:
+def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan,
+                    memo: dict | None = None) -> tuple[tuple[TensorCheck, ...], tuple[TensorRow, ...]]:
+    """Every tensor row, evaluated and expanded. With `memo` (Note [Incremental battery] in
+    charter.mutation.assemble), a row that resolved without error before, under the same constants,
+    is not evaluated again (its dims, counts and names depend on nothing else), and when one row
+    differs from the first list resolved, only that row is resolved and spliced in."""
+    done, placed = _row_memo(memo, env, model, a.format)
+    base = memo.get("base") if memo is not None else None
+    spliced = _splice(c, a, env, model, base, done, placed) if base is not None else None
+    if spliced is not None:
+        return spliced
     out: list[TensorCheck] = []
     rows: list[TensorRow] = []
     seen: dict[str, Location] = {}
+    errors_before = len(c.diagnostics)
     for i, t in enumerate(a.tensors):
-        path = ("tensors", i)
-        _check_codec_name(c, a.format, t.codec, path + ("codec",))
-        shape = []
-        for j, dim in enumerate(t.shape):
-            value = _int(c, dim, env, path + ("shape", j), "uint64")
-            if value == 0 and a.format == "gguf":  # safetensors allows empty tensors; ggml never has them
-                c.error(Code.EXPR_RANGE, path + ("shape", j), f"a GGUF dim must be positive, got {value}")
-            shape.append(value)
-        if any(v is None for v in shape):
+        placed_row = _place(c, a, t, i, env, model, done, placed, MAX_EXPANDED_TENSORS - len(out))
+        if placed_row is None:
             continue
-        counts = {}
-        for name, raw in (t.repeat or {}).items():
-            counts[name] = _int(c, raw, env, path + ("repeat", name), "uint32")
-        if any(v is None for v in counts.values()):
-            continue
-        if t.layer_kind is not None:
-            if len(counts) != 1:
-                c.error(Code.SPEC_INVALID, path + ("layer_kind",), "layer_kind selects the values of one placeholder")
-                continue
-            if t.layer_kind not in model.layer_kinds:
-                c.error(Code.REF_DANGLING, path + ("layer_kind",),
-                        f"model {model.id} has no layers of kind {t.layer_kind!r}")
-                continue
-            (placeholder, count), = counts.items()
-            if count != len(model.layer_kinds):
-                c.error(Code.SPEC_INVALID, path + ("repeat", placeholder),
-                        f"layer_kind tensors repeat over every layer: {len(model.layer_kinds)}, not {count}")
-                continue
-            counts = {placeholder: tuple(i for i, kind in enumerate(model.layer_kinds) if kind == t.layer_kind)}
-        total = 1
-        for v in counts.values():
-            total *= v if isinstance(v, int) else len(v)
-        if len(out) + total > MAX_EXPANDED_TENSORS:
-            c.error(Code.SPEC_INVALID, path + ("repeat",), f"expands to more than {MAX_EXPANDED_TENSORS} tensors")
+        if placed_row is _TOO_MANY:
+            c.error(Code.SPEC_INVALID, ("tensors", i, "repeat"), f"expands to more than {MAX_EXPANDED_TENSORS} tensors")
             break
-        loc = c.at(*path)
-        template = t.name if counts else braces.unescape(t.name)  # Note [Brace escapes]
-        rows.append(TensorRow(template, tuple(counts.items()), t.role, tuple(shape), t.codec, loc))
-        for name in _expand_counts(template, counts):
-            if name in seen:
-                c.error(Code.SPEC_INVALID, path + ("name",), f"tensor {name!r} is also stated at {seen[name]}")
+        row, checks = placed_row
+        rows.append(row)
+        for check in checks:
+            if check.name in seen:
+                c.error(Code.SPEC_INVALID, ("tensors", i, "name"),
+                        f"tensor {check.name!r} is also stated at {seen[check.name]}")
                 continue
-            seen[name] = loc
-            out.append(TensorCheck(name, t.role, tuple(shape), t.codec, loc))
+            seen[check.name] = check.location
+            out.append(check)
+    if memo is not None and base is None and len(c.diagnostics) == errors_before and len(rows) == len(a.tensors):
+        memo["base"] = _Base(a.tensors, tuple(out), tuple(rows))
     return tuple(out), tuple(rows)
+
+
+_TOO_MANY = object()
+
+
+def _place(c: _Collector, a: ArtifactContract, t, i: int, env: dict, model: ModelPlan, done: dict, placed: dict,
+           room: int):
+    """(row, its checks) of tensor row `i`, None when an error drops it, _TOO_MANY when it expands
+    to more names than `room`; rows without error are kept in `done` and `placed` (_row_memo)."""
+    kept = placed.get((i, id(t)))
+    if kept is not None and kept[0] is t:
+        return (kept[1], kept[2]) if len(kept[2]) <= room else _TOO_MANY
+    path = ("tensors", i)
+    parts = done.get(id(t))
+    if parts is None or parts[0] is not t:
+        errors = len(c.diagnostics)
+        resolved = _expand_row(c, a, t, path, env, model)
+        if resolved is None:
+            return None
+        parts = (t, *resolved)
+        if len(c.diagnostics) == errors:  # a row with an error is resolved again, to report it again
+            done[id(t)] = parts
+    _, template, counts, shape, total = parts
+    if total > room:
+        return _TOO_MANY
+    loc = c.at(*path)
+    row = TensorRow(template, counts, t.role, shape, t.codec, loc)
+    checks = tuple(TensorCheck(name, t.role, shape, t.codec, loc) for name in _expand_counts(template, dict(counts)))
+    if done.get(id(t)) is parts:
+        placed[(i, id(t))] = (t, row, checks)
+    return row, checks
+
+
+class _Base:
+    """The first list of tensor rows resolved without error under a memo's constants (for the
+    mutation battery, the contract's own), and where each row's checks are in it."""
+
+    def __init__(self, items, out: tuple[TensorCheck, ...], rows: tuple[TensorRow, ...]) -> None:
+        self.items = list(items)
+        self.out, self.rows = out, rows
+        self.spans: list[tuple[int, int]] = []
+        self.owner: dict[str, int] = {}
+        at = 0
+        for i, row in enumerate(rows):
+            n = len(_expand_counts(row.template, dict(row.repeat)))
+            self.spans.append((at, at + n))
+            for check in out[at:at + n]:
+                self.owner[check.name] = i
+            at += n
+
+
+def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, base: _Base, done: dict,
+            placed: dict):
+    """What the loop of _expand_tensors returns when the rows are `base`'s but one (same count, by
+    identity) that resolves without error into names no other row has; None otherwise, and then the
+    loop does it all, reporting what it finds."""
+    items = a.tensors
+    if len(items) != len(base.items):
+        return None
+    differs = list(itertools.compress(itertools.count(), map(operator.is_not, items, base.items)))
+    if len(differs) != 1:
+        return None
+    (j,) = differs
+    start, end = base.spans[j]
+    errors = len(c.diagnostics)
+    placed_row = _place(c, a, items[j], j, env, model, done, placed,
+                        MAX_EXPANDED_TENSORS - len(base.out) + (end - start))
+    if placed_row is None or placed_row is _TOO_MANY or len(c.diagnostics) != errors:
+        del c.diagnostics[errors:]  # the loop reports them, in its order
+        return None
+    row, checks = placed_row
+    names = [check.name for check in checks]
+    if len(set(names)) != len(names) or any(base.owner.get(n, j) != j for n in names):
+        return None
+    return base.out[:start] + checks + base.out[end:], base.rows[:j] + (row,) + base.rows[j + 1:]
+
+
+def _row_memo(memo: dict | None, env: dict, model: ModelPlan, fmt: str) -> dict:
+    """The rows resolved under these constants (a fresh dict when they changed, or without memo).
+    Constants compare by repr, so 1, 1.0 and True are different constants."""
+    if memo is None:
+        return {}, {}
+    key = (repr(sorted(env.items())), model.layer_kinds, fmt)
+    if memo.get("key") != key:
+        memo.clear()
+        memo["key"], memo["rows"], memo["placed"] = key, {}, {}
+    return memo["rows"], memo["placed"]
+
+
+def _expand_row(c: _Collector, a: ArtifactContract, t, path: tuple, env: dict, model: ModelPlan):
+    """(template, repeat counts, shape, how many names) of one tensor row, or None after an error
+    that drops the row (a codec name or a zero dim is reported and the row kept)."""
+    _check_codec_name(c, a.format, t.codec, path + ("codec",))
+    shape = []
+    for j, dim in enumerate(t.shape):
+        value = _int(c, dim, env, path + ("shape", j), "uint64")
+        if value == 0 and a.format == "gguf":  # safetensors allows empty tensors; ggml never has them
+            c.error(Code.EXPR_RANGE, path + ("shape", j), f"a GGUF dim must be positive, got {value}")
+        shape.append(value)
+    if any(v is None for v in shape):
+        return None
+    counts = {}
+    for name, raw in (t.repeat or {}).items():
+        counts[name] = _int(c, raw, env, path + ("repeat", name), "uint32")
+    if any(v is None for v in counts.values()):
+        return None
+    if t.layer_kind is not None:
+        if len(counts) != 1:
+            c.error(Code.SPEC_INVALID, path + ("layer_kind",), "layer_kind selects the values of one placeholder")
+            return None
+        if t.layer_kind not in model.layer_kinds:
+            c.error(Code.REF_DANGLING, path + ("layer_kind",),
+                    f"model {model.id} has no layers of kind {t.layer_kind!r}")
+            return None
+        (placeholder, count), = counts.items()
+        if count != len(model.layer_kinds):
+            c.error(Code.SPEC_INVALID, path + ("repeat", placeholder),
+                    f"layer_kind tensors repeat over every layer: {len(model.layer_kinds)}, not {count}")
+            return None
+        counts = {placeholder: tuple(i for i, kind in enumerate(model.layer_kinds) if kind == t.layer_kind)}
+    total = 1
+    for v in counts.values():
+        total *= v if isinstance(v, int) else len(v)
+    template = t.name if counts else braces.unescape(t.name)  # Note [Brace escapes]
+    return template, tuple(counts.items()), tuple(shape), total
 
 
 def _expand_counts(template: str, counts: dict) -> list[str]:

@@ -127,20 +127,27 @@ def leaves(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
         yield path, data
 
 
-def _set(data: Any, path: Path, value: Any) -> Any:
-    out = copy.deepcopy(data)
+def _copy_path(data: Any, path: Path) -> tuple[Any, Any]:
+    """(copy of `data`, the copied container that holds `path[-1]`): only the containers on the
+    way to the leaf are copied, every other subtree is shared with `data`. A deep copy of the whole
+    document per mutant made a battery quadratic in the contract's size (issue 14); sharing is safe
+    because nothing downstream writes to a contract's data (tests/mutation/test_contract_ops.py)."""
+    out = copy.copy(data)
     node = out
     for part in path[:-1]:
+        node[part] = copy.copy(node[part])
         node = node[part]
+    return out, node
+
+
+def _set(data: Any, path: Path, value: Any) -> Any:
+    out, node = _copy_path(data, path)
     node[path[-1]] = value
     return out
 
 
 def _rename_key(data: Any, path: Path, new: str) -> Any:
-    out = copy.deepcopy(data)
-    node = out
-    for part in path[:-1]:
-        node = node[part]
+    out, node = _copy_path(data, path)
     items = [(new if k == path[-1] else k, v) for k, v in node.items()]
     node.clear()
     node.update(items)
@@ -148,19 +155,13 @@ def _rename_key(data: Any, path: Path, new: str) -> Any:
 
 
 def _drop(data: Any, path: Path) -> Any:
-    out = copy.deepcopy(data)
-    node = out
-    for part in path[:-1]:
-        node = node[part]
+    out, node = _copy_path(data, path)
     del node[path[-1]]
     return out
 
 
 def _duplicate(data: Any, path: Path) -> Any:
-    out = copy.deepcopy(data)
-    node = out
-    for part in path[:-1]:
-        node = node[part]
+    out, node = _copy_path(data, path)
     node.insert(path[-1] + 1, copy.deepcopy(node[path[-1]]))
     return out
 

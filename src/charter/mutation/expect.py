@@ -49,20 +49,71 @@ def _key(c: Check) -> tuple:
     return (type(c), repr(tuple(_plain(getattr(c, f.name)) for f in fields(c))))
 
 
+class _Baseline:
+    """The unchanged contract's checks, keyed once per battery rather than once per mutant."""
+
+    def __init__(self, before: tuple[Check, ...]) -> None:
+        self.before = before
+        self.rows: dict = {}  # id(TensorFact row) -> (row, its plain form)
+        self.pairs = [(c, self._fresh(c)) for c in before]
+        self.keys = {c: k for c, k in self.pairs if _hashable(c)}
+        self.key_set = {k for _, k in self.pairs}
+        self.previous = {(type(c), _store_name(c)): c for c in before}
+
+    def key(self, c: Check) -> tuple:
+        """A check equal to one of the contract's (locations included) has that check's key: the
+        resolved value of a fact has the Python type of its declared type, so `==` between checks
+        of one contract is `_plain` equality, NaNs aside (never equal, so keyed afresh)."""
+        if isinstance(c, checks.Tensors):  # its rows are keyed each once: no need to hash the table
+            return self._fresh(c)
+        known = self.keys.get(c) if _hashable(c) else None
+        return known if known is not None else self._fresh(c)
+
+    def _fresh(self, c: Check) -> tuple:
+        """`_key`, but a tensor table row by row, each row object once (charter.contract.checks hands
+        out one TensorFact per resolved row)."""
+        if isinstance(c, checks.Tensors):
+            return (type(c), tuple(self._row(r) for r in c.rows), repr(_plain(c.at)))
+        return _key(c)
+
+    def _row(self, row: checks.TensorFact):
+        kept = self.rows.get(id(row))
+        if kept is None or kept[0] is not row:
+            kept = self.rows[id(row)] = (row, repr(_plain(tuple(row))))
+        return kept[1]
+
+
+def _hashable(c: Check) -> bool:
+    try:
+        hash(c)
+    except TypeError:
+        return False
+    return True
+
+
+_LAST: list[_Baseline] = []
+
+
+def _baseline(before) -> _Baseline:
+    if not _LAST or _LAST[0].before is not before:
+        _LAST[:] = [_Baseline(tuple(before) if not isinstance(before, tuple) else before)]
+    return _LAST[0]
+
+
 def predict(before: list[Check], after: list[Check], view: ArtifactView, require_status: str | None,
             beside: Path | None = None) -> Prediction:
     """Changed checks are those of `after` that `before` does not have (order-insensitive, so
     dropping one check does not make every later one look changed), plus checks `before` had that
     are gone (they enforced the leaf; losing one relaxes the checker). `beside`: the artifact's
     folder, where a contract's companion config is read."""
-    old = {_key(c) for c in before}
-    new = {_key(c) for c in after}
-    added = [c for c in after if _key(c) not in old]
-    removed = [c for c in before if _key(c) not in new]
+    base = _baseline(before)
+    after_keys = [base.key(c) for c in after]
+    new = set(after_keys)
+    added = [c for c, k in zip(after, after_keys) if k not in base.key_set]
+    removed = [c for c, k in base.pairs if k not in new]
     excluded = next((c.patterns for c in after if isinstance(c, checks.Exclude)), ())
-    previous = {(type(c), _store_name(c)): c for c in before}
     for c in added:
-        expect = _evaluate(c, view, require_status, excluded, previous.get((type(c), _store_name(c))), beside)
+        expect = _evaluate(c, view, require_status, excluded, base.previous.get((type(c), _store_name(c))), beside)
         if expect is not None:
             return Prediction(tuple(added + removed), expect)
     return Prediction(tuple(added + removed), None)

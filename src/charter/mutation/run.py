@@ -13,7 +13,9 @@ library (`prepare_cpp`, charter.engines.library).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import multiprocessing
 import os
 import sys
@@ -22,7 +24,9 @@ import types
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import assert_never
+from typing import assert_never, get_args, get_origin
+
+from pydantic import BaseModel, ValidationError
 
 from charter import engines
 from charter.admission.report import AdmissionReport
@@ -31,13 +35,14 @@ from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops
+from charter.mutation.assemble import Pieces
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
 from charter.contract import checks
 from charter.contract.checks import Check, checks_of
 from charter.contract.contractset import ContractSet
-from charter.contract.load import LoadedContract, contract_from_document
-from charter.contract.plan import ArtifactPlan, value_of
+from charter.contract.load import LoadedContract, contract_from_document, refusal
+from charter.contract.plan import ArtifactPlan, ModelPlan, value_of
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.contract.yamlload import Document
 
@@ -58,6 +63,9 @@ class Battery:
     cpp_key: str = ""  # the unchanged contract's C++ checker: its contract id in charter._native, or a library key
     cpp_keys: frozenset[str] = frozenset()  # keys of the contract mutants' C++ checkers (prepare_cpp)
     companions: dict[str, bytes | str] = dataclasses.field(default_factory=dict)  # file name -> as read, once
+    model_plan: ModelPlan | None = None  # the model resolved once, for every mutant of an artifact leaf
+    tensor_memo: dict = dataclasses.field(default_factory=dict)  # resolved tensor rows (resolve_artifact)
+    pieces: Pieces = dataclasses.field(default_factory=Pieces)  # compiled checker pieces (assemble)
 
     @property
     def require_status(self) -> str:
@@ -96,10 +104,15 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw)
 
 
-def checker_module(plan: ArtifactPlan) -> types.ModuleType:
-    """The generated checker of `plan`, rendered and executed in memory (never written to disk)."""
+def checker_module(plan: ArtifactPlan, pieces: Pieces | None = None) -> types.ModuleType:
+    """The generated checker of `plan`, rendered and executed in memory (never written to disk);
+    with `pieces`, what it shares with checkers executed before is not compiled again (Note
+    [Incremental battery] in charter.mutation.assemble)."""
     text = render_checker_text(plan, f"# in-memory checker for {plan.id}")
-    module = types.ModuleType(f"charter_battery_{plan.id.replace('-', '_').replace('.', '_')}")
+    name = f"charter_battery_{plan.id.replace('-', '_').replace('.', '_')}"
+    if pieces is not None:
+        return pieces.module(text, name)
+    module = types.ModuleType(name)
     exec(compile(text, module.__name__, "exec"), module.__dict__)
     return module
 
@@ -245,7 +258,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         return Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf")
     expect = prediction.expect
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
-    checker = checker_module(plan)
+    checker = checker_module(plan, b.pieces)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
                         verify_payload=expect is not None and expect.stage is Stage.PAYLOAD)
     said = _cpp_contract_disagreement(b, plan, report) if b.engines == "both" else None
@@ -336,12 +349,95 @@ def _resolve(b: Battery, artifact_data: dict, model_data: dict) -> ArtifactPlan:
         from charter.diagnostics import Code, Diagnostic
 
         raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {artifact.contract.model!r}")])
-    return resolve_artifact(artifact, resolve_model(model))
+    if model is b.model:  # an artifact leaf changed: the model resolves as it did for the battery
+        if b.model_plan is None:
+            b.model_plan = resolve_model(model)
+            resolve_artifact(b.loaded, b.model_plan, memo=b.tensor_memo)  # the rows mutants splice into
+        return resolve_artifact(artifact, b.model_plan, memo=b.tensor_memo)
+    return resolve_artifact(artifact, resolve_model(model), memo=b.tensor_memo)
 
 
 def _reload(original: LoadedContract, data: dict) -> LoadedContract:
+    """The contract of a mutant's document. Its data shares every subtree but the changed path with
+    the original (charter.mutation.contract_ops), so the original's validated models stand in for
+    the shared subtrees and Pydantic validates only what changed (Note [Incremental battery])."""
+    if data is original.doc.data:
+        return original
     doc = Document(data, original.doc.locations, original.doc.source, original.doc.file)
-    return LoadedContract(contract_from_document(doc), doc, original.path)
+    contract = _revalidated_items(original, doc)
+    if contract is None:
+        shared = _validated_where_shared(data, original.doc.data, original.contract)
+        contract = contract_from_document(dataclasses.replace(doc, data=shared))
+    return LoadedContract(contract, doc, original.path)
+
+
+def _revalidated_items(original: LoadedContract, doc: Document):
+    """The contract when only items of one top-level list of models changed (a tensor row, an
+    exclusion): the new items are validated alone, the others are the original's, and the contract's
+    own validators run over the result; a refusal is what validating the whole document says
+    (each item's errors at its path). None when anything else changed (Note [Incremental battery])."""
+    old, data = original.doc.data, doc.data
+    if not isinstance(data, dict) or data.keys() != old.keys():
+        return None
+    changed = [k for k in data if data[k] is not old[k]]
+    field = type(original.contract).model_fields.get(changed[0]) if len(changed) == 1 else None
+    if field is None or field.metadata or field.alias or get_origin(field.annotation) is not list \
+            or not isinstance(data[changed[0]], list):
+        return None
+    (item,) = get_args(field.annotation)
+    if not (isinstance(item, type) and issubclass(item, BaseModel)):
+        return None
+    key = changed[0]
+    kept = _validated_items(original, key)
+    items, errors = [], []
+    for j, d in enumerate(data[key]):
+        try:
+            items.append(kept[id(d)] if id(d) in kept else item.model_validate(d))
+        except ValidationError as exc:
+            errors.extend(refusal(exc, doc, (key, j)).diagnostics)
+    if errors:
+        raise CharterError(errors)
+    try:
+        return type(original.contract).model_validate(original.contract.model_copy(update={key: items}))
+    except ValidationError as exc:
+        raise refusal(exc, doc) from None
+
+
+def _validated_items(original: LoadedContract, key: str) -> dict[int, BaseModel]:
+    """id(item of the document's list `key`) -> the model validated from it, once per contract."""
+    kept = _ITEMS.get((id(original), key))
+    if kept is None or kept[0] is not original:
+        kept = _ITEMS[(id(original), key)] = (original, {id(o): v for o, v in zip(original.doc.data[key],
+                                                                               getattr(original.contract, key))})
+    return kept[1]
+
+
+_ITEMS: dict[tuple[int, str], tuple[LoadedContract, dict]] = {}
+
+
+def _validated_where_shared(data, original, validated):
+    """`data` with each subtree it shares (by identity) with `original` replaced by the model that
+    validating `original` built for it. A model instance validates as itself (Pydantic's
+    revalidate_instances="never"), and validating the same data again would build an equal model, so
+    the contract is the one a full validation builds; model validators of every enclosing model run."""
+    if isinstance(validated, BaseModel):
+        if data is original:
+            return validated
+        if not (isinstance(data, dict) and isinstance(original, dict)):
+            return data
+        names = {f.alias or name: name for name, f in type(validated).model_fields.items()}
+        return {k: _validated_where_shared(v, original.get(k), getattr(validated, names[k]))
+                if k in names and k in original else v for k, v in data.items()}
+    if isinstance(validated, (list, tuple)) and isinstance(data, list) and isinstance(original, list) \
+            and len(validated) == len(original):
+        by_id = {id(o): v for o, v in zip(original, validated) if isinstance(v, BaseModel)}
+        return [by_id[id(d)] if id(d) in by_id else
+                _validated_where_shared(d, original[j], validated[j]) if j < len(original) else d
+                for j, d in enumerate(data)]
+    if isinstance(validated, dict) and isinstance(data, dict) and isinstance(original, dict):
+        return {k: _validated_where_shared(v, original[k], validated[k]) if k in original and k in validated else v
+                for k, v in data.items()}
+    return data
 
 
 # --- running many ------------------------------------------------------------------------------
@@ -376,6 +472,27 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
     global _BATTERY, _MUTANTS
     _BATTERY, _MUTANTS = b, mutants
     results: list[Outcome | None] = [None] * len(mutants)
+    with _frozen_heap():
+        _run(mutants, jobs, progress, results)
+    return results  # type: ignore[return-value]
+
+
+@contextlib.contextmanager
+def _frozen_heap():
+    """The battery (the parsed artifact, its header's strings, the contract, the mutants) lives
+    for the whole run: out of the collector's sight, a full collection no longer walks it after
+    every few thousand allocations, which cost each mutant time in proportion to the artifact's
+    and the contract's size (gc.freeze; forked workers share the frozen pages untouched)."""
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+
+
+def _run(mutants: list[Mutant], jobs: int, progress, results: list) -> None:
+    b = _BATTERY
     if jobs <= 1:
         for i in range(len(mutants)):
             results[i] = _picklable(run_mutant(b, mutants[i]))
@@ -388,7 +505,6 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
                 results[i] = outcome
                 if progress:
                     progress(done, len(mutants), outcome)
-    return results  # type: ignore[return-value]
 
 
 def stderr_progress(start: float | None = None) -> Callable[[int, int, Outcome], None]:

@@ -14,7 +14,7 @@ from charter.codegen.common.python import py_literal as lit
 from charter.codegen.common.stages import StageView, stage_views
 from charter.diagnostics import Location
 from charter.diagnostics import Stage as AdmissionStage
-from charter.contract.checks import Check, arguments, checks_of
+from charter.contract.checks import Check, TensorFact, arguments, checks_of
 from charter.contract.plan import ArtifactPlan
 
 
@@ -42,10 +42,11 @@ def build(plan: ArtifactPlan) -> CheckerView:
 def render_call(check: Check) -> str:
     """`ctx.method(name=literal, ...)` on one line when it fits, else one argument per line and a
     table (a tuple of rows) one row per line."""
-    args = {name: python_value(value) for name, value in arguments(check).items()}
-    line = f"ctx.{check.method}({', '.join(f'{k}={lit(v)}' for k, v in args.items())})"
-    if len(line) <= _WIDTH:
-        return line
+    args = arguments(check)
+    if not any(isinstance(v, tuple) and len(v) > _WIDTH // 3 for v in args.values()):  # else it cannot fit
+        line = f"ctx.{check.method}({', '.join(f'{k}={_literal(v)}' for k, v in args.items())})"
+        if len(line) <= _WIDTH:
+            return line
     parts = "".join(f"    {k}={_block(v)},\n" for k, v in args.items())
     return f"ctx.{check.method}(\n{parts})"
 
@@ -55,9 +56,34 @@ _WIDTH = 116  # the line length of the project (120) less the statement indent
 
 def _block(value) -> str:
     if isinstance(value, tuple) and value and all(isinstance(r, tuple) for r in value):
-        rows = "".join(f"        {lit(r)},\n" for r in value)
+        rows = "".join(f"        {_literal(r)},\n" for r in value)
         return f"(\n{rows}    )"
-    return lit(value)
+    return _literal(value)
+
+
+def _literal(value) -> str:
+    """`lit(python_value(value))`, with each row of a tensor table written once per process."""
+    if isinstance(value, TensorFact):
+        return _tensor_row(value)
+    if type(value) is tuple and value and isinstance(value[0], TensorFact):
+        items = ", ".join(_literal(v) for v in value)
+        return f"({items},)" if len(value) == 1 else f"({items})"
+    return lit(python_value(value))
+
+
+def _tensor_row(row: TensorFact) -> str:
+    """A tensor table grows with the model and a mutation battery renders it once per mutant, so
+    each row is escaped once (charter.contract.checks hands out one TensorFact per resolved row)."""
+    kept = _ROWS.get(id(row))
+    if kept is None or kept[0] is not row:
+        if len(_ROWS) >= _MAX_KEPT:
+            _ROWS.clear()
+        kept = _ROWS[id(row)] = (row, lit(python_value(row)))
+    return kept[1]
+
+
+_ROWS: dict[int, tuple[TensorFact, str]] = {}  # id(row) -> (row, its literal): the row keeps its id
+_MAX_KEPT = 1 << 18
 
 
 def python_value(value):

@@ -1,0 +1,200 @@
+"""Note [Incremental battery]: each step of a contract mutant does only what the changed leaf changes,
+and gets what the whole pipeline gets: the same contract, plan, prediction, checker text and checker."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import types
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from charter.admission.runtime import admit_view
+from charter.codegen.driver import render_checker_text
+from charter.codegen.python import build
+from charter.contract.checks import checks_of
+from charter.contract.contractset import load_set
+from charter.contract.load import contract_from_document
+from charter.contract.resolve import resolve_artifact, resolve_model
+from charter.diagnostics import CharterError, Code, Diagnostic
+from charter.mutation import expect, run as run_module
+from charter.mutation.assemble import Pieces
+from charter.mutation.run import all_mutants, load_battery
+from tests.conftest import ROOT
+from tests.frozen import freeze
+
+SMOLLM2 = ROOT / "specs" / "artifacts" / "smollm2-135m-instruct-q4_1.yaml"
+
+
+def _write_gguf(path: Path) -> Path:
+    """Tensors listed one by one (no layer index) and a folded `blk.{i}` pair, as frozen contracts have."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "llama")
+    w.add_block_count(2)
+    w.add_embedding_length(8)
+    w.add_layer_norm_rms_eps(1e-5)
+    for k in range(6):
+        w.add_tensor(f"w{k:05d}.weight", np.full((2 + k % 3, 4), k, np.float32))
+    for i in range(2):
+        w.add_tensor(f"blk.{i}.attn_norm.weight", np.ones(8, np.float32))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def frozen_battery(tmp_path_factory):
+    root = tmp_path_factory.mktemp("incremental")
+    artifact = _write_gguf(root / "t.gguf")
+    spec = freeze(artifact, root / "specs", "incremental")
+    cs = load_set([spec], [spec.parents[1]])
+    assert cs.ok, cs.diagnostics
+    return load_battery(cs, "incremental", artifact)
+
+
+@pytest.fixture(scope="module")
+def smollm2_battery(smollm2_path):
+    cs = load_set([SMOLLM2], [ROOT / "specs"])
+    assert cs.ok, cs.diagnostics
+    return load_battery(cs, "smollm2-135m-instruct-q4_1", smollm2_path)
+
+
+def _contract_mutants(b, every: int = 1):
+    return [m for m in all_mutants(b, "contract") if m.make is not None][::every]
+
+
+def _full(b, artifact_data: dict, model_data: dict):
+    """The whole pipeline, as the battery ran it before Note [Incremental battery]."""
+    def reload(original, data):
+        doc = dataclasses.replace(original.doc, data=copy.deepcopy(data))
+        return run_module.LoadedContract(contract_from_document(doc), doc, original.path)
+
+    artifact, model = reload(b.loaded, artifact_data), reload(b.model, model_data)
+    if artifact.contract.model != model.id:
+        raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {artifact.contract.model!r}")])
+    return resolve_artifact(artifact, resolve_model(model))
+
+
+def test_a_mutant_copies_only_the_path_to_its_leaf(frozen_battery):
+    """A deep copy of the whole document per mutant made batteries quadratic (issue 14)."""
+    b = frozen_battery
+    original = b.loaded.doc.data
+    snapshot = copy.deepcopy(original)
+    m = next(m for m in all_mutants(b, "contract") if m.leaf == ("tensors", 0, "shape", 0) and m.operator == "+1")
+    artifact_data, model_data = m.make()
+    assert artifact_data["tensors"][0]["shape"][0] == original["tensors"][0]["shape"][0] + 1
+    assert artifact_data["tensors"][1] is original["tensors"][1]
+    assert artifact_data["metadata"] is original["metadata"] and model_data is b.model.doc.data
+    for m in all_mutants(b, "contract"):
+        if m.make is not None:
+            m.make()
+    assert original == snapshot  # no mutant wrote to the contract's own data
+
+
+def test_a_mutant_contract_shares_the_unchanged_rows(frozen_battery):
+    b = frozen_battery
+    m = next(m for m in all_mutants(b, "contract") if m.leaf == ("tensors", 2, "name") and m.operator == "case")
+    contract = run_module._reload(b.loaded, m.make()[0]).contract
+    assert contract.tensors[2].name != b.loaded.contract.tensors[2].name
+    assert contract.tensors[1] is b.loaded.contract.tensors[1]
+
+
+@pytest.mark.parametrize("which, every", [("frozen_battery", 1), ("smollm2_battery", 3)])
+def test_mutant_plans_and_refusals_are_the_whole_pipelines(request, which, every):
+    b = request.getfixturevalue(which)
+    for m in _contract_mutants(b, every):
+        made = m.make()
+        try:
+            want = _full(b, *made)
+        except CharterError as exc:
+            with pytest.raises(CharterError) as got:
+                run_module._resolve(b, *made)
+            assert [d.render() for d in got.value.diagnostics] == [d.render() for d in exc.diagnostics], m.id
+            continue
+        assert run_module._resolve(b, *made) == want, m.id
+
+
+def _reference_prediction(before, after, view, status, beside):
+    """expect.predict as it was, keying every check of both sides for every mutant."""
+    old = {expect._key(c) for c in before}
+    new = {expect._key(c) for c in after}
+    added = [c for c in after if expect._key(c) not in old]
+    removed = [c for c in before if expect._key(c) not in new]
+    excluded = next((c.patterns for c in after if type(c).__name__ == "Exclude"), ())
+    previous = {(type(c), expect._store_name(c)): c for c in before}
+    for c in added:
+        e = expect._evaluate(c, view, status, excluded, previous.get((type(c), expect._store_name(c))), beside)
+        if e is not None:
+            return expect.Prediction(tuple(added + removed), e)
+    return expect.Prediction(tuple(added + removed), None)
+
+
+def _plans(b, every: int = 1):
+    for m in _contract_mutants(b, every):
+        try:
+            yield m, run_module._resolve(b, *m.make())
+        except CharterError:
+            continue
+
+
+@pytest.mark.parametrize("which, every", [("frozen_battery", 1), ("smollm2_battery", 3)])
+def test_predictions_are_the_whole_comparisons(request, which, every):
+    b = request.getfixturevalue(which)
+    for m, plan in _plans(b, every):
+        after = checks_of(plan)
+        args = (b.view, b.require_status, b.artifact_path.parent)
+        assert expect.predict(b.checks, after, *args) == _reference_prediction(b.checks, after, *args), m.id
+
+
+class _Recorder:
+    """A Context that records every call a checker makes, and raises nothing."""
+
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def __getattr__(self, method):
+        return lambda **kwargs: self.calls.append((method, kwargs))
+
+
+def _calls(module: types.ModuleType) -> list:
+    ctx = _Recorder()
+    for _, function in module.STAGES:
+        function(ctx)
+    return [tuple(module.STAGES)[i][0] for i in range(len(module.STAGES))], ctx.calls
+
+
+@pytest.mark.parametrize("which, every", [("frozen_battery", 1), ("smollm2_battery", 5)])
+def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, every):
+    """The rendered text equals a render with no row escaped before; executed piece by piece, it
+    makes the calls, with equal arguments, that the whole text compiled at once makes, and admits or
+    rejects the artifact alike."""
+    b = request.getfixturevalue(which)
+    pieces = Pieces()
+    for m, plan in _plans(b, every):
+        text = render_checker_text(plan, "# x")
+        build._ROWS.clear()
+        assert render_checker_text(plan, "# x") == text, m.id
+        whole = types.ModuleType("whole")
+        exec(compile(text, "whole", "exec"), whole.__dict__)
+        pieced = pieces.module(text, "pieced")
+        assert _calls(pieced) == _calls(whole), m.id
+        reports = [admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status).to_json()
+                   for checker in (whole, pieced)]
+        assert reports[0] == reports[1], m.id
+    if which == "frozen_battery":  # every tensor row mutant shares one compiled tensors stage
+        assert sum(text.startswith("def check_tensors") for text in pieces.code) == 1
+
+
+def test_table_rows_are_values_bound_to_the_function_that_reads_them():
+    text = (
+        "X = 1\n\n\ndef check_a(ctx):\n    ctx.t(\n        rows=(\n            ('a', 1),\n            ('b', (2,)),\n"
+        "        ),\n        at='f:1:1',\n    )\n\n\ndef check_b(ctx):\n    ctx.t(\n        rows=(\n"
+        "            ('c', float('inf')),\n        ),\n        at='f:2:1',\n    )\n\n\nSTAGES = (('a', check_a), ('b', check_b))\n")
+    module = Pieces().module(text, "m")
+    assert _calls(module) == (["a", "b"], [("t", {"rows": (("a", 1), ("b", (2,))), "at": "f:1:1"}),
+                                           ("t", {"rows": (("c", float("inf")),), "at": "f:2:1"})])
