@@ -140,7 +140,7 @@ _data = st.recursive(_scalars, lambda inner: st.one_of(st.lists(inner, max_size=
                                                                        max_size=4)), max_leaves=16)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.dictionaries(st.text(min_size=1, max_size=8), _data, min_size=1, max_size=4),
        st.sampled_from([None, True, False]), st.sampled_from([None, "'", '"', "|"]), st.integers(2, 6),
        st.sampled_from([20, 80]))
