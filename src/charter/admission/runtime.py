@@ -73,12 +73,14 @@ def _same_bits(ctype: str, a: float, b: float) -> bool:
 class Context:
     """The artifact under admission plus the caller's options; every check is a method."""
 
-    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None) -> None:
+    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
+                 payload_reader=None) -> None:
         self.view = view
         self.path = path
         self.require_status = require_status
         self._excluded: tuple[str, ...] = ()
         self._reader = reader  # (offset, length) -> bytes; default: the file at `path`
+        self._payload_reader = payload_reader  # the same, for the whole file the payload stage streams
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes of the artifact outside the header (store manifests); a short read is a rejection."""
@@ -447,7 +449,7 @@ class Context:
         checked = self._value_rules(tuple(values))
         zero = padding == "zero"
         whole = hashlib.sha256()
-        with open(self.path, "rb") as f:
+        with open(self.path, "rb") if self._payload_reader is None else _ReaderFile(self._payload_reader) as f:
             pos = self._stream(f, whole, 0, v.header_end)
             pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
             for t in sorted(v.tensors, key=lambda t: t.start):
@@ -496,6 +498,29 @@ class Context:
                           0, "nonzero", bad)
             pos += len(chunk)
         return pos
+
+
+class _ReaderFile:
+    """A reader `(offset, length) -> bytes` as the file object the payload stage streams (the
+    mutation battery's overlay of a mutant's patched bytes)."""
+
+    def __init__(self, read) -> None:
+        self._read = read
+        self._pos = 0
+
+    def __enter__(self) -> "_ReaderFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def seek(self, pos: int) -> None:
+        self._pos = pos
+
+    def read(self, length: int) -> bytes:
+        data = self._read(self._pos, length)
+        self._pos += len(data)
+        return data
 
 
 def describe_value(bad) -> str:
@@ -593,11 +618,11 @@ def _report(path: str, checker) -> AdmissionReport:
 
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
-               require_status: str | None = None, reader=None) -> AdmissionReport:
+               require_status: str | None = None, reader=None, payload_reader=None) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
-    and, unless `reader` is given, store manifests)."""
+    and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload)."""
     report = _report(path, checker)
-    ctx = Context(view, path, require_status, reader)
+    ctx = Context(view, path, require_status, reader, payload_reader)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")
