@@ -138,3 +138,46 @@ def test_nvfp4_has_no_bad_encoding(payload):
     blocks = _blocks(payload, "NVFP4", 256)
     blocks[:, :4] = 0xFF  # the largest ue4m3 byte in every scale
     assert not _dequantized_bad(blocks.reshape(-1), "NVFP4").any()
+
+
+@pytest.mark.parametrize("codec", (*CODECS, "F64"))
+def test_cpp_scanner_agrees_with_numpy(native, payload, codec):
+    """The C++ engine's scanner (charter/values.hpp) and the numpy one find the same first bad value,
+    block, field and bits, in every block of injected real-format blocks, and none in clean ones."""
+    rng = np.random.default_rng(7)
+    if codec == "F64":  # gguf-py has no F64: real F32 weights widened
+        clean = _weights(payload, 4096).astype("<f8").view(np.uint8).reshape(-1, 8)
+    else:
+        n_blocks = 4096 if GGML_TYPES_BY_NAME[codec].block_size == 1 else 512
+        clean = _blocks(payload, codec, n_blocks - n_blocks % max(1, 256 // GGML_TYPES_BY_NAME[codec].block_size))
+    fields = GGML_VALUE_FIELDS[codec]
+    table = tuple((f.offset, f.kind) for f in fields)
+    rule = _rule(codec)
+    assert native.first_bad_value(clean.tobytes(), clean.shape[1], table) is None
+    bad = _inject(clean, codec, rng) if codec != "F64" else clean.copy()
+    if codec == "F64":
+        bad[rng.choice(len(bad), 40, replace=False), 7] |= 0x7F
+        bad[:, 6] |= np.where(bad[:, 7] & 0x7F == 0x7F, 0xF0, 0).astype(np.uint8)
+    data = bad.tobytes()
+    while True:
+        ours = rule.first_bad(data, 0)
+        hit = native.first_bad_value(data, clean.shape[1], table)
+        if ours is None:
+            assert hit is None
+            break
+        assert hit == (ours.index, fields.index(ours.field), ours.raw)
+        data = data[(ours.index + 1) * clean.shape[1]:]  # and the next one, to the end
+
+
+def test_cpp_scanner_finds_nothing_in_real_tensors(native, payload):
+    for name, (codec, raw) in payload.items():
+        fields = GGML_VALUE_FIELDS[codec]
+        assert native.first_bad_value(raw, GGML_TYPES_BY_NAME[codec].block_bytes,
+                                      tuple((f.offset, f.kind) for f in fields)) is None, name
+
+
+def test_cpp_scanner_refuses_a_field_outside_its_block(native):
+    with pytest.raises(ValueError, match="outside its block"):
+        native.first_bad_value(b"\0" * 40, 20, ((19, "f16"),))
+    with pytest.raises(ValueError, match="unknown value kind"):
+        native.first_bad_value(b"\0" * 40, 20, ((0, "f8"),))

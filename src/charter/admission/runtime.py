@@ -74,13 +74,14 @@ class Context:
     """The artifact under admission plus the caller's options; every check is a method."""
 
     def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
-                 payload_reader=None) -> None:
+                 payload_reader=None, native_values: bool = False) -> None:
         self.view = view
         self.path = path
         self.require_status = require_status
         self._excluded: tuple[str, ...] = ()
         self._reader = reader  # (offset, length) -> bytes; default: the file at `path`
         self._payload_reader = payload_reader  # the same, for the whole file the payload stage streams
+        self._native_values = native_values  # value rules scanned by charter._native (the C++ engine)
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes of the artifact outside the header (store manifests); a short read is a rejection."""
@@ -448,7 +449,7 @@ class Context:
         wanted = {name: (sha, where) for name, sha, where in tensors}
         checked = self._value_rules(tuple(values))
         zero = padding == "zero"
-        whole = hashlib.sha256()
+        whole = hashlib.sha256() if file_sha256 is not None else None  # no digest pinned: nothing to hash
         with open(self.path, "rb") if self._payload_reader is None else _ReaderFile(self._payload_reader) as f:
             pos = self._stream(f, whole, 0, v.header_end)
             pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
@@ -471,10 +472,11 @@ class Context:
             return {}
         from charter.admission.values import tensor_rules
 
-        return tensor_rules(self.view.tensors, rules, self.view.format, _block_bytes(self.view.format))
+        return tensor_rules(self.view.tensors, rules, self.view.format, _block_bytes(self.view.format),
+                            self._native_values)
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None) -> int:
-        """Hash [start, end) into `whole` (and `also`); with `zero_at`, every byte must be zero; with
+        """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
         `values` (the tensor's value rule, the range its extent), every block's values are finite."""
         f.seek(start)
         pos = start
@@ -489,7 +491,8 @@ class Context:
                     offset = start + bad.index * values.block_bytes + bad.field.offset
                     self.fail(Code.PAYLOAD_VALUE, values.field_path(bad), values.message(bad, offset), values.at,
                               "finite", describe_value(bad), offset)
-            whole.update(chunk)
+            if whole is not None:
+                whole.update(chunk)
             if also is not None:
                 also.update(chunk)
             if zero_at is not None and chunk.count(0) != len(chunk):

@@ -2,6 +2,8 @@
 
 ggml's verdict (Note [Value rules] in charter.formats.values), vectorized with numpy: each value
 field of a codec is one strided view over the chunk's blocks, tested on its exponent bits. The
+C++ engine scans the same blocks with charter/values.hpp (charter._native.first_bad_value), the
+same field table passed in; tests/values checks the two agree block for block. The
 payload stage reads every tensor in chunks of whole blocks (`chunk_bytes`), so no block straddles
 two chunks and memory stays bounded by one chunk. numpy is imported here, never by the header-only
 admission path: charter.admission.runtime imports this module only when a policy checks values.
@@ -34,13 +36,16 @@ _EXPONENT = {"f16": 0x7C00, "iq1m": 0x7C00, "bf16": 0x7F80, "f32": 0x7F800000, "
 class TensorValues:
     """The value rule of one tensor: which fields of its blocks must be finite."""
 
-    def __init__(self, name: str, codec: str, fields: tuple[ValueField, ...], block_bytes: int, at: str | None):
+    def __init__(self, name: str, codec: str, fields: tuple[ValueField, ...], block_bytes: int, at: str | None,
+                 native=None):
         self.name = name
         self.codec = codec
         self.fields = fields
         self.block_bytes = block_bytes
         self.at = at
         self.element = len(fields) == 1 and fields[0].name == "value"  # a float tensor: blocks are elements
+        self._native = native  # charter._native.first_bad_value (the C++ engine), or None: numpy
+        self._table = tuple((f.offset, f.kind) for f in fields)
 
     def chunk_bytes(self, chunk: int) -> int:
         """The largest multiple of the block size that fits a chunk (at least one block)."""
@@ -48,6 +53,9 @@ class TensorValues:
 
     def first_bad(self, data: bytes, first_block: int) -> BadValue | None:
         """The first bad value among the whole blocks of `data`, whose first block is `first_block`."""
+        if self._native is not None:
+            hit = self._native(data, self.block_bytes, self._table)
+            return None if hit is None else BadValue(first_block + hit[0], self.fields[hit[1]], hit[2])
         found: BadValue | None = None
         for f, bits, bad in self._fields(data):
             if not bad.any():
@@ -92,14 +100,20 @@ def _field_bits(data: bytes, n: int, f: ValueField, block_bytes: int) -> np.ndar
     return np.ndarray((n,), _DTYPES[KIND_BYTES[f.kind]], data, f.offset, (block_bytes,))
 
 
-def tensor_rules(tensors, rules, fmt: str, block_bytes) -> dict[str, TensorValues]:
+def tensor_rules(tensors, rules, fmt: str, block_bytes, native: bool = False) -> dict[str, TensorValues]:
     """The tensors whose values the policy checks, by name: the first rule matching a name decides
-    (rows of charter.contract.plan.ValueRule, as generated checkers pass them)."""
+    (rows of charter.contract.plan.ValueRule, as generated checkers pass them). `native`: the
+    blocks are scanned by the C++ runtime (charter/values.hpp), as the C++ engine does."""
     fields = VALUE_FIELDS[fmt]
+    scan = None
+    if native:
+        from charter import _native
+
+        scan = _native.first_bad_value
     out: dict[str, TensorValues] = {}
     for t in tensors:
         rule = next((r for r in rules if any(fnmatch.fnmatchcase(t.name, p) for p in r[1])), None)
         if rule is None or not rule[2] or not fields.get(t.codec):
             continue  # unchecked, or a codec with nothing that can be non-finite (integers, NVFP4)
-        out[t.name] = TensorValues(t.name, t.codec, fields[t.codec], block_bytes(t.codec), rule[3])
+        out[t.name] = TensorValues(t.name, t.codec, fields[t.codec], block_bytes(t.codec), rule[3], scan)
     return out
