@@ -122,3 +122,22 @@ def test_header_only_admission_reads_no_values(capsys, smollm2_copy, smollm2_hea
     t = _tensor(smollm2_header, "token_embd.weight")
     patched.write(t.data_start + t.offset, struct.pack("<H", F16["NaN"]))
     assert_admitted(admit(capsys, smollm2_copy, SMOLLM2_CONTRACT))
+
+
+def test_a_bad_value_is_reported_before_a_pinned_tensor_digest(capsys, tmp_path, smollm2_copy, smollm2_header,
+                                                                 smollm2_path, patched):
+    """With the tensor's own digest pinned too, the bad value is the finding: it owns the bytes more precisely."""
+    import hashlib
+
+    t = _tensor(smollm2_header, "blk.0.attn_v.weight")
+    start = t.data_start + t.offset
+    with open(smollm2_path, "rb") as f:
+        f.seek(start)
+        digest = hashlib.sha256(f.read(t.nbytes)).hexdigest()
+    text = edited(SMOLLM2_CONTRACT, "payload:\n", f"payload:\n  tensors:\n    blk.0.attn_v.weight: {digest}\n")
+    contract = contract_tree(tmp_path, text)
+    assert_admitted(admit(capsys, smollm2_copy, str(contract), "--verify-payload"))
+    patched.write(start + 7 * 20 + 2, struct.pack("<H", F16["-Inf"]))
+    d = assert_rejected(admit(capsys, smollm2_copy, str(contract), "--verify-payload"), "payload", "PAYLOAD_VALUE",
+                        "values.blk.0.attn_v.weight.blocks[7].m", fact="default: finite", root=tmp_path)
+    assert d["offset"] == start + 142 and d["actual"] == "-Inf (f16 0xfc00)"
