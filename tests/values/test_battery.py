@@ -68,3 +68,20 @@ def test_a_runtime_without_the_value_check_lets_them_survive(battery, value_muta
     outcomes = [run_mutant(battery, m) for m in _sample(value_mutants)[:4]]
     assert {o.verdict for o in outcomes} == {Verdict.REGRESSION}  # the file digest catches them, as digests
     assert {o.code for o in outcomes} == {"PAYLOAD_FILE_DIGEST"}
+
+
+def test_a_cpp_scanner_that_disagrees_is_an_error(battery, value_mutants, monkeypatch):
+    """With both engines, a value mutant also runs the payload stage as --engine cpp does; a C++
+    scanner that names another block is caught as an engine disagreement."""
+    from charter import _native
+
+    real = _native.first_bad_value
+
+    def off_by_one(data, block_bytes, fields):
+        hit = real(data, block_bytes, fields)
+        return None if hit is None else (hit[0] + 1, hit[1], hit[2])
+
+    monkeypatch.setattr(_native, "first_bad_value", off_by_one)
+    b = dataclasses.replace(battery, engines="both", cpp_key=battery.plan.id)
+    outcome = run_mutant(b, _sample(value_mutants)[0])
+    assert outcome.verdict is Verdict.ERROR and "engines disagree" in outcome.detail, outcome

@@ -621,11 +621,13 @@ def _report(path: str, checker) -> AdmissionReport:
 
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
-               require_status: str | None = None, reader=None, payload_reader=None) -> AdmissionReport:
+               require_status: str | None = None, reader=None, payload_reader=None,
+               native_values: bool = False) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
-    and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload)."""
+    and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload;
+    `native_values`: the value rules run in C++, as for the C++ engine)."""
     report = _report(path, checker)
-    ctx = Context(view, path, require_status, reader, payload_reader)
+    ctx = Context(view, path, require_status, reader, payload_reader, native_values)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")

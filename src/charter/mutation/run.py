@@ -177,10 +177,10 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
         # Store mutants patch the data section: the C++ checker reads its store regions through the
         # same overlay reader the Python engine read them with (Note [Store regions]).
         read_at = overlay_reader(b, view, patches) if view is not None else None
-        if value_ops.is_value_mutant(m):  # the C++ engine runs the payload stage with the Python runtime
-            python = python.header_only()
-        said = engines.disagreement(python, cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan),
-                                                    read_at=read_at))
+        said = engines.disagreement(python.header_only() if value_ops.is_value_mutant(m) else python,
+                                    cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at))
+        if not said and value_ops.is_value_mutant(m):  # the payload stage as the C++ engine runs it
+            said = engines.disagreement(python, _cpp_payload(b, view, buf, patches))
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
     return outcome
@@ -200,6 +200,15 @@ def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Ou
                         reader=overlay_reader(b, view, patches), verify_payload=values,
                         payload_reader=whole_file_reader(b, buf, view, patches) if values else None)
     return _from_report(m, report), view, engines.Verdict.of_report(report)
+
+
+def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdict:
+    """A value mutant's verdict from the payload stage as `--engine cpp` runs it: the C++ engine
+    admitted the header; Python streams the patched file and charter/values.hpp scans the blocks."""
+    report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
+                        reader=overlay_reader(b, view, patches), verify_payload=True,
+                        payload_reader=whole_file_reader(b, buf, view, patches), native_values=True)
+    return engines.Verdict.of_report(report)
 
 
 def whole_file_reader(b: Battery, header: bytes, view: ArtifactView, patches: dict[int, bytes]):
