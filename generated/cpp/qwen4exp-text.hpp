@@ -352,9 +352,9 @@ inline bool check_policy([[maybe_unused]] rt::Context& ctx) {
   return true;
 }
 
-// Opt-in: streams the file once (bounded memory) for digests and zero padding.
+// Opt-in: streams the file once (bounded memory) for digests, zero padding and the value policy.
 inline bool check_payload([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.payload({}, rt::Span<rt::KeyAt>{}, "zero"sv, {}, "specs/artifacts/qwen4exp-text.yaml:141:12"sv)) return false;
+  if (!ctx.payload({}, rt::Span<rt::KeyAt>{}, "zero"sv, {}, "specs/artifacts/qwen4exp-text.yaml:141:12"sv, rt::Span<rt::ValueRuleRow>{})) return false;
   return true;
 }
 

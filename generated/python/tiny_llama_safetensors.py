@@ -114,13 +114,14 @@ def check_policy(ctx):
 
 
 def check_payload(ctx):
-    """Opt-in: streams the file once (bounded memory) for digests and zero padding."""
+    """Opt-in: streams the file once (bounded memory) for digests, zero padding and the value policy."""
     ctx.payload(
         file_sha256=None,
         tensors=(),
         padding='zero',
         at=None,
         padding_at='specs/artifacts/tiny-llama-safetensors.yaml:43:12',
+        values=(),
     )
 
 

@@ -22,6 +22,7 @@
 
 #include "charter/admission.hpp"
 #include "charter/registry.hpp"
+#include "charter/values.hpp"
 
 namespace nb = nanobind;
 namespace rt = charter::rt;
@@ -418,6 +419,38 @@ NB_MODULE(_native, m) {
     for (const auto& d : rt::safetensors::kDtypes) out[text(d.name, "strict")] = d.bits;
     return out;
   }, "The dtype table of the C++ safetensors walker: name -> bits.");
+
+  m.def("first_bad_value", [](nb::handle data, std::uint32_t block_bytes, nb::handle fields) -> nb::object {
+    namespace values = rt::values;
+    std::vector<values::Field> table;
+    for (nb::handle item : fields) {
+      nb::tuple pair = nb::cast<nb::tuple>(item);
+      if (pair.size() != 2) throw nb::value_error("a value field is an (offset, kind) pair");
+      const std::uint32_t offset = nb::cast<std::uint32_t>(pair[0]);
+      const std::string kind = nb::cast<std::string>(pair[1]);
+      values::Kind k;
+      if (kind == "f16") k = values::Kind::F16;
+      else if (kind == "bf16") k = values::Kind::BF16;
+      else if (kind == "f32") k = values::Kind::F32;
+      else if (kind == "f64") k = values::Kind::F64;
+      else if (kind == "e8m0") k = values::Kind::E8M0;
+      else if (kind == "iq1m") k = values::Kind::IQ1M;
+      else throw nb::value_error(("unknown value kind " + kind).c_str());
+      if (static_cast<std::uint64_t>(offset) + values::width(k) > block_bytes) {
+        throw nb::value_error("a value field lies outside its block");
+      }
+      table.push_back(values::Field{offset, k});
+    }
+    Buffer buf(data);
+    values::Bad bad;
+    {
+      nb::gil_scoped_release release;
+      bad = values::first_bad(buf.data(), buf.size(), block_bytes, rt::Span<values::Field>{table.data(), table.size()});
+    }
+    if (!bad.found) return nb::none();
+    return nb::make_tuple(bad.block, bad.field, bad.raw);
+  }, nb::arg("data"), nb::arg("block_bytes"), nb::arg("fields"),
+     "The first bad value of the whole blocks of `data` (charter/values.hpp): (block, field index, raw bits), or None.");
 
   m.attr("JSON_MAX_DEPTH") = rt::json::kMaxDepth;
   m.attr("GGUF_MAX_HEADER_BYTES") = rt::gguf::kMaxHeaderBytes;

@@ -62,6 +62,11 @@ def ggml_types() -> list:
 def safetensors_dtypes() -> dict:
     """The dtype table of the C++ safetensors walker: name -> bits."""
 
+def first_bad_value(data: object, block_bytes: int, fields: object) -> object:
+    """
+    The first bad value of the whole blocks of `data` (charter/values.hpp): (block, field index, raw bits), or None.
+    """
+
 JSON_MAX_DEPTH: int = 800
 
 GGUF_MAX_HEADER_BYTES: int = 67108864

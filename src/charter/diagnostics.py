@@ -145,6 +145,7 @@ class Code(str, Enum):
     PAYLOAD_DIGEST = "PAYLOAD_DIGEST"
     PAYLOAD_PADDING = "PAYLOAD_PADDING"
     PAYLOAD_FILE_DIGEST = "PAYLOAD_FILE_DIGEST"
+    PAYLOAD_VALUE = "PAYLOAD_VALUE"
     # --- fixtures: provenance (charter fixtures verify/capture; docs/provenance.md) ---------
     FIXTURE_UNREADABLE = "FIXTURE_UNREADABLE"
     FIXTURE_UNLABELLED = "FIXTURE_UNLABELLED"

@@ -25,6 +25,7 @@ OWNERS = {
     "config.keys.*.type": (models.ConfigFact, "type"),
     "metadata.keys.*.element": (models.MetaFact, "element"),
     "tokenizer.keys.*.element": (models.MetaFact, "element"),
+    "values.default": (models.ValuePolicy, "default"),
 }
 
 

@@ -127,6 +127,15 @@ struct ConfigFact {
   std::string_view at;
 };
 
+// One rule of the value policy (Note [Value rules] in charter/formats/values.py): the first rule
+// whose pattern matches a tensor decides whether its values must be finite.
+struct ValueRuleRow {
+  std::string_view name;  // the exception's name, "finite" or "default"
+  Span<Glob> patterns;
+  bool check;
+  std::string_view at;
+};
+
 struct ExclusionRow {
   std::string_view name;
   Span<Glob> patterns;

@@ -73,12 +73,15 @@ def _same_bits(ctype: str, a: float, b: float) -> bool:
 class Context:
     """The artifact under admission plus the caller's options; every check is a method."""
 
-    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None) -> None:
+    def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
+                 payload_reader=None, native_values: bool = False) -> None:
         self.view = view
         self.path = path
         self.require_status = require_status
         self._excluded: tuple[str, ...] = ()
         self._reader = reader  # (offset, length) -> bytes; default: the file at `path`
+        self._payload_reader = payload_reader  # the same, for the whole file the payload stage streams
+        self._native_values = native_values  # value rules scanned by charter._native (the C++ engine)
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes of the artifact outside the header (store manifests); a short read is a rejection."""
@@ -438,19 +441,22 @@ class Context:
     # --- payload -----------------------------------------------------------------------------
 
     def payload(self, *, file_sha256: str | None, tensors: Iterable[tuple[str, str, str | None]], padding: str,
-                at: str | None, padding_at: str | None) -> None:
-        """Stream the file once with a bounded buffer: whole-file digest, tensor digests, zero padding."""
+                at: str | None, padding_at: str | None, values: Iterable[tuple] = ()) -> None:
+        """Stream the file once with a bounded buffer: whole-file digest, tensor digests, zero padding,
+        and the value policy (rows (name, patterns, check, at); Note [Value rules]). A bad value is
+        found while its tensor streams, so it is reported before that tensor's digest is compared."""
         v = self.view
         wanted = {name: (sha, where) for name, sha, where in tensors}
+        checked = self._value_rules(tuple(values))
         zero = padding == "zero"
-        whole = hashlib.sha256()
-        with open(self.path, "rb") as f:
+        whole = hashlib.sha256() if file_sha256 is not None else None  # no digest pinned: nothing to hash
+        with open(self.path, "rb") if self._payload_reader is None else _ReaderFile(self._payload_reader) as f:
             pos = self._stream(f, whole, 0, v.header_end)
             pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
             for t in sorted(v.tensors, key=lambda t: t.start):
                 pos = self._stream(f, whole, pos, t.start, zero_at=(padding_at or "") if zero else None)
                 digest = hashlib.sha256() if t.name in wanted else None
-                pos = self._stream(f, whole, pos, t.end, also=digest)
+                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name))
                 if digest is not None and digest.hexdigest() != wanted[t.name][0]:
                     self.mismatch(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}", wanted[t.name][0],
                                   digest.hexdigest(), wanted[t.name][1], t.start)
@@ -459,15 +465,34 @@ class Context:
             self.mismatch(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256", file_sha256, whole.hexdigest(),
                           at)
 
-    def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None) -> int:
-        """Hash [start, end) into `whole` (and `also`); with `zero_at`, every byte must be zero."""
+    def _value_rules(self, rules: tuple) -> dict:
+        """The tensors whose values the policy checks (charter.admission.values; numpy is imported
+        only here, never on the header-only path)."""
+        if not any(r[2] for r in rules):
+            return {}
+        from charter.admission.values import tensor_rules
+
+        return tensor_rules(self.view.tensors, rules, self.view.format, _block_bytes(self.view.format),
+                            self._native_values)
+
+    def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None) -> int:
+        """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
+        `values` (the tensor's value rule, the range its extent), every block's values are finite."""
         f.seek(start)
         pos = start
+        step = values.chunk_bytes(PAYLOAD_CHUNK) if values is not None else PAYLOAD_CHUNK
         while pos < end:
-            chunk = f.read(min(PAYLOAD_CHUNK, end - pos))
+            chunk = f.read(min(step, end - pos))
             if not chunk:
                 self.fail(Code.PAYLOAD_DIGEST, "file", f"file ended at {pos}, before {end}", None, end, pos, pos)
-            whole.update(chunk)
+            if values is not None:
+                bad = values.first_bad(chunk, (pos - start) // values.block_bytes)
+                if bad is not None:
+                    offset = start + bad.index * values.block_bytes + bad.field.offset
+                    self.fail(Code.PAYLOAD_VALUE, values.field_path(bad), values.message(bad, offset), values.at,
+                              "finite", describe_value(bad), offset)
+            if whole is not None:
+                whole.update(chunk)
             if also is not None:
                 also.update(chunk)
             if zero_at is not None and chunk.count(0) != len(chunk):
@@ -476,6 +501,46 @@ class Context:
                           0, "nonzero", bad)
             pos += len(chunk)
         return pos
+
+
+class _ReaderFile:
+    """A reader `(offset, length) -> bytes` as the file object the payload stage streams (the
+    mutation battery's overlay of a mutant's patched bytes)."""
+
+    def __init__(self, read) -> None:
+        self._read = read
+        self._pos = 0
+
+    def __enter__(self) -> "_ReaderFile":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def seek(self, pos: int) -> None:
+        self._pos = pos
+
+    def read(self, length: int) -> bytes:
+        data = self._read(self._pos, length)
+        self._pos += len(data)
+        return data
+
+
+def describe_value(bad) -> str:
+    from charter.formats.values import describe
+
+    return describe(bad.field.kind, bad.raw)
+
+
+def _block_bytes(fmt: str):
+    """codec -> bytes per block (GGUF: the ggml type's block; safetensors: one element)."""
+    if fmt == "gguf":
+        from charter.formats.ggml_types import GGML_TYPES_BY_NAME
+
+        return lambda codec: GGML_TYPES_BY_NAME[codec].block_bytes
+    from charter.formats.safetensors import DTYPE_BITS
+
+    return lambda codec: DTYPE_BITS[codec] // 8
 
 
 MAX_COMPANION_BYTES = 1 << 24
@@ -556,11 +621,13 @@ def _report(path: str, checker) -> AdmissionReport:
 
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
-               require_status: str | None = None, reader=None) -> AdmissionReport:
+               require_status: str | None = None, reader=None, payload_reader=None,
+               native_values: bool = False) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
-    and, unless `reader` is given, store manifests)."""
+    and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload;
+    `native_values`: the value rules run in C++, as for the C++ engine)."""
     report = _report(path, checker)
-    ctx = Context(view, path, require_status, reader)
+    ctx = Context(view, path, require_status, reader, payload_reader, native_values)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")

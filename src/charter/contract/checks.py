@@ -24,7 +24,7 @@ from typing import ClassVar, NamedTuple, Union
 
 from charter.diagnostics import ADMISSION_STAGES, Location, Stage
 from charter.contract.plan import (
-    ArtifactPlan, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, value_of,
+    ArtifactPlan, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, ValueRule, value_of,
 )
 
 At = Location | None
@@ -40,7 +40,7 @@ STAGE_DOCS = {  # each stage's one-line docstring in both generated checkers
     "layout": "Extents aligned, in order, disjoint, packed; trailing bytes per policy.",
     "stores": "Embedded store manifests and geometry.",
     "policy": "Named exclusions stay out; the support status meets what the caller requires.",
-    "payload": "Opt-in: streams the file once (bounded memory) for digests and zero padding.",
+    "payload": "Opt-in: streams the file once (bounded memory) for digests, zero padding and the value policy.",
 }
 
 
@@ -313,6 +313,7 @@ class Payload:
     padding: str  # "zero" or "any"
     at: At  # file_sha256's
     padding_at: At
+    values: tuple[ValueRule, ...] = ()  # the value policy, first matching rule decides (Note [Value rules])
 
 
 Check = Union[
@@ -442,7 +443,8 @@ def _policy(p: ArtifactPlan):
 
 def _payload(p: ArtifactPlan):
     yield Payload(file_sha256=p.payload.file_sha256 if p.payload else None, tensors=p.payload.tensors if p.payload else (),
-                  padding=p.layout.padding.value, at=p.payload.at if p.payload else None, padding_at=p.layout.padding.at)
+                  padding=p.layout.padding.value, at=p.payload.at if p.payload else None, padding_at=p.layout.padding.at,
+                  values=p.values)
 
 
 _BUILDERS = {

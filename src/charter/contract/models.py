@@ -410,6 +410,36 @@ class Payload(Strict):
     tensors: dict[str, Sha256] = Field(default_factory=dict)
 
 
+class ValueException(Strict):
+    """Tensors the value policy leaves unchecked, and why."""
+
+    tensors: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        min_length=1, description="fnmatch patterns over the contract's tensor names; each must match one.")
+    reason: str = Field(min_length=1, description="Why these tensors may hold non-finite values.")
+
+
+class ValuePolicy(Strict):
+    """What the payload stage checks in the values of tensors (docs/contracts.md#values): ggml's own
+    verdict (`ggml_validate_row_data`), streamed with the payload digests. Finite is not correct:
+    the policy proves no value is an infinity or a NaN, nothing about what the values are."""
+
+    default: Literal["finite", "unchecked"] = Field(
+        "finite", description="The rule of every tensor that `finite` and `exceptions` do not name: `finite` "
+                              "checks every float element and every float block scale field, `unchecked` none.")
+    finite: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        default_factory=list, description="fnmatch patterns over the contract's tensor names checked as finite "
+                                          "under `default: unchecked`; each must match a tensor.")
+    exceptions: dict[Name, ValueException] = Field(
+        default_factory=dict, description="Named classes of tensors left unchecked, each with its reason.")
+
+    @model_validator(mode="after")
+    def _finite_needs_unchecked_default(self) -> "ValuePolicy":
+        if self.finite and self.default == "finite":
+            raise located(("finite",), "`finite` patterns select tensors under `default: unchecked`; with "
+                                       "`default: finite` every tensor is already checked")
+        return self
+
+
 class ArtifactContract(Header):
     kind: Literal["artifact"]
     model: Id
@@ -427,6 +457,8 @@ class ArtifactContract(Header):
     stores: dict[Name, Store] = Field(default_factory=dict, description="Embedded stores by name.")
     exclusions: list[Exclusion] = Field(default_factory=list)
     payload: Payload | None = None
+    values: ValuePolicy | None = Field(None, description="Value policy checked by the payload stage (finite "
+                                                         "floats and block scales); none: values are not checked.")
 
     @model_validator(mode="after")
     def _gguf_names_and_ranks(self) -> "ArtifactContract":

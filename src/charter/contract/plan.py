@@ -183,6 +183,16 @@ class LayoutPlan:
                 "padding": self.padding.value}
 
 
+class ValueRule(NamedTuple):
+    """One rule of the value policy. The runtime tries the rules in order and the first whose
+    pattern matches a tensor decides: exceptions, then `finite` patterns, then the default (`*`)."""
+
+    name: str  # the exception's name, "finite" or "default"
+    patterns: tuple[str, ...]  # fnmatch patterns over tensor names
+    check: bool  # True: every value field of the tensor's codec must be finite (Note [Value rules])
+    at: Location | None
+
+
 @dataclass(frozen=True)
 class PayloadPlan:
     file_sha256: str | None
@@ -216,6 +226,7 @@ class ArtifactPlan:
     exclusions: tuple[ExclusionCheck, ...]
     payload: PayloadPlan | None
     source: PinnedSource | None = None  # where `charter admit --contract` finds the file
+    values: tuple[ValueRule, ...] = ()  # the value policy's rules, in order; () when there is none
 
     @property
     def status(self) -> str:

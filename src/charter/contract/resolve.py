@@ -6,6 +6,7 @@ contract it can find independently (one per fact) rather than stopping at the fi
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import itertools
 import operator
@@ -14,6 +15,7 @@ import re
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
+from charter.formats.values import VALUE_FIELDS
 from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
 from charter.language import expand
 from charter.contract import braces, expr
@@ -39,6 +41,7 @@ from charter.contract.plan import (
     TensorDigest,
     TensorRow,
     TokenizerPlan,
+    ValueRule,
 )
 from charter.contract.yamlload import dotted
 from charter.formats.stores import expertmajor, ple
@@ -237,6 +240,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
                     f"count_key {e.count_key!r} must be a key the contract pins")
     layout = a.layout.model_dump()
     payload = a.payload
+    values = _value_rules(c, a, tensors)
     c.finish()
     raw = loaded.doc.source.encode("utf-8")
     return ArtifactPlan(
@@ -257,7 +261,47 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
                                                       for n, d in payload.tensors.items()), c.at("payload"))
         if payload else None,
         source=PinnedSource(a.source.package, a.source.path, a.source.sha256, a.source.size) if a.source else None,
+        values=values,
     )
+
+
+def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck, ...]) -> tuple[ValueRule, ...]:
+    """The value policy as ordered rules (exceptions, `finite` patterns, the default). Every pattern
+    must name a tensor of the contract (a typo would silently check nothing, or everything), a
+    tensor is either excepted or selected, and every tensor a rule checks has a codec with a
+    value rule (Note [Value rules] in charter.formats.values)."""
+    policy = a.values
+    if policy is None:
+        return ()
+    rules = [ValueRule(name, tuple(e.tensors), False, c.at("values", "exceptions", name))
+             for name, e in policy.exceptions.items()]
+    rules += [ValueRule("finite", (p,), True, c.at("values", "finite", i)) for i, p in enumerate(policy.finite)]
+    rules.append(ValueRule("default", ("*",), policy.default == "finite", c.at("values", "default")))
+    names = [t.name for t in tensors]
+    for name, e in policy.exceptions.items():
+        for i, pattern in enumerate(e.tensors):
+            if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+                c.error(Code.SPEC_INVALID, ("values", "exceptions", name, "tensors", i),
+                        f"pattern {pattern!r} matches no tensor of the contract")
+    for i, pattern in enumerate(policy.finite):
+        if not any(fnmatch.fnmatchcase(n, pattern) for n in names):
+            c.error(Code.SPEC_INVALID, ("values", "finite", i), f"pattern {pattern!r} matches no tensor of the contract")
+    fields = VALUE_FIELDS[a.format]
+    refused: set[str] = set()
+    for t in tensors:
+        matching = [r for r in rules if any(fnmatch.fnmatchcase(t.name, p) for p in r.patterns)]
+        first = matching[0]
+        if not first.check and any(r.name == "finite" for r in matching):
+            c.error(Code.SPEC_INVALID, ("values", "exceptions", first.name),
+                    f"tensor {t.name!r} is both excepted ({first.name}) and listed under values.finite")
+        elif first.check and t.codec not in fields and t.codec not in refused:
+            refused.add(t.codec)
+            where = ("values", "finite", policy.finite.index(first.patterns[0])) if first.name == "finite" \
+                else ("values", "default")
+            c.error(Code.SPEC_INVALID, where,
+                    f"tensor {t.name!r} is {t.codec}, a codec without a value rule; except it under "
+                    f"values.exceptions. Codecs with a value rule: {', '.join(fields)}")
+    return tuple(rules)
 
 
 def _located(c: _Collector, value, *path) -> Located | None:

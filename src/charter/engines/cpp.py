@@ -23,7 +23,9 @@ or why they could not be read, and the checker parses and compares them
 
 Payload verification reads tensor bytes; the C++ engine does not (it is CPU-only and header-only).
 With Options.verify_payload, `admit` runs the payload stage with the Python engine after the C++
-stages admitted the header, over the view the Python reader builds.
+stages admitted the header, over the view the Python reader builds; the value policy's blocks are
+scanned there by the C++ runtime (charter/values.hpp through charter._native.first_bad_value),
+Python streaming and hashing the bytes.
 """
 
 from __future__ import annotations
@@ -253,4 +255,4 @@ def admit(artifact: str | os.PathLike | bytes, key: str, options: Options = Opti
         raise EngineUnavailable("verify_payload streams the file with the Python engine: pass the path and checker")
     from charter.engines import python
 
-    return python.payload(name, checker, options, **identity)
+    return python.payload(name, checker, options, native_values=True, **identity)

@@ -24,16 +24,19 @@ def run(path: str | os.PathLike, checker: ModuleType, options: Options = Options
     return Verdict.of_report(admit(path, checker, options))
 
 
-def payload(path: str, checker: ModuleType, options: Options, **identity: str) -> AdmissionReport:
+def payload(path: str, checker: ModuleType, options: Options, *, native_values: bool = False,
+            **identity: str) -> AdmissionReport:
     """The payload stage alone, after another engine admitted the header: the other stages are
-    reported passed. `identity`: the report's contract, spec, format and status."""
+    reported passed. `identity`: the report's contract, spec, format and status; `native_values`:
+    the value rules run in C++ (charter/values.hpp), as for the C++ engine."""
     out = AdmissionReport(artifact=path, **identity)
     for s in ADMISSION_STAGES:
         if s is not Stage.PAYLOAD:
             out.record(s.value, "passed")
     check = dict(checker.STAGES)[Stage.PAYLOAD.value]
     try:
-        check(Context(read_view(path, checker.FORMAT, options.max_header_bytes), path, options.status))
+        check(Context(read_view(path, checker.FORMAT, options.max_header_bytes), path, options.status,
+                      native_values=native_values))
     except Rejected as r:
         out.reject(Stage.PAYLOAD.value, r.diagnostic)
         return out.finish()

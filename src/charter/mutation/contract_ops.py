@@ -43,6 +43,7 @@ ENUMS = {
     "metadata.extra_keys": _members(models.Metadata, "extra_keys"),
     "layout.trailing": _members(models.Layout, "trailing"),
     "layout.padding": _members(models.Layout, "padding"),
+    "values.default": _members(models.ValuePolicy, "default"),
     "metadata.keys.*.type": _members(models.MetaFact, "type"),
     "tokenizer.keys.*.type": _members(models.MetaFact, "type"),
     "config.keys.*.type": _members(models.ConfigFact, "type"),
@@ -83,6 +84,8 @@ RELAXATIONS = (
     ("artifact", "layout.trailing", "allow", "relaxes trailing bytes; artifact mutant 'append trailing bytes' "
                                              "proves reject"),
     ("artifact", "layout.padding", "any", "relaxes padding content (a payload-stage policy)"),
+    ("artifact", "values.default", "unchecked", "relaxes the value policy; the value mutants (charter.mutation."
+                                                "value_ops) prove `finite` is enforced"),
 )
 
 

@@ -34,7 +34,7 @@ from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
-from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops
+from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.expect import predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
@@ -124,6 +124,7 @@ def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
         out.extend(ops.mutants(b.view.header, b.raw_header, b.plan))
         if b.plan.stores:
             out.extend(store_ops.mutants(b.view.header, b.raw_header, b.plan, overlay_reader(b, b.view, {})))
+        out.extend(value_ops.mutants(b.view, b.raw_header, b.plan, overlay_reader(b, b.view, {})))
     if only in (None, "contract"):
         out.extend(contract_ops.mutants(b.loaded.doc.data, b.model.doc.data))
     return out
@@ -189,8 +190,10 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
         # Store mutants patch the data section: the C++ checker reads its store regions through the
         # same overlay reader the Python engine read them with (Note [Store regions]).
         read_at = overlay_reader(b, view, patches) if view is not None else None
-        said = engines.disagreement(python, cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan),
-                                                    read_at=read_at))
+        said = engines.disagreement(python.header_only() if value_ops.is_value_mutant(m) else python,
+                                    cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at))
+        if not said and value_ops.is_value_mutant(m):  # the payload stage as the C++ engine runs it
+            said = engines.disagreement(python, _cpp_payload(b, view, buf, patches))
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
     return outcome
@@ -205,9 +208,32 @@ def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Ou
         d = exc.diagnostics[0]
         return (judge(m, False, d.stage.value, d.code.value, d.field, d.message), None,
                 engines.Verdict.rejected(Stage.CONTAINER, d))
+    values = value_ops.is_value_mutant(m)
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
-                        reader=overlay_reader(b, view, patches))
+                        reader=overlay_reader(b, view, patches), verify_payload=values,
+                        payload_reader=whole_file_reader(b, buf, view, patches) if values else None)
     return _from_report(m, report), view, engines.Verdict.of_report(report)
+
+
+def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdict:
+    """A value mutant's verdict from the payload stage as `--engine cpp` runs it: the C++ engine
+    admitted the header; Python streams the patched file and charter/values.hpp scans the blocks."""
+    report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
+                        reader=overlay_reader(b, view, patches), verify_payload=True,
+                        payload_reader=whole_file_reader(b, buf, view, patches), native_values=True)
+    return engines.Verdict.of_report(report)
+
+
+def whole_file_reader(b: Battery, header: bytes, view: ArtifactView, patches: dict[int, bytes]):
+    """The mutant's whole file, as the payload stage streams it: its header, then its data section."""
+    data = overlay_reader(b, view, patches)
+
+    def read(offset: int, length: int) -> bytes:
+        head = header[offset:offset + length] if offset < len(header) else b""
+        rest = length - len(head)
+        return head + (data(offset + len(head), rest) if rest else b"")
+
+    return read
 
 
 def overlay_reader(b: Battery, view: ArtifactView, patches: dict[int, bytes]):

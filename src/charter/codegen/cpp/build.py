@@ -202,7 +202,13 @@ def _statement(c: checks.Check, t: _Tables) -> str:
         case checks.Payload():
             digests = t.add("PayloadDigests", "rt::KeyAt", [f"{{{cpp_sv(d.tensor)}, {cpp_sv(d.sha256)}}}"
                                                             for d in c.tensors])
-            return _call(m, cpp_opt_sv(c.file_sha256), digests, cpp_sv(c.padding), _loc(c.at), _loc(c.padding_at))
+            rules = []
+            for r in c.values:
+                globs = t.add("Globs", "rt::Glob", [_glob(t, p) for p in r.patterns], label=f"values {r.name}")
+                rules.append(f"{{{cpp_sv(r.name)}, {globs}, {cpp_bool(r.check)}, {_loc(r.at)}}}")
+            values = t.add("ValueRules", "rt::ValueRuleRow", rules)
+            return _call(m, cpp_opt_sv(c.file_sha256), digests, cpp_sv(c.padding), _loc(c.at), _loc(c.padding_at),
+                         values)
         case _:
             assert_never(c)
 

@@ -1,0 +1,124 @@
+"""Value mutants: a NaN, an infinity or a signalling NaN written into the payload of the
+conforming artifact, where the contract's value policy checks it (Note [Value rules]).
+
+Every tensor the policy checks gets mutants in its first block's first value field and its last
+block's last value field (for a float tensor: its first and last element): two per tensor, the
+four bad kinds rotating over the tensors of a codec so that each kind lands first and last in
+every codec (a codec of fewer than four tensors gets all four kinds at both ends of each).
+Each must be rejected at `payload` with PAYLOAD_VALUE and the field naming that tensor, block and
+field, before any digest: the value is the more precise owner of its bytes. One acceptance
+control per codec flips the lowest mantissa bit of a finite value: the policy admits it (finite
+is not correct), so with a pinned digest the digest rejects it, and without one it is admitted.
+
+The mutants are byte patches over the data section (`make()` returns the unchanged header, the
+file size and the patches), read by the payload stage through the battery's overlay reader:
+the 98 MB file is never copied. The tensors the policy checks are predicted here, from the
+plan's rules, not by the runtime's own selection.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import struct
+from collections import Counter
+from collections.abc import Iterator
+
+from charter.contract.plan import ArtifactPlan
+from charter.diagnostics import Code
+from charter.formats.ggml_types import GGML_TYPES_BY_NAME
+from charter.formats.safetensors import DTYPE_BITS
+from charter.formats.values import VALUE_FIELDS, ValueField
+from charter.mutation.mutant import Expect, Mutant
+
+KINDS = ("NaN", "+Inf", "-Inf", "sNaN")
+TARGET = "values."  # the target prefix of every value mutant: the battery admits them with the payload stage
+
+
+def is_value_mutant(m: Mutant) -> bool:
+    """A value mutant runs the payload stage, over the battery's overlay of its patched bytes."""
+    return m.side == "artifact" and m.target.startswith(TARGET)
+_BITS = {  # kind -> (f16, bf16, f32, f64) bit patterns
+    "NaN": (0x7E00, 0x7FC0, 0x7FC00000, 0x7FF8000000000000),
+    "+Inf": (0x7C00, 0x7F80, 0x7F800000, 0x7FF0000000000000),
+    "-Inf": (0xFC00, 0xFF80, 0xFF800000, 0xFFF0000000000000),
+    "sNaN": (0x7C01, 0x7F81, 0x7F800001, 0x7FF0000000000001),
+}
+
+
+def bad_bytes(kind: str, f: ValueField, original: bytes) -> bytes:
+    """The bytes of a bad value of `kind` in field `f` (whose current bytes are `original`)."""
+    f16, bf16, f32, f64 = _BITS[kind]
+    match f.kind:
+        case "f16":
+            return struct.pack("<H", f16)
+        case "bf16":
+            return struct.pack("<H", bf16)
+        case "f32":
+            return struct.pack("<I", f32)
+        case "f64":
+            return struct.pack("<Q", f64)
+        case "e8m0":
+            return b"\xff"  # e8m0 has one bad encoding, whatever the kind
+        case "iq1m":  # the f16 scale is the top nibble of each of the four uint16 words
+            words = list(struct.unpack("<4H", original))
+            return struct.pack("<4H", *((w & 0x0FFF) | ((f16 >> (4 * k)) & 0xF) << 12 for k, w in enumerate(words)))
+    raise ValueError(f.kind)
+
+
+def checked_tensors(plan: ArtifactPlan, tensors) -> Iterator[tuple]:
+    """(tensor, codec's value fields, block bytes, rule) for every tensor the policy checks."""
+    fields = VALUE_FIELDS[plan.format]
+    for t in tensors:
+        rule = next((r for r in plan.values if any(fnmatch.fnmatchcase(t.name, p) for p in r.patterns)), None)
+        if rule is not None and rule.check and fields.get(t.codec):
+            size = GGML_TYPES_BY_NAME[t.codec].block_bytes if plan.format == "gguf" else DTYPE_BITS[t.codec] // 8
+            yield t, fields[t.codec], size, rule
+
+
+def mutants(view, raw: bytes, plan: ArtifactPlan, read_at) -> Iterator[Mutant]:
+    """`read_at(offset, length)`: the conforming artifact's bytes (for the iq1m words and the
+    controls' finite values)."""
+    checked = list(checked_tensors(plan, view.tensors))
+    per_codec = Counter(t.codec for t, *_ in checked)
+    seen: Counter = Counter()
+    controlled: set[str] = set()
+    for t, fields, block_bytes, _ in checked:
+        i = seen[t.codec]
+        seen[t.codec] += 1
+        blocks = (t.end - t.start) // block_bytes
+        for position, block, f, kind in _positions(i, per_codec[t.codec], blocks, fields):
+            offset = t.start + block * block_bytes + f.offset
+            patch = bad_bytes(kind, f, read_at(offset, 8))
+            field = f"values.{t.name}[{block}]" if f.name == "value" else f"values.{t.name}.blocks[{block}].{f.name}"
+            yield Mutant("artifact", f"{TARGET}{t.name}.{position}.{f.name}", f"write {kind}",
+                         Expect.of(Code.PAYLOAD_VALUE, field),
+                         lambda o=offset, p=patch: (raw, view.file_size, {o: p}))
+        if t.codec not in controlled and fields[0].kind in ("f16", "bf16", "f32", "f64"):
+            controlled.add(t.codec)
+            yield _control(plan, view, raw, t, fields[0], read_at)
+
+
+def _positions(i: int, of: int, blocks: int, fields: tuple[ValueField, ...]):
+    """(position, block, field, kind) of the mutants of the i-th of `of` tensors of one codec: the
+    kinds rotate over the codec's tensors, so every kind lands first and last in every codec;
+    a codec with fewer than four tensors gets every kind at both ends of each."""
+    kinds = [(KINDS[i % 4], KINDS[(i + 1) % 4])] if of >= 4 else list(zip(KINDS, KINDS))
+    for first, last in kinds:
+        yield "first", 0, fields[0], first
+        yield "last", blocks - 1, fields[-1], last
+
+
+def _control(plan: ArtifactPlan, view, raw: bytes, t, f: ValueField, read_at) -> Mutant:
+    """The lowest mantissa bit of a finite value flipped: finite still, so only a digest sees it."""
+    offset = t.start + f.offset
+    original = read_at(offset, 1)
+    patch = bytes([original[0] ^ 0x01])
+    pinned = plan.payload is not None and (plan.payload.file_sha256 is not None
+                                           or any(d.tensor == t.name for d in plan.payload.tensors))
+    expect = None
+    if pinned:
+        per_tensor = any(d.tensor == t.name for d in plan.payload.tensors)
+        expect = Expect.of(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}") if per_tensor else \
+            Expect.of(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256")
+    return Mutant("artifact", f"{TARGET}{t.name}.first.{f.name}", "flip mantissa bit (finite)", expect,
+                  lambda: (raw, view.file_size, {offset: patch}))

@@ -1,0 +1,85 @@
+"""The value policy in Context.payload (charter.admission.runtime), each diagnostic pinned whole:
+the rule that checks a tensor, the block, field and byte of the first bad value, whole blocks per
+chunk whatever PAYLOAD_CHUNK is, the C++ scanner and the payload reader."""
+
+from __future__ import annotations
+
+import hashlib
+import struct
+
+import pytest
+
+from charter.admission import runtime
+from tests.mutmut.views import ctx, diag, rejection, tensor, view
+
+RULES = (("norms", ("n*",), False, "V:3:3"), ("finite", ("q",), True, "V:4:4"), ("default", ("*",), True, "V:2:2"))
+PAT = {"at": None, "padding_at": None, "tensors": (), "padding": "any"}
+
+
+@pytest.fixture
+def artifact(tmp_path):
+    """header [0, 64); q: Q4_1 [64, 124) three blocks; f: F32 [124, 132); n: F32 [132, 136)."""
+
+    def make(patches=()):
+        data = bytearray(b"H" * 64 + bytes(60) + struct.pack("<2f", 1.0, -2.0) + struct.pack("<f", 3.0))
+        for offset, raw in patches:
+            data[offset:offset + len(raw)] = raw
+        path = tmp_path / "v.bin"
+        path.write_bytes(bytes(data))
+        ts = [tensor("q", (96,), "Q4_1", 64, 124), tensor("f", (2,), "F32", 124, 132), tensor("n", (1,), "F32", 132, 136)]
+        return ctx(view(tensors=ts, header_end=64, data_offset=64, file_size=136), path=str(path)), bytes(data)
+
+    return make
+
+
+def _payload(c, values=RULES, file_sha256=None):
+    return c.payload(file_sha256=file_sha256, values=values, **PAT)
+
+
+def test_finite_values_pass(artifact):
+    c, data = artifact()
+    assert _payload(c) is None
+    assert _payload(c, file_sha256=hashlib.sha256(data).hexdigest()) is None
+
+
+@pytest.mark.parametrize("chunk", [1, 7, 20, 21, 1 << 20])
+@pytest.mark.parametrize("native", [False, True])
+def test_the_first_bad_value_whatever_the_chunks(artifact, monkeypatch, chunk, native):
+    monkeypatch.setattr(runtime, "PAYLOAD_CHUNK", chunk)
+    c, data = artifact([(64 + 40 + 2, struct.pack("<H", 0x7C01)), (64 + 40, struct.pack("<H", 0xFC00))])
+    c._native_values = native
+    assert rejection(_payload, c, RULES, hashlib.sha256(b"").hexdigest()) == diag(
+        "PAYLOAD_VALUE", "values.q.blocks[2].d", "q: block 2 of Q4_1, field d, is -Inf (f16 0xfc00) at byte 104",
+        "finite", "-Inf (f16 0xfc00)", "V:4:4", 104)
+    c, _ = artifact([(64 + 22, struct.pack("<H", 0x7C01))])
+    c._native_values = native
+    assert rejection(_payload, c)["field"] == "values.q.blocks[1].m"
+    assert rejection(_payload, c)["actual"] == "sNaN (f16 0x7c01)"
+
+
+def test_float_elements_and_exceptions(artifact):
+    c, _ = artifact([(128, struct.pack("<I", 0x7FC00000)), (132, struct.pack("<I", 0xFF800000))])
+    assert rejection(_payload, c) == diag(
+        "PAYLOAD_VALUE", "values.f[1]", "f: element 1 (F32) is NaN (f32 0x7fc00000) at byte 128", "finite",
+        "NaN (f32 0x7fc00000)", "V:2:2", 128)
+    c, _ = artifact([(132, struct.pack("<I", 0xFF800000))])
+    assert _payload(c) is None  # n is excepted (the first matching rule decides)
+    assert rejection(_payload, c, RULES[1:])["field"] == "values.n[0]"
+    assert _payload(c, (("default", ("*",), False, "V:2:2"),)) is None
+    assert _payload(c, ()) is None
+
+
+def test_a_short_file_ends_inside_a_checked_tensor(tmp_path):
+    path = tmp_path / "short.bin"
+    path.write_bytes(b"H" * 64 + bytes(30))
+    c = ctx(view(tensors=[tensor("q", (96,), "Q4_1", 64, 124)], header_end=64, data_offset=64, file_size=124),
+            path=str(path))
+    assert rejection(_payload, c) == diag("PAYLOAD_DIGEST", "file", "file ended at 94, before 124", "124", "94", None, 94)
+
+
+def test_the_payload_reader_is_streamed(artifact):
+    c, data = artifact()
+    patched = bytearray(data)
+    patched[64:66] = struct.pack("<H", 0x7E00)
+    c._payload_reader = lambda offset, length: bytes(patched[offset:offset + length])
+    assert rejection(_payload, c)["field"] == "values.q.blocks[0].d"
