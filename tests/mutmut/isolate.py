@@ -6,11 +6,14 @@ meta path finder at sys.meta_path[0] that maps every `charter.*` module to the o
 without this plugin the tests would import the unmutated sources and every mutant would survive
 (or be reported "no tests"). This plugin removes that finder before anything imports charter, and
 refuses to run when charter still resolves outside `mutants/`: a misconfigured gate fails loudly
-instead of reporting a meaningless score.
+instead of reporting a meaningless score. The compiled charter._native (C++, never mutated) is
+not in the copy: the plugin loads the editable install's build of it as charter._native, so the
+runtime's calls into it (the C++ value scanner) are tested in the gate too.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from pathlib import Path
 
@@ -27,12 +30,32 @@ def _drop_editable_finders() -> None:
             del sys.modules[name]
 
 
+def _native_origin() -> str | None:
+    """The file of the installed charter._native (found through the editable install's finder)."""
+    try:
+        spec = importlib.util.find_spec("charter._native")
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None else None
+
+
+def _load_native(charter, origin: str) -> None:
+    spec = importlib.util.spec_from_file_location("charter._native", origin)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["charter._native"] = module
+    charter._native = module
+
+
+_NATIVE = _native_origin()
 _drop_editable_finders()
 
 import charter  # noqa: E402  (after the finder is gone)
 
 if ROOT.name == "mutants" and not Path(charter.__file__).resolve().is_relative_to(ROOT):
     raise ImportError(f"mutmut run imports charter from {charter.__file__}, not from the mutated copy in {ROOT}")
+if _NATIVE is not None and not Path(ROOT / "src" / "charter").joinpath(Path(_NATIVE).name).exists():
+    _load_native(charter, _NATIVE)
 
 
 def pytest_configure(config):
