@@ -83,3 +83,63 @@ def test_the_payload_reader_is_streamed(artifact):
     patched[64:66] = struct.pack("<H", 0x7E00)
     c._payload_reader = lambda offset, length: bytes(patched[offset:offset + length])
     assert rejection(_payload, c)["field"] == "values.q.blocks[0].d"
+
+
+def test_a_bad_field_is_named_at_its_own_byte(artifact):
+    c, _ = artifact([(64 + 22, struct.pack("<H", 0x7C01))])  # block 1 starts at 84; its m at +2
+    assert rejection(_payload, c)["offset"] == 86
+
+
+def test_the_value_rules_reach_the_scanner_the_engine_asks_for(artifact, monkeypatch):
+    """Context(native_values=...) decides which scanner runs (tensor_rules' `native`), and a policy
+    that checks nothing asks for no rules at all."""
+    from charter.admission import values
+
+    seen = []
+    real = values.tensor_rules
+    monkeypatch.setattr(values, "tensor_rules", lambda *a: seen.append(a[-1]) or real(*a))
+    for native in (False, True):
+        c, _ = artifact()
+        c._native_values = native
+        assert _payload(c) is None
+    assert seen == [False, True]
+    c, _ = artifact()
+    assert _payload(c, (("norms", ("n*",), False, "V:3:3"),)) is None and seen == [False, True]
+
+
+def test_no_digest_pinned_hashes_nothing(artifact, monkeypatch):
+    calls = []
+    monkeypatch.setattr(runtime.hashlib, "sha256", lambda *a: calls.append(a) or hashlib.new("sha256", *a))
+    c, _ = artifact()
+    assert _payload(c) is None and calls == []
+
+
+def test_admit_view_hands_its_readers_and_scanner_to_the_context(artifact):
+    import types
+
+    from charter.admission.runtime import Context, admit_view
+
+    seen = []
+    checker = types.SimpleNamespace(CONTRACT_ID="c", SPEC="s", FORMAT="gguf", STATUS="structural",
+                                    STAGES=(("payload", lambda ctx: seen.append((ctx._payload_reader,
+                                                                                  ctx._native_values))),))
+    c, _ = artifact()
+    read = lambda pos, n: b""  # noqa: E731
+    admit_view(c.view, c.path, checker, verify_payload=True, payload_reader=read, native_values=True)
+    admit_view(c.view, c.path, checker, verify_payload=True)
+    assert seen == [(read, True), (None, False)]
+    assert Context(c.view, c.path)._native_values is False
+
+
+def test_the_payload_reader_reads_on_from_where_it_was():
+    data = bytes(range(10))
+    f = runtime._ReaderFile(lambda pos, n: data[pos:pos + n])
+    assert f.read(3) == data[:3] and f.read(3) == data[3:6]
+    f.seek(8)
+    assert f.read(5) == data[8:]
+
+
+def test_a_safetensors_element_is_its_dtype_in_whole_bytes():
+    width = runtime._block_bytes("safetensors")
+    assert [width(d) for d in ("F32", "BF16", "F64", "U8")] == [4, 2, 8, 1]
+    assert type(width("F32")) is int
