@@ -134,7 +134,7 @@ def test_admit_view_hands_its_readers_and_scanner_to_the_context(artifact):
 def test_the_payload_reader_reads_on_from_where_it_was():
     data = bytes(range(10))
     f = runtime._ReaderFile(lambda pos, n: data[pos:pos + n])
-    assert f.read(3) == data[:3] and f.read(3) == data[3:6]
+    assert f.read(3) == data[:3] and f.read(3) == data[3:6] and f.read(3) == data[6:9]
     f.seek(8)
     assert f.read(5) == data[8:]
 
