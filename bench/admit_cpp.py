@@ -61,16 +61,11 @@ def ratio(a: list[float], b: list[float]) -> float:
 
 
 def load_native():
+    from charter.engines import cpp as native
+
     override = os.environ.get("CHARTER_NATIVE_MODULE")
     if override:
-        spec = importlib.util.spec_from_file_location("charter._native", override)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules["charter._native"] = module
-        import charter
-
-        charter._native = module
-    from charter.engines import cpp as native
+        native.load_module_file(override)
 
     if not native.available():
         raise SystemExit("charter._native is not built (pip install -e .)")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import sys
 from pathlib import Path
 
 import pytest
@@ -133,14 +132,9 @@ def session_folder(tmp_path_factory, name: str) -> Path:
 def _load_native():
     override = os.environ.get("CHARTER_NATIVE_MODULE")
     if override:
-        spec = importlib.util.spec_from_file_location("charter._native", override)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        sys.modules["charter._native"] = module
-        import charter
+        from charter.engines.cpp import load_module_file
 
-        charter._native = module
-        return module
+        return load_module_file(override)
     return importlib.import_module("charter._native")
 
 

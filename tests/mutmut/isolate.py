@@ -39,14 +39,6 @@ def _native_origin() -> str | None:
     return spec.origin if spec is not None else None
 
 
-def _load_native(charter, origin: str) -> None:
-    spec = importlib.util.spec_from_file_location("charter._native", origin)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    sys.modules["charter._native"] = module
-    charter._native = module
-
-
 _NATIVE = _native_origin()
 _drop_editable_finders()
 
@@ -55,7 +47,9 @@ import charter  # noqa: E402  (after the finder is gone)
 if ROOT.name == "mutants" and not Path(charter.__file__).resolve().is_relative_to(ROOT):
     raise ImportError(f"mutmut run imports charter from {charter.__file__}, not from the mutated copy in {ROOT}")
 if _NATIVE is not None and not Path(ROOT / "src" / "charter").joinpath(Path(_NATIVE).name).exists():
-    _load_native(charter, _NATIVE)
+    from charter.engines.cpp import load_module_file  # noqa: E402  (the mutated copy's)
+
+    load_module_file(_NATIVE)
 
 
 def pytest_configure(config):

@@ -60,6 +60,22 @@ def _module():
     return _native
 
 
+def load_module_file(path: str | os.PathLike):
+    """Load the extension at `path` as charter._native (a build other than the installed one, or
+    the installed build for a copy of the sources that has none: the code-mutation gate)."""
+    import importlib.util
+    import sys
+
+    import charter
+
+    spec = importlib.util.spec_from_file_location("charter._native", os.fspath(path))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sys.modules["charter._native"] = module
+    charter._native = module
+    return module
+
+
 def available() -> bool:
     """Whether charter._native is importable (it is built by `pip install`)."""
     try:
