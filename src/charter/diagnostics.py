@@ -14,13 +14,17 @@ from enum import Enum
 
 
 class Stage(str, Enum):
-    """Where a diagnostic was found. Admission stages are listed in the order they run."""
+    """Where a diagnostic was found. Admission stages are listed in the order they run; the bundle
+    stages (files, companions, shards) run between them when a bundle is admitted (BUNDLE_STAGES)."""
 
     SPEC = "spec"
+    FILES = "files"
     CONTAINER = "container"
     IDENTITY = "identity"
     METADATA = "metadata"
+    COMPANIONS = "companions"
     TOKENIZER = "tokenizer"
+    SHARDS = "shards"
     TENSORS = "tensors"
     CODEC = "codec"
     LAYOUT = "layout"
@@ -29,7 +33,12 @@ class Stage(str, Enum):
     PAYLOAD = "payload"
 
 
-ADMISSION_STAGES: tuple[Stage, ...] = tuple(s for s in Stage if s is not Stage.SPEC)
+# The stages of one file's admission, and of a bundle's: the bundle-level stages own the facts
+# across files (the file set, the companion JSON files, the shard of each tensor) and run where
+# they are cheapest, each file's own stages running for every weight file in turn (charter.bundles).
+BUNDLE_ONLY_STAGES: tuple[Stage, ...] = (Stage.FILES, Stage.COMPANIONS, Stage.SHARDS)
+ADMISSION_STAGES: tuple[Stage, ...] = tuple(s for s in Stage if s is not Stage.SPEC and s not in BUNDLE_ONLY_STAGES)
+BUNDLE_STAGES: tuple[Stage, ...] = tuple(s for s in Stage if s is not Stage.SPEC)
 
 
 class Code(str, Enum):
@@ -168,6 +177,10 @@ class Code(str, Enum):
 
 
 _PREFIX_STAGE = {
+    "BUNDLE_": Stage.FILES,
+    "COMPANION_": Stage.COMPANIONS,
+    "SHARD_": Stage.SHARDS,
+    "SPLIT_": Stage.SHARDS,
     "CONTAINER_": Stage.CONTAINER,
     "IDENTITY_": Stage.IDENTITY,
     "METADATA_": Stage.METADATA,
