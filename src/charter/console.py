@@ -62,4 +62,4 @@ def search_paths(paths: list[str], explicit: list[str] | None) -> list[str]:
 
 
 # The folders of a contract tree, one per kind (specs/ and what `charter freeze -o DIR` writes).
-KIND_FOLDERS = ("models", "artifacts", "kernels", "provenance")
+KIND_FOLDERS = ("models", "artifacts", "kernels", "provenance", "bundles")

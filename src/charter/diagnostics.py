@@ -155,6 +155,22 @@ class Code(str, Enum):
     PAYLOAD_PADDING = "PAYLOAD_PADDING"
     PAYLOAD_FILE_DIGEST = "PAYLOAD_FILE_DIGEST"
     PAYLOAD_VALUE = "PAYLOAD_VALUE"
+    # --- bundles: the file set (charter.bundles.files) ---------------------------------------
+    BUNDLE_FILE_MISSING = "BUNDLE_FILE_MISSING"
+    BUNDLE_FILE_UNEXPECTED = "BUNDLE_FILE_UNEXPECTED"
+    BUNDLE_FILE_ESCAPES = "BUNDLE_FILE_ESCAPES"
+    BUNDLE_FILE_KIND = "BUNDLE_FILE_KIND"
+    BUNDLE_FILE_SIZE = "BUNDLE_FILE_SIZE"
+    BUNDLE_FILE_DIGEST = "BUNDLE_FILE_DIGEST"
+    BUNDLE_LIMIT = "BUNDLE_LIMIT"
+    # --- bundles: the shard of each tensor (charter.bundles.shards) --------------------------
+    SHARD_INDEX = "SHARD_INDEX"
+    SHARD_INDEX_METADATA = "SHARD_INDEX_METADATA"
+    SHARD_DUPLICATE = "SHARD_DUPLICATE"
+    SHARD_UNINDEXED = "SHARD_UNINDEXED"
+    SHARD_INDEX_STALE = "SHARD_INDEX_STALE"
+    SHARD_TOTAL_SIZE = "SHARD_TOTAL_SIZE"
+    SHARD_PLACEMENT = "SHARD_PLACEMENT"
     # --- fixtures: provenance (charter fixtures verify/capture; docs/provenance.md) ---------
     FIXTURE_UNREADABLE = "FIXTURE_UNREADABLE"
     FIXTURE_UNLABELLED = "FIXTURE_UNLABELLED"

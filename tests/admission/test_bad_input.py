@@ -20,13 +20,21 @@ def test_missing_artifact_file_is_a_usage_error(capsys, tmp_path):
     assert run.err.strip() == f"charter: {tmp_path / 'nope.gguf'}: no such file"
 
 
-def test_directory_fifo_and_device_are_usage_errors(capsys, tmp_path):
+def test_fifo_and_device_are_usage_errors(capsys, tmp_path):
     """Never opened: a FIFO would be waited on, a device read without end."""
     os.mkfifo(tmp_path / "fifo.gguf")
-    for path in (tmp_path, tmp_path / "fifo.gguf", Path("/dev/zero")):
+    for path in (tmp_path / "fifo.gguf", Path("/dev/zero")):
         run = admit(capsys, path, json_out=False)
         assert run.code == 2 and run.out == ""
         assert run.err.strip() == f"charter: {path}: not a regular file"
+
+
+def test_a_folder_against_an_artifact_contract_is_a_usage_error(capsys, tmp_path):
+    """A folder is a bundle: it is admitted against a bundle contract, never searched for a file."""
+    run = admit(capsys, tmp_path, json_out=False)
+    assert run.code == 2 and run.out == ""
+    assert run.err.strip() == (f"charter: {tmp_path} is a folder, and specs/artifacts/smollm2-135m-instruct-q4_1.yaml "
+                               "is not a bundle contract (a folder is admitted against one)")
 
 
 def test_missing_contract_is_a_usage_error(capsys, tmp_path, smollm2_path):

@@ -15,8 +15,8 @@ def register(sub) -> None:
     from charter.console import path_arg
 
     p = sub.add_parser("admit", help="admit an artifact against its contract (ordered stages, one diagnostic)")
-    p.add_argument("artifact", nargs="?", type=path_arg, help="GGUF or safetensors file (default: the contract's pinned source)")
-    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract (YAML)")
+    p.add_argument("artifact", nargs="?", type=path_arg, help="GGUF or safetensors file, or a bundle folder (default: the contract's pinned source)")
+    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract, or bundle contract for a folder (YAML)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--json", action="store_true", help="print the AdmissionReport as JSON")
     p.add_argument("--require-status", choices=STATUSES, help="reject contracts whose status is below this")
@@ -48,6 +48,10 @@ def run_admit(args) -> int:
     from charter.diagnostics import CharterError
     from charter.engines import Options, cpp, python
 
+    if args.artifact and Path(args.artifact).is_dir():
+        from charter.bundles.commands import run_admit_bundle
+
+        return run_admit_bundle(args)
     try:
         chosen = _vouched(args) or _loaded(args)
     except _Refused as exc:
@@ -140,7 +144,9 @@ def _loaded(args) -> Chosen:
                  if isinstance(c.contract, ArtifactContract) and c.id in cs.artifacts
                  and c.path and c.path.resolve() == Path(args.contract).resolve()]
     if len(artifacts) != 1:
-        print(f"charter: {args.contract} is not an artifact contract", file=sys.stderr)
+        bundle = any(Path(cs.contracts[b].path).resolve() == Path(args.contract).resolve() for b in cs.bundles)
+        what = "a bundle contract: name the bundle folder to admit" if bundle else "not an artifact contract"
+        print(f"charter: {args.contract} is {what}", file=sys.stderr)
         raise _Refused(EXIT_USAGE)
     loaded = artifacts[0]
     plan = cs.artifacts[loaded.id]

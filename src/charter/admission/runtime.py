@@ -74,8 +74,13 @@ class Context:
     """The artifact under admission plus the caller's options; every check is a method."""
 
     def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
-                 payload_reader=None, native_values: bool = False) -> None:
+                 payload_reader=None, native_values: bool = False, only: frozenset[str] | None = None,
+                 owned_keys: frozenset[str] = frozenset()) -> None:
+        """`only`: the tensors this file holds of a bundle's inventory (Note [Bundle stages]); the rest
+        are other shards' facts. `owned_keys`: metadata keys a bundle stage owns (split keys)."""
         self.view = view
+        self.only = only
+        self.owned_keys = owned_keys
         self.path = path
         self.require_status = require_status
         self._excluded: tuple[str, ...] = ()
@@ -167,7 +172,7 @@ class Context:
                 self.fail(Code.METADATA_FORBIDDEN, f"metadata.{key}", f"forbidden key {key!r} is present", key_at,
                           "absent", "present", self.view.meta[key].offset)
         if extra == "reject":
-            pinned = set(pinned) | CONTAINER_KEYS.get(self.view.format, set())
+            pinned = set(pinned) | CONTAINER_KEYS.get(self.view.format, set()) | self.owned_keys
             for key in self.view.meta:  # the keys only: entries are built on demand (LazyMeta)
                 if key not in pinned:
                     entry = self.view.meta[key]
@@ -301,6 +306,8 @@ class Context:
         for name, repeat, role, shape, codec, at in rows:
             for concrete in expand(name, repeat):
                 expected[concrete] = (role, shape, codec, at)
+        if self.only is not None:
+            expected = {name: fact for name, fact in expected.items() if name in self.only}
         actual: dict[str, TensorEntry] = {}
         for t in self.view.tensors:
             if t.name in actual:
@@ -410,10 +417,16 @@ class Context:
     # --- stores (charter.admission.stores) ----------------------------------------------------
 
     def expert_major_store(self, *, name: str, tensor: str, fields, components, at: str | None) -> None:
-        stores.expert_major(self, name, tensor, fields, components, at)
+        if self._holds(tensor):
+            stores.expert_major(self, name, tensor, fields, components, at)
 
     def ple_store(self, *, name: str, tensor: str, fields, head_rows, at: str | None) -> None:
-        stores.ple_rows(self, name, tensor, fields, head_rows, at)
+        if self._holds(tensor):
+            stores.ple_rows(self, name, tensor, fields, head_rows, at)
+
+    def _holds(self, tensor: str) -> bool:
+        """Whether this file is where `tensor` is checked: any file alone, one shard of a bundle."""
+        return self.only is None or tensor in self.only
 
     # --- policy ------------------------------------------------------------------------------
 
@@ -546,17 +559,17 @@ def _block_bytes(fmt: str):
 MAX_COMPANION_BYTES = 1 << 24
 
 
-def read_companion(path: Path) -> bytes:
+def read_companion(path: Path, limit: int = MAX_COMPANION_BYTES) -> bytes:
     """A companion file's bytes, as both engines take them: a regular file only (a FIFO or a device
-    is refused, never waited on or read without end), and at most MAX_COMPANION_BYTES + 1 bytes,
-    enough to refuse the size."""
+    is refused, never waited on or read without end), and at most `limit` + 1 bytes, enough to
+    refuse the size."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(errno.EINVAL, "not a regular file")
         data = bytearray()
-        while len(data) <= MAX_COMPANION_BYTES:
-            chunk = os.read(fd, MAX_COMPANION_BYTES + 1 - len(data))
+        while len(data) <= limit:
+            chunk = os.read(fd, limit + 1 - len(data))
             if not chunk:
                 break
             data += chunk

@@ -16,6 +16,8 @@ from charter.contract.paths import display_path
 from charter.contract.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
 from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
+from charter.bundles.contract import BundleContract
+from charter.bundles.plan import BundlePlan, resolve_bundle
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -27,6 +29,7 @@ class ContractSet:
     side_failures: list[Diagnostic] = field(default_factory=list)  # search-path files that failed to load
     models: dict[str, ModelPlan] = field(default_factory=dict)
     artifacts: dict[str, ArtifactPlan] = field(default_factory=dict)
+    bundles: dict[str, "BundlePlan"] = field(default_factory=dict)
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -126,6 +129,8 @@ def _check_references(cs: ContractSet, primary: set[str]) -> None:
         refs: list[tuple[tuple, str, str]] = []
         if isinstance(c, ArtifactContract):
             refs.append((("model",), c.model, "model"))
+        elif isinstance(c, BundleContract):
+            refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
         elif isinstance(c, KernelContract):
             refs.extend((("models", i), m, "model") for i, m in enumerate(c.models))
         elif isinstance(c, ProvenanceContract):
@@ -164,11 +169,14 @@ def _resolve(cs: ContractSet, primary: set[str]) -> None:
                     cs.diagnostics.extend(exc.diagnostics)
     # A model found on the search path that does not resolve is the primary contract's problem too:
     # its diagnostics are reported, never dropped (the artifact cannot be checked without it).
-    referenced = {cs.contracts[cid].contract.model for cid in primary
+    bundled = {cs.contracts[cid].contract.artifact for cid in primary
+               if isinstance(cs.contracts[cid].contract, BundleContract)}
+    artifacts = [cid for cid in sorted(primary | bundled) if cid in cs.contracts]
+    referenced = {cs.contracts[cid].contract.model for cid in artifacts
                   if isinstance(cs.contracts[cid].contract, ArtifactContract)}
     for model_id in sorted(referenced - primary):
         cs.diagnostics.extend(failed.get(model_id, []))
-    for cid in sorted(primary):
+    for cid in artifacts:
         lc = cs.contracts[cid]
         try:
             if isinstance(lc.contract, ArtifactContract) and lc.contract.model in cs.models:
@@ -177,3 +185,16 @@ def _resolve(cs: ContractSet, primary: set[str]) -> None:
                 check_kernel(lc, cs.models)
         except CharterError as exc:
             cs.diagnostics.extend(exc.diagnostics)
+    for cid in sorted(primary):
+        lc = cs.contracts[cid]
+        if isinstance(lc.contract, BundleContract) and lc.contract.artifact in cs.artifacts:
+            plan = cs.artifacts[lc.contract.artifact]
+            if plan.model != lc.contract.model:
+                cs.diagnostics.append(Diagnostic(
+                    Code.SPEC_INVALID, "model", f"bundle model {lc.contract.model!r} is not the model of artifact "
+                    f"{plan.id!r} ({plan.model!r})", location=lc.doc.where(("model",))))
+                continue
+            try:
+                cs.bundles[cid] = resolve_bundle(lc, plan)
+            except CharterError as exc:
+                cs.diagnostics.extend(exc.diagnostics)

@@ -9,7 +9,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.contract.models import CONTRACT_KINDS, LOCATED_PREFIX, SCHEMA_VERSION, Contract
+from charter.contract.kinds import CONTRACT_KINDS, Contract
+from charter.contract.models import LOCATED_PREFIX, SCHEMA_VERSION
 from charter.contract.yamlload import Document, dotted, load_file, load_text
 
 

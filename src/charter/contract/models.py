@@ -646,13 +646,3 @@ class KernelContract(Header):
         if dupes:
             raise ValueError(f"argument names used twice: {dupes}")
         return self
-
-
-CONTRACT_KINDS: dict[str, type[Header]] = {
-    "model": ModelContract,
-    "artifact": ArtifactContract,
-    "provenance": ProvenanceContract,
-    "kernel": KernelContract,
-}
-
-Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract]

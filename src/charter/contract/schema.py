@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from charter import atomic
-from charter.contract.models import CONTRACT_KINDS
+from charter.contract.kinds import CONTRACT_KINDS
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -24,15 +24,17 @@ def render(kind: str) -> str:
     return json.dumps(schema_for(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_report_schema() -> str:
+def render_report_schema(report: type | None = None, name: str = "admission-report",
+                         title: str = "charter admission report") -> str:
+    """The JSON Schema of a report dataclass (default: AdmissionReport)."""
     from pydantic import TypeAdapter
 
     from charter.admission.report import AdmissionReport
 
-    schema = TypeAdapter(AdmissionReport).json_schema(mode="serialization")
+    schema = TypeAdapter(report or AdmissionReport).json_schema(mode="serialization")
     schema["$schema"] = SCHEMA_DIALECT
-    schema["$id"] = "https://charter.invalid/schemas/admission-report.schema.json"
-    schema["title"] = "charter admission report"
+    schema["$id"] = f"https://charter.invalid/schemas/{name}.schema.json"
+    schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -40,6 +42,9 @@ def all_schemas() -> dict[str, str]:
     """File name -> text of every schema charter publishes."""
     out = {f"{kind}.schema.json": render(kind) for kind in sorted(CONTRACT_KINDS)}
     out["admission-report.schema.json"] = render_report_schema()
+    from charter.bundles.report import BundleReport
+
+    out["bundle-report.schema.json"] = render_report_schema(BundleReport, "bundle-report", "charter bundle admission report")
     return out
 
 

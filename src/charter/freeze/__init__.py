@@ -59,6 +59,9 @@ NOTES = {
     "artifact": {"source": (
         "source: the file this contract was frozen from, relative to this file, with its size and\n"
         "sha256; `charter admit --contract THIS_FILE` and `charter locate` find it there.\n")},
+    "bundle": {"files": (
+        "files: every file of the folder this bundle was frozen from, with its size and sha256;\n"
+        "`charter admit FOLDER --contract THIS_FILE` admits that folder and nothing else.\n")},
 }
 
 
@@ -164,20 +167,76 @@ def within_contract_limits(artifact: Path, data: dict | None, constants: dict | 
                             f"{yamlload.MAX_NODES:,} {beyond}")
 
 
+def freeze_folder(root: Path, bundle_id: str, output: Path, *, force: bool = False) -> list[Path]:
+    """Write `output/models/ID-model.yaml`, `output/artifacts/ID-safetensors.yaml` and
+    `output/bundles/ID.yaml` for the model folder `root`, atomically and only once they admit it;
+    the paths written, model first (FreezeRefused, CharterError: as `freeze`)."""
+    from charter.bundles.freeze import freeze_bundle
+
+    _check_id(bundle_id)
+    data = freeze_bundle(root, bundle_id)
+    targets = {"model": output / "models" / f"{data['model']['id']}.yaml",
+               "artifact": output / "artifacts" / f"{data['artifact']['id']}.yaml",
+               "bundle": output / "bundles" / f"{bundle_id}.yaml"}
+    _refuse_overwrite(targets, force)
+    within_contract_limits(root, data["artifact"], data["model"].get("constants", {}))
+    for kind in ("model", "bundle"):
+        within_contract_limits(root, data[kind])
+    texts = {kind: render(kind, data[kind], targets[kind]) for kind in targets}
+    for text in texts.values():
+        within_contract_limits(root, None, size=len(text.encode("utf-8")))
+    bundle_admits_its_input(root, texts, targets)
+    atomic.write_many({targets[kind]: text.encode("utf-8") for kind, text in texts.items()})
+    return list(targets.values())
+
+
+def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str, Path]) -> None:
+    """As admits_its_input, for a folder and its three contracts."""
+    from types import ModuleType
+
+    from charter.bundles.admit import admit_bundle
+    from charter.bundles.plan import resolve_bundle
+    from charter.codegen.driver import render_checker_text
+    from charter.contract.load import load_contract_text
+    from charter.contract.resolve import resolve_artifact, resolve_model
+
+    try:
+        model = resolve_model(load_contract_text(texts["model"], str(targets["model"])))
+        plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
+        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan)
+    except CharterError as exc:
+        raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
+    checker = ModuleType("charter_freeze_self_check")
+    exec(compile(render_checker_text(plan, "# freeze self-check"), checker.__name__, "exec"), checker.__dict__)
+    report = admit_bundle(root, bundle, checker)
+    if not report.admitted:
+        raise FreezeError(f"the frozen contracts reject their own folder: {report.render()}")
+
+
+def _check_id(contract_id: str) -> None:
+    if not CONTRACT_ID.fullmatch(contract_id) or len(contract_id) > 120:
+        raise FreezeRefused(f"--id {contract_id!r} is not a contract id ([a-z0-9][a-z0-9._-]*, at most 120 characters)")
+
+
+def _refuse_overwrite(targets: dict[str, Path], force: bool) -> None:
+    existing = [str(p) for p in targets.values() if p.exists()]
+    if existing and not force:
+        raise FreezeRefused(f"refusing to overwrite {', '.join(existing)} (use --force)")
+
+
 def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = False) -> list[Path]:
     """Write `output/models/ID-model.yaml` and `output/artifacts/ID.yaml` for `artifact`, atomically
     and only once they admit it; the paths written, model first. Raises FreezeRefused for a request
     it cannot carry out and CharterError when the artifact itself is rejected (nothing written)."""
+    if artifact.is_dir():
+        return freeze_folder(artifact, artifact_id, output, force=force)
     if not artifact.is_file():
         raise FreezeRefused(f"{artifact}: {not_a_file(artifact)}")
-    if not CONTRACT_ID.fullmatch(artifact_id) or len(artifact_id) > 120:
-        raise FreezeRefused(f"--id {artifact_id!r} is not a contract id ([a-z0-9][a-z0-9._-]*, at most 120 characters)")
+    _check_id(artifact_id)
     model_id = f"{artifact_id}-model"
     targets = {"model": output / "models" / f"{model_id}.yaml",
                "artifact": output / "artifacts" / f"{artifact_id}.yaml"}
-    existing = [str(p) for p in targets.values() if p.exists()]
-    if existing and not force:
-        raise FreezeRefused(f"refusing to overwrite {', '.join(existing)} (use --force)")
+    _refuse_overwrite(targets, force)
     model, artifact_data = freeze_file(artifact, artifact_id, model_id, targets["artifact"].parent)
     within_contract_limits(artifact, artifact_data, model.get("constants", {}))
     within_contract_limits(artifact, model)

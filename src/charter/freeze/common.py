@@ -61,6 +61,16 @@ def layout_policy(path: str, spans: list[tuple[int, int]], data_offset: int, fil
             "padding": "zero" if _padding_is_zero(path, ordered, data_offset, file_size, alignment) else "any"}
 
 
+TRAILING = ("reject", "alignment", "allow")  # strictest first
+
+
+def strictest_common(policies: list[dict]) -> dict:
+    """The strictest layout policy every one of `policies` (each a file's own) allows."""
+    return {"sorted": all(p["sorted"] for p in policies), "packed": all(p["packed"] for p in policies),
+            "trailing": max((p["trailing"] for p in policies), key=TRAILING.index),
+            "padding": "zero" if all(p["padding"] == "zero" for p in policies) else "any"}
+
+
 def _padding_is_zero(path: str, ordered, data_offset: int, file_size: int, alignment: int) -> bool:
     """Read only the gaps between extents (each at most an alignment's worth when packed)."""
     gaps, cursor = [], data_offset

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from charter.formats.safetensors import DTYPE_BITS, SafetensorsHeader
 from charter.admission.runtime import MAX_COMPANION_BYTES, parse_companion, read_companion
-from charter.freeze.common import constant_names, fold_tensors, layout_policy
+from charter.freeze.common import constant_names, fold_tensors, layout_policy, strictest_common
 
 # config.json keys whose values are tensor widths worth naming in shapes, in order of preference.
 _DIM_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_key_value_heads",
@@ -21,6 +21,19 @@ _DIM_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "num_attention_he
 
 
 def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, path: str) -> tuple[dict, dict]:
+    return freeze_safetensors_set([(path, h)], artifact_id, model_id)
+
+
+def freeze_safetensors_set(files: list[tuple[str, SafetensorsHeader]], artifact_id: str,
+                           model_id: str) -> tuple[dict, dict]:
+    """One model and one artifact contract that admit every file of `files` (the shards of one
+    model, in order: the inventory is their union, the layout policy the strictest all satisfy).
+    Raises ValueError when no one contract can: shards whose metadata or header padding differ."""
+    path, h = files[0]
+    for other, o in files[1:]:
+        if o.metadata != h.metadata or o.header_len_aligned != h.header_len_aligned:
+            raise ValueError(f"{other} and {path} differ in their metadata or header padding: one artifact "
+                             "contract cannot admit both")
     config = _companion(Path(path).parent / "config.json")
     constants: dict[str, int | float] = {}
     config_keys: dict[str, dict] = {}
@@ -31,9 +44,10 @@ def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, pa
         config_keys[key] = {"type": "int64" if isinstance(value, int) else "float64", "value": name}
     by_value = {constants[name_of[k]]: name_of[k] for k in reversed(_DIM_KEYS)
                 if k in name_of and isinstance(constants[name_of[k]], int)}
+    where = path if len(files) == 1 else f"the {len(files)} shards of {Path(path).parent}"
     model = {
         "charter": 1, "kind": "model", "id": model_id, "status": "structural",
-        "description": f"Frozen by `charter freeze` from {path}.",
+        "description": f"Frozen by `charter freeze` from {where}.",
         "architecture": _first_text(config.get("architectures")) or "unknown",
         "family": _text(config.get("model_type")) or "unknown",
         "constants": constants,
@@ -48,12 +62,14 @@ def freeze_safetensors(h: SafetensorsHeader, artifact_id: str, model_id: str, pa
     if config_keys:
         artifact["config"] = {"file": "config.json", "keys": config_keys}
     layers = constants.get("num_hidden_layers")
-    artifact["tensors"] = fold_tensors([(t.name, tuple(t.shape), t.dtype) for t in h.tensors], by_value,
+    tensors = [t for _, header in files for t in header.tensors]
+    artifact["tensors"] = fold_tensors([(t.name, tuple(t.shape), t.dtype) for t in tensors], by_value,
                                        ("num_hidden_layers", layers) if isinstance(layers, int) else None)
-    used = sorted({t.dtype for t in h.tensors})
+    used = sorted({t.dtype for t in tensors})
     artifact["codecs"] = {d: _geometry(d) for d in used}
-    spans = [(h.data_offset + t.begin, h.data_offset + t.end) for t in h.tensors]
-    artifact["layout"] = layout_policy(path, spans, h.data_offset, h.file_size, 1)
+    artifact["layout"] = strictest_common([
+        layout_policy(p, [(f.data_offset + t.begin, f.data_offset + t.end) for t in f.tensors], f.data_offset,
+                      f.file_size, 1) for p, f in files])
     return model, artifact
 
 

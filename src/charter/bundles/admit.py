@@ -1,0 +1,114 @@
+"""Admit a bundle folder: the bundle's own stages and each weight file's, in one order.
+
+Note [Bundle stages]
+~~~~~~~~~~~~~~~~~~~~
+A bundle runs the stages of charter.diagnostics.BUNDLE_STAGES in order and stops at the first
+failure; a stage of one file's admission (Note [Ordered admission]) runs for every weight file in
+name order before the next stage starts, so a wrong architecture in any shard is reported before a
+tensor is missed in another. The bundle's stages sit where the facts they own are cheapest:
+
+* files      -- the exact file set (Note [Bundle paths]): present, inside the folder, regular, of
+                their size; no unlisted file; the digest of every file but the weights.
+* container  -- each weight file's header, through the strict reader.
+* identity, metadata -- each weight file's, as the artifact contract states them.
+* tokenizer  -- each weight file's.
+* shards     -- the shard of every tensor (Note [Shard index]): index and shards both ways,
+                total_size, and the contract's placement.
+* tensors .. policy -- each weight file's, over the tensors the contract places in it (a tensor
+                missing from every shard is missing from the one it is placed in).
+* payload    -- opt-in: each weight file's sha256 (under `files`) and its own payload stage.
+
+The per-file stages run the artifact contract's generated checker with the file's share of the
+inventory (Context.only); the bundle's facts are checked from its resolved plan.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import ModuleType
+
+from charter.admission.runtime import Context, Rejected
+from charter.admission.view import read_view
+from charter.bundles.files import BundleRejected, check_files, file_sha256, reject
+from charter.bundles.plan import BundlePlan
+from charter.bundles.report import BundleReport
+from charter.bundles.shards import check_shards
+from charter.diagnostics import BUNDLE_STAGES, CharterError, Code, Stage
+from charter.language import meets
+
+PER_FILE = ("identity", "metadata", "tokenizer", "tensors", "codec", "layout", "stores", "policy")
+
+
+class _Failed(Exception):
+    def __init__(self, stage: Stage, rejected: Rejected, file: str | None) -> None:
+        self.stage, self.diagnostic, self.file = stage, rejected.diagnostic, file
+
+
+def admit_bundle(root: Path, plan: BundlePlan, checker: ModuleType, *, verify_payload: bool = False,
+                 require_status: str | None = None) -> BundleReport:
+    """The bundle at `root` against `plan`; `checker` is the generated checker of plan.artifact."""
+    report = BundleReport(bundle=str(root), contract=plan.id, spec=plan.spec_path, artifact_contract=plan.artifact.id,
+                          format=plan.artifact.format, status=plan.status, files=len(plan.files),
+                          weight_files=len(plan.weights))
+    try:
+        _run(root, plan, checker, report, verify_payload, require_status)
+    except _Failed as failed:
+        report.reject(failed.stage.value, failed.diagnostic, failed.file)
+    return report.finish()
+
+
+def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport, verify_payload: bool,
+         require_status: str | None) -> None:
+    stages = dict(checker.STAGES)
+    _bundle_stage(Stage.FILES, report, lambda: check_files(root, plan))
+    contexts: dict[str, Context] = {}
+    for shard in plan.weights:
+        path = str(root / shard)
+        try:
+            view = read_view(path, plan.artifact.format)
+        except CharterError as exc:
+            raise _Failed(Stage.CONTAINER, Rejected(exc.diagnostics[0]), shard) from None
+        contexts[shard] = Context(view, path, require_status, only=plan.held_by(shard))
+    for stage in BUNDLE_STAGES[1:]:
+        if stage is Stage.COMPANIONS:
+            report.record(stage.value, "passed")
+        elif stage is Stage.SHARDS:
+            _bundle_stage(stage, report, lambda: check_shards(root, plan, {s: c.view for s, c in contexts.items()}))
+        elif stage is Stage.PAYLOAD and not verify_payload:
+            report.record(stage.value, "skipped")
+        else:
+            for shard, ctx in contexts.items():
+                if stage is Stage.PAYLOAD:
+                    _weights_digest(root, plan, shard)
+                try:
+                    stages[stage.value](ctx)
+                except Rejected as r:
+                    raise _Failed(stage, r, shard) from None
+            if stage is Stage.POLICY:
+                _bundle_stage(stage, report, lambda: _status(plan, require_status), record=False)
+            report.record(stage.value, "passed")
+
+
+def _bundle_stage(stage: Stage, report: BundleReport, check, record: bool = True) -> None:
+    try:
+        check()
+    except BundleRejected as r:
+        raise _Failed(stage, r, r.file) from None
+    if record:
+        report.record(stage.value, "passed")
+
+
+def _weights_digest(root: Path, plan: BundlePlan, shard: str) -> None:
+    f = plan.file(shard)
+    if f.sha256 is None:
+        return
+    actual = file_sha256(root / shard)
+    if actual != f.sha256:
+        raise _Failed(Stage.PAYLOAD, reject(Code.PAYLOAD_FILE_DIGEST, f"files.{shard}.sha256", f"{shard} has sha256 "
+                      f"{actual}, expected {f.sha256}", f.sha256_at, f.sha256, actual, shard), shard)
+
+
+def _status(plan: BundlePlan, required: str | None) -> None:
+    if not meets(plan.status, required):
+        raise reject(Code.POLICY_STATUS, "status", f"the bundle's status is {plan.status!r}; --require-status "
+                     f"{required} refuses it", plan.status_at, required, plan.status)

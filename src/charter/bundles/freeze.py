@@ -1,0 +1,91 @@
+"""`charter freeze DIR --id ID`: one model, one artifact and one bundle contract for a model folder.
+
+The artifact contract states the inventory of all weight files at once (layer patterns fold across
+shards) and nothing that only one file can have (no `source`, no whole-file digest); the bundle
+contract lists every file with its size and sha256, the shard of each tensor, and the index's
+metadata. As for one file, the contracts are checked to admit the folder before anything is
+written (Note [Bundle freeze] in charter.freeze: a frozen contract that rejects its input is a
+bug, exit 3).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from charter.bundles.files import BundleRejected, file_sha256, walk
+from charter.bundles.plan import FilePlan
+from charter.bundles.shards import read_index
+
+WEIGHT_SUFFIXES = {".safetensors": "safetensors", ".gguf": "gguf"}
+INDEX_SUFFIX = ".index.json"
+
+
+def classify(path: str) -> str:
+    """A file's role by its name, as loaders find them."""
+    if path.endswith(INDEX_SUFFIX):
+        return "index"
+    if Path(path).suffix in WEIGHT_SUFFIXES and "/" not in path:
+        return "weights"
+    return "companion" if path.endswith(".json") else "other"
+
+
+def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
+    """The three contracts of the folder `root`, by kind: model, artifact, bundle (ids ID-model,
+    ID-FORMAT, ID). Raises FreezeRefused for a folder one bundle contract cannot state."""
+    from charter.formats.safetensors import read_safetensors
+    from charter.freeze import FreezeRefused
+    from charter.freeze.safetensors import freeze_safetensors_set
+
+    try:
+        paths = walk(root)
+    except BundleRejected as r:  # a folder past the walk's bounds
+        raise FreezeRefused(f"{root}: {r.diagnostic.message}") from None
+    roles = {p: classify(p) for p in paths}
+    weights = sorted(p for p, r in roles.items() if r == "weights")
+    formats = {WEIGHT_SUFFIXES[Path(p).suffix] for p in weights}
+    if not weights:
+        raise FreezeRefused(f"{root}: no weight file (*.safetensors or *.gguf) at the top of the folder")
+    if formats != {"safetensors"}:
+        raise FreezeRefused(f"{root}: only safetensors folders can be frozen as bundles so far")
+    indexes = [p for p, r in roles.items() if r == "index"]
+    if len(indexes) > 1 or (len(weights) > 1 and not indexes):
+        raise FreezeRefused(f"{root}: {len(weights)} weight files need exactly one *{INDEX_SUFFIX}, found "
+                            f"{len(indexes)}")
+    headers = [(str(root / p), read_safetensors(root / p)) for p in weights]  # CharterError: a bad shard
+    artifact_id, model_id = f"{bundle_id}-safetensors", f"{bundle_id}-model"
+    try:
+        model, artifact = freeze_safetensors_set(headers, artifact_id, model_id)
+    except ValueError as exc:
+        raise FreezeRefused(str(exc)) from None
+    files = {p: {"role": roles[p], "size": (root / p).stat().st_size, "sha256": file_sha256(root / p)}
+             for p in paths}
+    bundle: dict = {"charter": 1, "kind": "bundle", "id": bundle_id, "status": "structural", "model": model_id,
+                    "artifact": artifact_id, "extra_files": "reject", "files": files}
+    if len(weights) > 1 or indexes:
+        bundle["weights"] = _weights(root, indexes, weights, headers)
+    return {"model": model, "artifact": artifact, "bundle": bundle}
+
+
+def _weights(root: Path, indexes: list[str], weights: list[str], headers) -> dict:
+    from charter.freeze import FreezeRefused
+
+    out: dict = {}
+    if indexes:
+        metadata = _index_metadata(root, indexes[0])
+        if any(isinstance(v, (dict, list)) for v in metadata.values()):
+            raise FreezeRefused(f"{root / indexes[0]}: its metadata holds a nested value, which index_metadata "
+                                "cannot state")
+        out["index"] = indexes[0]
+        out["index_metadata"] = metadata
+    out["shards"] = {p: [t.name for t in h.tensors] for p, (_, h) in zip(weights, headers)}
+    return out
+
+
+def _index_metadata(root: Path, index: str) -> dict:
+    """The index's metadata, read as admission reads the index (what SHARD_INDEX refuses, refused)."""
+    from charter.freeze import FreezeRefused
+
+    try:
+        return read_index(root, FilePlan(index, "index", 0, None, None, None, None))["metadata"]
+    except BundleRejected as r:
+        raise FreezeRefused(r.diagnostic.message) from None

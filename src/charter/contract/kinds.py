@@ -1,0 +1,18 @@
+"""Every contract kind by its `kind:` name (the bundle kind lives in charter.bundles.contract)."""
+
+from __future__ import annotations
+
+from typing import Union
+
+from charter.bundles.contract import BundleContract
+from charter.contract.models import ArtifactContract, Header, KernelContract, ModelContract, ProvenanceContract
+
+CONTRACT_KINDS: dict[str, type[Header]] = {
+    "model": ModelContract,
+    "artifact": ArtifactContract,
+    "provenance": ProvenanceContract,
+    "kernel": KernelContract,
+    "bundle": BundleContract,
+}
+
+Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract]
