@@ -16,7 +16,7 @@ from pathlib import Path
 
 from charter import atomic
 from charter.console import not_a_file
-from charter.diagnostics import CharterError
+from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.formats.sniff import read_head, require_format
 
 
@@ -209,8 +209,16 @@ def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str
     checker = ModuleType("charter_freeze_self_check")
     exec(compile(render_checker_text(plan, "# freeze self-check"), checker.__name__, "exec"), checker.__dict__)
     report = admit_bundle(root, bundle, checker)
-    if not report.admitted:
-        raise FreezeError(f"the frozen contracts reject their own folder: {report.render()}")
+    if report.admitted:
+        return
+    if report.diagnostic.code in FOLDER_FAULTS:  # the folder contradicts itself: no contract can admit it
+        d = report.diagnostic
+        raise CharterError([Diagnostic(Code(d.code), d.field, f"{report.file}: {d.message}")])
+    raise FreezeError(f"the frozen contracts reject their own folder: {report.render()}")
+
+
+# What freeze cannot state away: a folder whose files disagree with each other (Note [Shard index]).
+FOLDER_FAULTS = {"SHARD_DUPLICATE", "SHARD_UNINDEXED", "SHARD_INDEX_STALE", "SHARD_TOTAL_SIZE"}
 
 
 def _check_id(contract_id: str) -> None:
