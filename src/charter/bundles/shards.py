@@ -111,7 +111,7 @@ def _against_index(root: Path, plan: BundlePlan, views: dict[str, ArtifactView],
         if held.get(tensor) != shard:
             where = f"in {held[tensor]}" if tensor in held else "in no shard"
             raise reject(Code.SHARD_INDEX_STALE, f"weights.index.weight_map.{tensor}", f"{name} says {tensor!r} "
-                         f"is in {shard}, but it is {where}", at, shard, held.get(tensor, "absent"), name)
+                         f"is in {shard}, but it is {where}", at, held.get(tensor, "absent"), shard, name)
     total = sum(t.end - t.start for shard in plan.weights for t in views[shard].tensors)
     stated = metadata.get("total_size")
     if stated is not None and (isinstance(stated, bool) or stated != total):
