@@ -66,3 +66,23 @@ def shard_folder(source: Path, target: Path, shards: int) -> Path:
     with open(target / "model.safetensors.index.json", "w") as f:
         json.dump(index, f, indent=2)
     return target
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m charter.conforming.folders DIR`: write DIR/minilm, DIR/minilm-2 and DIR/minilm-5."""
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) != 1:
+        print("usage: python -m charter.conforming.folders DIR", file=sys.stderr)
+        return 2
+    out = Path(args[0])
+    real = extract_minilm(out / "minilm")
+    for shards in (2, 5):
+        shard_folder(real, out / f"minilm-{shards}", shards)
+    print(f"wrote {real}, {out / 'minilm-2'}, {out / 'minilm-5'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

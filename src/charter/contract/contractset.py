@@ -18,6 +18,7 @@ from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
 from charter.bundles.contract import BundleContract
 from charter.bundles.plan import BundlePlan, resolve_bundle
+from charter.language import STATUSES
 
 SPEC_SUFFIXES = (".yaml", ".yml")
 
@@ -193,6 +194,11 @@ def _resolve(cs: ContractSet, primary: set[str]) -> None:
                 cs.diagnostics.append(Diagnostic(
                     Code.SPEC_INVALID, "model", f"bundle model {lc.contract.model!r} is not the model of artifact "
                     f"{plan.id!r} ({plan.model!r})", location=lc.doc.where(("model",))))
+                continue
+            if STATUSES.index(lc.contract.status.value) > STATUSES.index(plan.status):
+                cs.diagnostics.append(Diagnostic(
+                    Code.SPEC_INVALID, "status", f"status {lc.contract.status.value} claims more than its artifact "
+                    f"contract {plan.id} ({plan.status})", location=lc.doc.where(("status",))))
                 continue
             try:
                 cs.bundles[cid] = resolve_bundle(lc, plan)

@@ -13,8 +13,8 @@ def register(sub) -> None:
     from charter.console import path_arg
 
     p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
-    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract (YAML)")
-    p.add_argument("--artifact", type=path_arg, help="conforming artifact (default: the pinned source, else one built from "
+    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract, or bundle contract (YAML)")
+    p.add_argument("--artifact", type=path_arg, help="conforming artifact, or model folder for a bundle (default: the pinned source, else one built from "
                                       "the contract by charter.conforming)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--only", choices=("artifact", "contract"), help="run one side only")
@@ -51,6 +51,10 @@ def run_mutate(args) -> int:
         from charter.mutation.provenance_run import run_command
 
         return run_command(args, cs, provenance[0])
+    if len(cs.primary) == 1 and next(iter(cs.primary)) in cs.bundles:  # a model folder: the bundle battery
+        from charter.mutation.bundle_run import run_command as run_bundle_command
+
+        return run_bundle_command(args, cs, next(iter(cs.primary)))
     ids = [i for i in cs.primary if i in cs.artifacts]
     if len(ids) != 1:
         print(f"charter: {args.contract} is not one artifact contract", file=sys.stderr)

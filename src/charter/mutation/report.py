@@ -6,10 +6,10 @@ import html
 import json
 from collections import Counter, defaultdict
 
-from charter.diagnostics import ADMISSION_STAGES
+from charter.diagnostics import BUNDLE_STAGES
 from charter.mutation.mutant import Outcome, Verdict
 
-STAGE_ROWS = ["spec"] + [s.value for s in ADMISSION_STAGES] + ["any"]
+STAGE_ROWS = ["spec"] + [s.value for s in BUNDLE_STAGES] + ["any"]  # rows with no mutant are not printed
 FAILING = (Verdict.SURVIVED, Verdict.REGRESSION, Verdict.REFUSED, Verdict.ERROR)
 
 

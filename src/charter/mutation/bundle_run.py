@@ -1,0 +1,118 @@
+"""Run the bundle battery: every mutant of bundle_ops through bundle admission, judged by Note
+[Mutation verdicts]. Folder mutants edit a copy of the folder made of hard links (their edits
+replace files, so the folder itself is only read); contract mutants are written beside a copy of
+nothing but themselves and loaded with the bundle's search path, so a refusal by the contract
+language is a rejection at stage spec, judged on its code and field."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from pathlib import Path
+
+from charter.bundles.admit import admit_bundle
+from charter.contract.contractset import load_set
+from charter.contract.yamldump import dump
+from charter.mutation.bundle_ops import BundleMutant, contract_mutants, folder_mutants
+from charter.mutation.mutant import Outcome, Verdict, judge
+
+
+def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None) -> list[BundleMutant]:
+    plan = cs.bundles[bundle_id]
+    out = []
+    if only in (None, "artifact"):
+        out += folder_mutants(plan, folder)
+    if only in (None, "contract"):
+        out += contract_mutants(plan, cs.contracts[bundle_id].doc.data, plan.artifact.status)
+    return out
+
+
+def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMutant],
+               progress=None) -> list[Outcome]:
+    plan = cs.bundles[bundle_id]
+    search = [cs.contracts[plan.artifact.id].path, cs.contracts[plan.artifact.model].path]  # all a mutant refers to
+    outcomes = []
+    with tempfile.TemporaryDirectory(prefix="charter-bundle-battery-") as tmp:
+        for n, bm in enumerate(mutants, 1):
+            m = bm.mutant
+            if m.equivalent is not None:
+                outcomes.append(Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent))
+            elif bm.folder is not None:
+                copy = Path(tmp) / f"m{n}"
+                shutil.copytree(folder, copy, copy_function=_link)
+                bm.folder(copy)
+                report = admit_bundle(copy, plan, checker, verify_payload=bm.verify_payload)
+                outcomes.append(_judged(m, report))
+                shutil.rmtree(copy)
+            else:
+                outcomes.append(_contract_run(bm, Path(tmp) / f"m{n}.yaml", folder, checker, search))
+            if progress:
+                progress(n, len(mutants))
+    return outcomes
+
+
+def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list) -> Outcome:
+    target.write_text(dump(bm.contract()))
+    cs = load_set([target], search)
+    if cs.diagnostics:
+        d = cs.diagnostics[0]
+        return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
+    plan = next(iter(cs.bundles.values()))
+    return _judged(bm.mutant, admit_bundle(folder, plan, checker, verify_payload=bm.verify_payload))
+
+
+def _judged(m, report) -> Outcome:
+    d = report.diagnostic
+    if d is None:
+        return judge(m, True, None, None, None)
+    return judge(m, False, d.stage, d.code, d.field, report.render())
+
+
+def _link(src: str, dst: str) -> None:
+    import os
+
+    os.link(src, dst)
+
+
+def run_command(args, cs, bundle_id: str) -> int:
+    """`charter mutate --contract BUNDLE --artifact FOLDER`: the same output as the artifact battery."""
+    import sys
+    import time
+
+    from charter import atomic
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from charter.engines import choose
+    from charter.mutation import report
+    from charter.mutation.run import stderr_progress
+
+    folder = Path(args.artifact) if args.artifact else None
+    if folder is None or not folder.is_dir():
+        print("charter: a bundle battery mutates a model folder: name it with --artifact FOLDER", file=sys.stderr)
+        return EXIT_USAGE
+    if args.engine != "python":
+        print("charter: bundles are admitted by the Python engine only, so far (docs/bundles.md)", file=sys.stderr)
+        return EXIT_USAGE
+    plan = cs.bundles[bundle_id]
+    checker = choose.python_checker(cs, plan.artifact.id, Path("generated")).module
+    control = admit_bundle(folder, plan, checker)
+    if not control.admitted:
+        print(f"charter: the unchanged bundle does not admit {folder}: {control.render()}", file=sys.stderr)
+        return EXIT_REJECTED
+    start = time.monotonic()
+    mutants = bundle_battery(cs, bundle_id, folder, args.only)
+    if not args.quiet:
+        print(f"battery {bundle_id}: {len(mutants)} mutants of {folder} and its bundle contract", file=sys.stderr)
+    outcomes = run_bundle(cs, bundle_id, folder, checker, mutants, None if args.quiet else stderr_progress(start))
+    elapsed = time.monotonic() - start
+    meta = {"contract": bundle_id, "spec": cs.contracts[bundle_id].doc.file, "artifact": str(folder), "kind": "bundle",
+            "seconds": round(elapsed, 2)}
+    summary = report.summary(outcomes)
+    if args.json:
+        atomic.write_text(args.json, report.to_json(outcomes, meta))
+    if args.html:
+        atomic.write_text(args.html, report.render_html(outcomes, meta))
+    for line in report.failures(outcomes):
+        print(line)
+    print(report.table(outcomes))
+    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(mutants) / max(elapsed, 1e-9):.0f} mutants/s)")
+    return EXIT_OK if summary["passed"] else EXIT_REJECTED
