@@ -375,3 +375,33 @@ def test_freeze_round_trips_and_every_one_edit_change_is_rejected(value):
     assert check_json("v.json", data, fact) is None
     rejected, counted, failures = rejects("v.json", data, fact, json_mutants(data, fact, file="v.json"))
     assert not failures and rejected == counted
+
+
+def _number_paths(value, path=()):
+    """Paths of the ints and floats of a JSON value a contract can name (int64, finite)."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() for p in _number_paths(v, path + (k,))]
+    if isinstance(value, list):
+        return [p for i, v in enumerate(value) for p in _number_paths(v, path + (i,))]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return []
+    return [path] if not isinstance(value, int) or -2**63 <= value < 2**63 else []
+
+
+@settings(max_examples=100, deadline=None)
+@given(json_values)
+def test_freeze_with_constant_names_round_trips(value):
+    data = parse_companion(json.dumps({"root": value}).encode())
+    paths = _number_paths(data)
+    names = {p: f"c{i}" for i, p in enumerate(paths)}
+    env = {}
+    for p, name in names.items():
+        node = data
+        for step in p:
+            node = node[step]
+        env[name] = node
+    frozen = freeze_json(data, names=names)
+    fact = resolved("v.json", frozen, env)
+    assert check_json("v.json", data, fact) is None
+    rejected, counted, failures = rejects("v.json", data, fact, json_mutants(data, fact, file="v.json"))
+    assert not failures and rejected == counted

@@ -1,4 +1,4 @@
-"""Companion JSON files bound node by node, each node with its exact JSON type (docs/bundles.md).
+"""Companion JSON files bound node by node, each node with its exact JSON type (docs/diagnostics.md).
 
 A bundle contract's `companions:` section maps a file of the bundle (`config.json`,
 `1_Pooling/config.json`, `modules.json`) to one `JsonFact` for the file's root value. This module
