@@ -186,6 +186,13 @@ class Code(str, Enum):
     FIXTURE_SOURCE = "FIXTURE_SOURCE"
     FIXTURE_INPUT = "FIXTURE_INPUT"
     FIXTURE_CAPTURE = "FIXTURE_CAPTURE"
+    # --- bundles: companion files (charter.bundles.json_facts) -------------------------------
+    COMPANION_TYPE = "COMPANION_TYPE"
+    COMPANION_VALUE = "COMPANION_VALUE"
+    COMPANION_MISSING = "COMPANION_MISSING"
+    COMPANION_UNEXPECTED = "COMPANION_UNEXPECTED"
+    COMPANION_LENGTH = "COMPANION_LENGTH"
+    COMPANION_DIGEST = "COMPANION_DIGEST"
 
     @property
     def stage(self) -> Stage:
