@@ -187,6 +187,7 @@ class Code(str, Enum):
     FIXTURE_INPUT = "FIXTURE_INPUT"
     FIXTURE_CAPTURE = "FIXTURE_CAPTURE"
     # --- bundles: companion files (charter.bundles.json_facts) -------------------------------
+    COMPANION_JSON = "COMPANION_JSON"
     COMPANION_TYPE = "COMPANION_TYPE"
     COMPANION_VALUE = "COMPANION_VALUE"
     COMPANION_MISSING = "COMPANION_MISSING"

@@ -11,6 +11,8 @@ tensor is missed in another. The bundle's stages sit where the facts they own ar
                 their size; no unlisted file; the digest of every file but the weights.
 * container  -- each weight file's header, through the strict reader.
 * identity, metadata -- each weight file's, as the artifact contract states them.
+* companions -- each companion JSON file, strict (UTF-8, no duplicate key, no NaN, at most
+                MAX_COMPANION_BYTES), held to its fact key by key (Note [JSON facts]).
 * tokenizer  -- each weight file's.
 * shards     -- the shard of every tensor (Note [Shard index]): index and shards both ways,
                 total_size, and the contract's placement.
@@ -27,7 +29,8 @@ from __future__ import annotations
 from pathlib import Path
 from types import ModuleType
 
-from charter.admission.runtime import Context, Rejected
+from charter.admission.runtime import Context, Rejected, parse_companion, read_companion
+from charter.bundles.json_facts import check_json
 from charter.admission.view import read_view
 from charter.bundles.files import BundleRejected, check_files, file_sha256, reject
 from charter.bundles.plan import BundlePlan
@@ -36,7 +39,7 @@ from charter.bundles.shards import check_shards
 from charter.diagnostics import BUNDLE_STAGES, CharterError, Code, Stage
 from charter.language import meets
 
-PER_FILE = ("identity", "metadata", "tokenizer", "tensors", "codec", "layout", "stores", "policy")
+MAX_COMPANION_BYTES = 64 << 20  # a bundle's JSON file: a large tokenizer.json is tens of MB
 
 
 class _Failed(Exception):
@@ -71,7 +74,7 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
         contexts[shard] = Context(view, path, require_status, only=plan.held_by(shard))
     for stage in BUNDLE_STAGES[1:]:
         if stage is Stage.COMPANIONS:
-            report.record(stage.value, "passed")
+            _bundle_stage(stage, report, lambda: check_companions(root, plan))
         elif stage is Stage.SHARDS:
             _bundle_stage(stage, report, lambda: check_shards(root, plan, {s: c.view for s, c in contexts.items()}))
         elif stage is Stage.PAYLOAD and not verify_payload:
@@ -96,6 +99,26 @@ def _bundle_stage(stage: Stage, report: BundleReport, check, record: bool = True
         raise _Failed(stage, r, r.file) from None
     if record:
         report.record(stage.value, "passed")
+
+
+def check_companions(root: Path, plan: BundlePlan) -> None:
+    """Every companion file read as strict JSON (at most MAX_COMPANION_BYTES) and held to its fact."""
+    for path, fact in plan.companions:
+        raw = b""
+        try:
+            raw = read_companion(root / path, MAX_COMPANION_BYTES)
+            if len(raw) > MAX_COMPANION_BYTES:
+                raise ValueError(f"more than {MAX_COMPANION_BYTES} bytes")
+            data = parse_companion(raw)
+        except OSError as exc:
+            raise reject(Code.COMPANION_JSON, f"companions.{path}", f"{path} cannot be read: {exc.strerror}",
+                         fact.at, "strict JSON", "unreadable", path) from None
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise reject(Code.COMPANION_JSON, f"companions.{path}", f"{path} is not strict JSON: {exc}", fact.at,
+                         "strict JSON", "invalid", path) from None
+        found = check_json(path, data, fact)
+        if found is not None:
+            raise BundleRejected(found, path)
 
 
 def _weights_digest(root: Path, plan: BundlePlan, shard: str) -> None:

@@ -12,6 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, StringConstraints, model_validator
 
+from charter.bundles.json_facts import JsonFact
 from charter.contract.models import Header, Id, Sha256, Strict, located
 
 # A path inside the bundle folder: relative, '/'-separated, no '.' or '..' segment, no empty
@@ -37,10 +38,12 @@ class BundleFile(Strict):
     role: Role = Field(description="weights: admitted by the artifact contract; index: the shard index; "
                                    "companion: a JSON file bound under `companions`; other: bound by size "
                                    "and digest only.")
-    size: StrictInt = Field(ge=0, description="File size in bytes (checked at the files stage).")
+    size: StrictInt | None = Field(None, ge=0, description="File size in bytes (checked at the files stage); "
+                                                           "required for weights and other files.")
     sha256: Sha256 | None = Field(None, description="Digest of the whole file: checked at the files stage for "
                                                     "every role but weights, whose bytes are read only by "
-                                                    "`--verify-payload` (payload stage).")
+                                                    "`--verify-payload` (payload stage). A companion bound "
+                                                    "key by key and the index need neither size nor digest.")
 
 
 class Weights(Strict):
@@ -77,6 +80,9 @@ class BundleContract(Header):
     files: dict[BundlePath, BundleFile] = Field(min_length=1, description="The exact file set, by path "
                                                                           "inside the bundle folder.")
     weights: Weights = Weights()
+    companions: dict[BundlePath, JsonFact] = Field(
+        default_factory=dict, description="Companion file -> the JSON fact of its whole document (every key "
+                                          "with its exact JSON type; docs/bundles.md).")
 
     @model_validator(mode="after")
     def _roles_agree(self) -> "BundleContract":
@@ -86,6 +92,11 @@ class BundleContract(Header):
         for path, f in self.files.items():
             if f.role == "index" and path != self.weights.index:
                 raise located(("files", path, "role"), f"{path} has role index, but weights.index does not name it")
+            if f.role in ("weights", "other") and f.size is None:
+                raise located(("files", path), f"a file of role {f.role} states its size")
+            if (f.role == "companion") != (path in self.companions):
+                raise located(("files", path, "role") if f.role == "companion" else ("companions", path),
+                              f"{path}: a file of role companion is bound under companions, and only such a file")
         w = self.weights
         if w.index is not None and (w.index not in self.files or self.files[w.index].role != "index"):
             raise located(("weights", "index"), f"weights.index {w.index!r} is not a file of role index")
@@ -98,6 +109,9 @@ class BundleContract(Header):
                     raise located(("weights", "shards", shard), f"{shard} is not a file of role weights")
         if w.index is not None:
             _shard_names(sorted(weights))
+        stray = [p for p in self.companions if p not in self.files]
+        if stray:
+            raise located(("companions", stray[0]), f"{stray[0]} is not a file of the bundle")
         return self
 
 

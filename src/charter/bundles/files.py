@@ -89,7 +89,7 @@ def _check_one(root: Path, boundary: Path, f: FilePlan) -> None:
         what = next((name for test, name in _KINDS if test(st.st_mode)), "not a regular file")
         raise reject(Code.BUNDLE_FILE_KIND, f"files.{f.path}", f"{f.path} is {what}, not a regular file", f.at,
                      "regular file", what, f.path)
-    if st.st_size != f.size:
+    if f.size is not None and st.st_size != f.size:
         raise reject(Code.BUNDLE_FILE_SIZE, f"files.{f.path}.size", f"{f.path} is {st.st_size} bytes, expected "
                      f"{f.size}", f.size_at, f.size, st.st_size, f.path)
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from charter.bundles.files import BundleRejected, file_sha256, walk
+from charter.bundles.json_facts import freeze_json
 from charter.bundles.plan import FilePlan
 from charter.bundles.shards import read_index
 
@@ -57,13 +58,40 @@ def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
         model, artifact = freeze_safetensors_set(headers, artifact_id, model_id)
     except ValueError as exc:
         raise FreezeRefused(str(exc)) from None
-    files = {p: {"role": roles[p], "size": (root / p).stat().st_size, "sha256": file_sha256(root / p)}
-             for p in paths}
+    # config.json is bound once, in the bundle: its numbers that name model constants stay names
+    config = artifact.pop("config", {"keys": {}})
+    names = {(key, ): fact["value"] for key, fact in config["keys"].items()}
+    companions = {}
+    for p in [p for p in paths if roles[p] == "companion"]:
+        document = _document(root / p)
+        if document is _UNREADABLE:
+            roles[p] = "other"  # not strict JSON: bound by size and digest instead
+        else:
+            companions[p] = freeze_json(document, names=names if p == "config.json" else None)
+    files = {p: {"role": roles[p]} if roles[p] in ("companion", "index") else
+             {"role": roles[p], "size": (root / p).stat().st_size, "sha256": file_sha256(root / p)} for p in paths}
     bundle: dict = {"charter": 1, "kind": "bundle", "id": bundle_id, "status": "structural", "model": model_id,
                     "artifact": artifact_id, "extra_files": "reject", "files": files}
     if len(weights) > 1 or indexes:
         bundle["weights"] = _weights(root, indexes, weights, headers)
+    if companions:
+        bundle["companions"] = companions
     return {"model": model, "artifact": artifact, "bundle": bundle}
+
+
+_UNREADABLE = object()
+
+
+def _document(path: Path) -> object:
+    """A companion's JSON as admission reads it, or _UNREADABLE."""
+    from charter.admission.runtime import parse_companion, read_companion
+    from charter.bundles.admit import MAX_COMPANION_BYTES
+
+    try:
+        raw = read_companion(path, MAX_COMPANION_BYTES)
+        return _UNREADABLE if len(raw) > MAX_COMPANION_BYTES else parse_companion(raw)
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError):
+        return _UNREADABLE
 
 
 def _weights(root: Path, indexes: list[str], weights: list[str], headers) -> dict:

@@ -53,7 +53,6 @@ from typing import Literal, Union
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, model_validator
 from typing_extensions import TypeAliasType
 
-from charter.contract import resolve as contract_resolve
 from charter.contract.models import Sha256, Strict, located
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.floatbits import f64_bits
@@ -256,6 +255,8 @@ def resolve_json_fact(fact: JsonFact, env: dict, where: Callable[[tuple], Locati
 
 
 def _resolve(c: _Collector, fact: JsonFact, env: dict, path: tuple) -> ResolvedJson:
+    from charter.contract import resolve as contract_resolve  # resolve imports the contract kinds, this among them
+
     value = fact.value
     if fact.type in ("int", "float") and fact.sha256 is None:
         ctype = "int64" if fact.type == "int" else "float64"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from charter.bundles.contract import BundleContract
+from charter.bundles.json_facts import ResolvedJson, resolve_json_fact
 from charter.contract.load import LoadedContract
 from charter.contract.plan import ArtifactPlan, Located
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
@@ -16,10 +17,10 @@ WEIGHT_SUFFIX = {"safetensors": ".safetensors", "gguf": ".gguf"}
 class FilePlan:
     path: str
     role: str
-    size: int
+    size: int | None
     sha256: str | None
     at: Location  # the file's entry under `files`
-    size_at: Location
+    size_at: Location | None
     sha256_at: Location | None
 
 
@@ -38,6 +39,7 @@ class BundlePlan:
     index_metadata_at: Location | None
     placement: dict[str, Located[str]]  # tensor -> its weight file, at its entry under weights.shards
     shards_at: Location | None
+    companions: tuple[tuple[str, ResolvedJson], ...] = ()  # file -> the fact of its document, in contract order
 
     def file(self, path: str) -> FilePlan:
         return next(f for f in self.files if f.path == path)
@@ -47,8 +49,9 @@ class BundlePlan:
         return frozenset(name for name, where in self.placement.items() if where.value == shard)
 
 
-def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan) -> BundlePlan:
-    """The bundle's facts, located; its placement must cover the artifact's inventory exactly."""
+def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan, constants: dict) -> BundlePlan:
+    """The bundle's facts, located, companion expressions over the model's `constants`; its
+    placement must cover the artifact's inventory exactly."""
     b = loaded.contract
     assert isinstance(b, BundleContract)
     where = loaded.doc.where
@@ -57,7 +60,8 @@ def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan) -> BundlePlan
     def error(path: tuple, message: str) -> None:
         problems.append(Diagnostic(Code.SPEC_INVALID, ".".join(map(str, path)), message, location=where(path)))
 
-    files = tuple(FilePlan(path, f.role, f.size, f.sha256, where(("files", path)), where(("files", path, "size")),
+    files = tuple(FilePlan(path, f.role, f.size, f.sha256, where(("files", path)),
+                           where(("files", path, "size")) if f.size is not None else None,
                            where(("files", path, "sha256")) if f.sha256 else None) for path, f in b.files.items())
     weights = tuple(sorted(f.path for f in files if f.role == "weights"))
     suffix = WEIGHT_SUFFIX[artifact.format]
@@ -84,6 +88,12 @@ def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan) -> BundlePlan
     if len(weights) > 1 and artifact.payload is not None and artifact.payload.file_sha256 is not None:
         error(("artifact",), f"artifact {artifact.id} pins one file's sha256 (payload.file_sha256), which no "
                              "shard of several has: pin each file's sha256 under `files`")
+    companions = []
+    for path, fact in b.companions.items():
+        try:
+            companions.append((path, resolve_json_fact(fact, constants, where, ("companions", path))))
+        except CharterError as exc:
+            problems.extend(exc.diagnostics)
     if problems:
         raise CharterError(problems)
     index = next((f for f in files if f.path == b.weights.index), None)
@@ -93,4 +103,5 @@ def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan) -> BundlePlan
         id=b.id, status=b.status.value, status_at=where(("status",)), spec_path=loaded.doc.file, artifact=artifact,
         extra_files=Located(b.extra_files, where(("extra_files",))), files=files, weights=weights, index=index,
         index_metadata=metadata, index_metadata_at=where(("weights", "index_metadata")) if index else None,
-        placement=placement, shards_at=where(("weights", "shards")) if b.weights.shards else None)
+        placement=placement, shards_at=where(("weights", "shards")) if b.weights.shards else None,
+        companions=tuple(companions))

@@ -60,8 +60,10 @@ NOTES = {
         "source: the file this contract was frozen from, relative to this file, with its size and\n"
         "sha256; `charter admit --contract THIS_FILE` and `charter locate` find it there.\n")},
     "bundle": {"files": (
-        "files: every file of the folder this bundle was frozen from, with its size and sha256;\n"
-        "`charter admit FOLDER --contract THIS_FILE` admits that folder and nothing else.\n")},
+        "files: every file of the folder this bundle was frozen from: weights and other files with their\n"
+        "size and sha256, companion JSON files bound key by key under `companions`, the index by its\n"
+        "metadata and the shard of each tensor; `charter admit FOLDER --contract THIS_FILE` admits that\n"
+        "folder and nothing else.\n")},
 }
 
 
@@ -203,7 +205,7 @@ def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str
     try:
         model = resolve_model(load_contract_text(texts["model"], str(targets["model"])))
         plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
-        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan)
+        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan, model.constants)
     except CharterError as exc:
         raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
     checker = ModuleType("charter_freeze_self_check")

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from charter.bundles.json_facts import json_field, json_mutants
 from charter.bundles.plan import BundlePlan
 from charter.diagnostics import Code
 from charter.language import STATUSES
@@ -102,6 +103,23 @@ def folder_mutants(plan: BundlePlan, folder: Path) -> list[BundleMutant]:
                                         folder=lambda d, x=a.path, y=b.path: _swap(d / x, d / y)))
     if plan.index is not None:
         out += _index_mutants(plan, folder)
+    for path, fact in plan.companions:
+        out += _companion_mutants(plan, folder, path, fact)
+    return out
+
+
+def _companion_mutants(plan: BundlePlan, folder: Path, path: str, fact) -> list[BundleMutant]:
+    """Every edit each bound node allows (charter.bundles.json_facts.json_mutants, which predicts
+    from the two documents), written as the file's new bytes."""
+    from charter.admission.runtime import parse_companion
+
+    data = parse_companion((folder / path).read_bytes())
+    out = []
+    for jm in json_mutants(data, fact, file=path):
+        semantic = None if jm.code is None else Expect.of(jm.code, jm.field)
+        expect = None if semantic is None else _rewritten(plan, path, len(jm.data), semantic)
+        out.append(BundleMutant(_m("artifact", jm.name, "edit", expect, jm.equivalent),
+                                folder=lambda d, b=jm.data: _replace(d / path, b)))
     return out
 
 
@@ -170,7 +188,7 @@ def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str) -> list
 
     for f in plan.files:
         leaf = f"files.{f.path}"
-        for delta in (1, -1):
+        for delta in (1, -1) if f.size is not None else ():
             add(f"{leaf}.size", f"{delta:+d}", Expect.of(Code.BUNDLE_FILE_SIZE, f"{leaf}.size"),
                 lambda d, p=f.path, x=delta: d["files"][p].update(size=d["files"][p]["size"] + x))
         if f.sha256 is not None:
@@ -180,14 +198,16 @@ def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str) -> list
                 verify_payload=f.role == "weights")
         if f.role == "index":  # weights.index names it: no longer a file of the bundle
             add(leaf, "drop entry", Expect.of(Code.SPEC_SCHEMA, "weights.index"), lambda d, p=f.path: d["files"].pop(p))
-        elif f.role != "weights":
+        elif f.role == "companion":  # its fact under companions names it
+            add(leaf, "drop entry", Expect.of(Code.SPEC_SCHEMA, f"companions.{f.path}"),
+                lambda d, p=f.path: d["files"].pop(p))
+            add(f"{leaf}.role", "enum other", Expect.of(Code.SPEC_SCHEMA, f"files.{f.path}"),
+                lambda d, p=f.path: d["files"][p].update(role="other"))  # other files state their size
+        elif f.role == "other":
             add(leaf, "drop entry", Expect.of(Code.BUNDLE_FILE_UNEXPECTED, leaf) if plan.extra_files.value == "reject"
                 else None, lambda d, p=f.path: d["files"].pop(p))
-            if f.role in ("companion", "other"):
-                other = "other" if f.role == "companion" else "companion"
-                add(f"{leaf}.role", f"enum {other}", None, lambda d, p=f.path, r=other: d["files"][p].update(role=r),
-                    equivalent="companion and other files are both bound by size and sha256 (no companion is "
-                               "bound key by key yet)")
+            add(f"{leaf}.role", "enum companion", Expect.of(Code.SPEC_SCHEMA, f"files.{f.path}.role"),
+                lambda d, p=f.path: d["files"][p].update(role="companion"))  # with no fact under companions
     add("extra_files", "enum allow", None, lambda d: d.update(extra_files="allow"),
         equivalent="relaxes the file set; the artifact mutant 'add unknown file' proves reject")
     for status in STATUSES[STATUSES.index(plan.status) + 1:]:
@@ -209,6 +229,9 @@ def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str) -> list
                     Expect.of(Code.SHARD_PLACEMENT, f"weights.shards.{tensor}"),
                     lambda d, s=shard, n=nxt, t=tensor: (d["weights"]["shards"][s].remove(t),
                                                          d["weights"]["shards"][n].append(t)))
+    for path in data.get("companions", {}):
+        for target, op, expect, edit, equivalent in _companion_leaves(data, path):
+            add(target, op, expect, edit, equivalent)
     if plan.index is not None:
         for delta in (1, -1):
             add("weights.index_metadata.total_size", f"{delta:+d}",
@@ -216,6 +239,49 @@ def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str) -> list
                 lambda d, x=delta: d["weights"]["index_metadata"].update(
                     total_size=d["weights"]["index_metadata"]["total_size"] + x))
     return out
+
+
+def _companion_leaves(data: dict, file: str, at: tuple = (), where: tuple = ()):
+    """(target, operator, expect, edit, equivalent) for the leaves of one companion's fact: a
+    scalar value changed -> COMPANION_VALUE there; a bound key dropped -> COMPANION_UNEXPECTED
+    there (extra_keys: reject); extra_keys relaxed -> equivalent (the folder mutant that adds a
+    key proves reject)."""
+    fact = data["companions"][file]
+    for step in at:
+        fact = fact[step]
+    field = json_field(file, where)
+    full = ("companions", file) + at
+
+    def edit_at(key, new, full=full):
+        def edit(d):
+            node = d
+            for step in full:
+                node = node[step]
+            node[key] = new
+        return edit
+
+    kind, value = fact.get("type"), fact.get("value")
+    if "value" in fact and kind in ("int", "float", "bool", "string"):
+        new = (not value if kind == "bool" else f"({value}) + 1" if isinstance(value, str) and kind != "string"
+               else value + "x" if kind == "string" else value + 1)
+        yield f"{field}.value", "edit", Expect.of(Code.COMPANION_VALUE, field), edit_at("value", new), None
+    if kind == "object" and "keys" in fact:
+        if fact.get("extra_keys", "reject") == "reject":
+            yield f"{field}.extra_keys", "enum allow", None, edit_at("extra_keys", "allow"), \
+                "relaxes the key set; the folder mutant that adds a key proves reject"
+        for key in fact["keys"]:
+            sub = json_field(file, where + (key,))
+            if fact.get("extra_keys", "reject") == "reject":
+                def drop(d, full=full, key=key):
+                    node = d
+                    for step in full + ("keys",):
+                        node = node[step]
+                    del node[key]
+                yield sub, "drop key", Expect.of(Code.COMPANION_UNEXPECTED, sub), drop, None
+            yield from _companion_leaves(data, file, at + ("keys", key), where + (key,))
+    if kind == "list" and "items" in fact:
+        for i in range(len(fact["items"])):
+            yield from _companion_leaves(data, file, at + ("items", i), where + (i,))
 
 
 def _flip_hex(digest: str) -> str:
