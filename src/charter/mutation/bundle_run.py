@@ -10,7 +10,13 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from typing import NamedTuple
+
 from charter.bundles.admit import admit_bundle
+from charter.bundles.plan import resolve_bundle
+from charter.contract.load import LoadedContract, contract_from_document
+from charter.contract.yamlload import Document
+from charter.diagnostics import CharterError
 from charter.contract.contractset import load_set
 from charter.contract.yamldump import dump
 from charter.mutation.bundle_ops import BundleMutant, contract_mutants, folder_mutants
@@ -31,6 +37,7 @@ def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMu
                progress=None) -> list[Outcome]:
     plan = cs.bundles[bundle_id]
     search = [cs.contracts[plan.artifact.id].path, cs.contracts[plan.artifact.model].path]  # all a mutant refers to
+    base = _Base(cs, bundle_id)
     outcomes = []
     with tempfile.TemporaryDirectory(prefix="charter-bundle-battery-") as tmp:
         for n, bm in enumerate(mutants, 1):
@@ -45,20 +52,39 @@ def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMu
                 outcomes.append(_judged(m, report))
                 shutil.rmtree(copy)
             else:
-                outcomes.append(_contract_run(bm, Path(tmp) / f"m{n}.yaml", folder, checker, search))
+                outcomes.append(_contract_run(bm, Path(tmp) / f"m{n}.yaml", folder, checker, search, base))
             if progress:
                 progress(n, len(mutants))
     return outcomes
 
 
-def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list) -> Outcome:
-    target.write_text(dump(bm.contract()))
-    cs = load_set([target], search)
-    if cs.diagnostics:
-        d = cs.diagnostics[0]
-        return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
-    plan = next(iter(cs.bundles.values()))
+def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list, base) -> Outcome:
+    """The mutated contract loaded as `charter check` loads it: over the original document's
+    locations and the already resolved artifact, unless the mutant changes what it refers to."""
+    data = bm.contract()
+    original = base.cs.contracts[base.bundle_id]
+    if any(data.get(k) != original.doc.data.get(k) for k in ("model", "artifact", "status")):
+        target.write_text(dump(data))
+        cs = load_set([target], search)
+        if cs.diagnostics:
+            d = cs.diagnostics[0]
+            return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
+        plan = next(iter(cs.bundles.values()))
+    else:
+        doc = Document(data, original.doc.locations, original.doc.source, original.doc.file)
+        try:
+            loaded = LoadedContract(contract_from_document(doc), doc, original.path)
+            artifact = base.cs.bundles[base.bundle_id].artifact
+            plan = resolve_bundle(loaded, artifact, base.cs.models[artifact.model].constants)
+        except CharterError as exc:
+            d = exc.diagnostics[0]
+            return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
     return _judged(bm.mutant, admit_bundle(folder, plan, checker, verify_payload=bm.verify_payload))
+
+
+class _Base(NamedTuple):
+    cs: object
+    bundle_id: str
 
 
 def _judged(m, report) -> Outcome:
