@@ -162,7 +162,8 @@ def test_gguf_py_writes_the_same_files_but_for_the_order_of_the_split_keys(split
         reordered |= {k: theirs.kvs[k] for k in ("split.no", "split.tensors.count", "split.count")}
         ours_bytes, theirs_bytes = (split_dir / name).read_bytes(), (tmp_path / name).read_bytes()
         assert serialize_gguf_header(dataclasses.replace(theirs, kvs=reordered)) == ours_bytes[:ours.data_offset]
-        assert ours.data_offset == theirs.data_offset and ours_bytes[ours.data_offset:] == theirs_bytes[theirs.data_offset:]
+        assert ours.data_offset == theirs.data_offset
+        assert ours_bytes[ours.data_offset:] == theirs_bytes[theirs.data_offset:]
 
 
 def test_no_tensor_first_split_writes_a_first_file_of_kv_pairs_alone(tmp_path):
@@ -227,7 +228,8 @@ def test_a_missing_split_key(split_dir, members, tmp_path):
 
 @pytest.mark.parametrize("key, vtype", [("split.count", GGUFValueType.UINT32),
                                         ("split.no", GGUFValueType.INT16),
-                                        ("split.tensors.count", GGUFValueType.UINT32)])
+                                        ("split.tensors.count", GGUFValueType.UINT32)],
+                         ids=["split.count-uint32", "split.no-int16", "split.tensors.count-uint32"])
 def test_a_split_key_of_another_type(split_dir, members, tmp_path, key, vtype):
     path = rewrite(split_dir / NAMES[1], tmp_path / NAMES[1], kvs=kv_edit(split_dir / NAMES[1], key, vtype))
     d = rejection(replaced(members, 1, path))
@@ -262,8 +264,8 @@ def test_a_tensor_count_off_by_one(split_dir, members, tmp_path, index, delta):
 
 
 def test_a_tensor_left_out_of_the_set_leaves_the_count_short(split_dir, members, tmp_path):
-    header = read_gguf(split_dir / NAMES[2])
-    path = rewrite(split_dir / NAMES[2], tmp_path / NAMES[2], tensors=[(t, split_dir / NAMES[2]) for t in header.tensors[:-1]])
+    member = split_dir / NAMES[2]
+    path = rewrite(member, tmp_path / NAMES[2], tensors=[(t, member) for t in read_gguf(member).tensors[:-1]])
     d = rejection(replaced(members, 2, path))
     assert (d.code, d.field, d.expected, d.actual) == (
         Code.SPLIT_TENSOR_COUNT, f"files.{NAMES[0]}.split.tensors.count", "271", "272")

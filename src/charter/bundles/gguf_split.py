@@ -45,17 +45,19 @@ gguf/constants.py `Keys.Split`).
   `gguf_get_or_add_key`: files written then end `split.no`, `split.count`,
   `split.tensors.count`, as gguf-py's also do.) The rules below do not depend on the order.
 * Splitting: `--split-max-tensors N` starts a new split before tensor i when i > 0 and
-  i % N == 0; `--split-max-size` when the padded size would pass the limit. A split without
-  tensors is an error ("one of splits have 0 tensors"), except the first under
-  `--no-tensor-first-split`, which holds only the KVs (and the split keys) and no tensor, so the
-  set has one more file. Even a single output is a set: `-00001-of-00001.gguf` with
-  `split.count` 1.
+  i % N == 0; `--split-max-size` when the split's tensor sizes, each padded to 32, would pass the
+  limit (gguf-py's `split_max_size` sums unpadded sizes). A split without tensors is an error
+  ("one of splits have 0 tensors"), except the first under `--no-tensor-first-split`, which holds
+  only the KVs (and the split keys) and no tensor, so the set has one more file. Even a single
+  output is a set: `-00001-of-00001.gguf` with `split.count` 1.
 * The loader (`llama_model_loader`): reads `split.count` from the file it is given; when > 1,
   requires that file's `split.no` to be 0, builds the other paths from its name, requires each
   other file's `split.no` to be its index, rejects a tensor name seen in an earlier split ("tensor
   is duplicated"), and compares the first split's `split.tensors.count` with the number of
   tensors loaded ("corrupted model"). It ignores every KV of the other splits beyond `split.no`,
-  and parses each file with its own version and alignment.
+  and parses each file with its own version and alignment. The first file's keys are read with a
+  type check that throws; another file's `split.no` with `gguf_get_val_u16`, whose type check is a
+  GGML_ASSERT: a later split whose `split.no` has another type aborts the process.
 
 What gguf-py 0.19.0 does differently from gguf-split (GGUFWriter with `split_max_tensors`): the
 split keys come in the order `split.no`, `split.count`, `split.tensors.count`; a source that
