@@ -210,6 +210,20 @@ def test_a_source_aligned_at_other_than_32_is_refused(tmp_path):
     assert not out.exists()
 
 
+def test_a_source_whose_tensors_are_not_packed_in_header_order_is_refused(split_dir, tmp_path):
+    """gguf.cpp reads only packed data ("tensor has offset X, expected Y"), so gguf-split cannot
+    split such a file; charter's reader accepts it (order and gaps are the layout stage's)."""
+    member = split_dir / NAMES[2]
+    header = read_gguf(member)
+    swapped = dataclasses.replace(header, tensors=[header.tensors[1], header.tensors[0], *header.tensors[2:]])
+    unpacked = tmp_path / "unpacked.gguf"
+    unpacked.write_bytes(serialize_gguf_header(swapped) + member.read_bytes()[header.data_offset:])
+    assert read_view(str(unpacked), "gguf").tensors[0].name == header.tensors[1].name
+    with pytest.raises(ValueError, match="packed in header order"):
+        split_gguf(unpacked, tmp_path / "out", max_tensors=10, prefix="x")
+    assert not (tmp_path / "out").exists()
+
+
 def test_a_failed_write_leaves_no_split_behind(tmp_path):
     (tmp_path / NAMES[2]).mkdir()  # the last split cannot be renamed into place
     with pytest.raises(OSError):

@@ -32,7 +32,8 @@ gguf/constants.py `Keys.Split`).
   version 3 (`GGUF_VERSION`) and alignment 32 (`GGUF_DEFAULT_ALIGNMENT`). Copying a source's
   `general.alignment` into split 0 does not change the context's alignment (`gguf_set_val_u32`
   only asserts a power of two), so a source aligned at anything but 32 gets a first split whose
-  key disagrees with its 32-byte layout; `charter.conforming.gguf_split` refuses such a source.
+  key disagrees with its 32-byte layout; `charter.conforming.gguf_split` refuses such a source,
+  and one whose tensor data is not packed in header order, which gguf.cpp refuses to read.
 * Tensor layout per split: the split's tensors in source order, tensor info offsets packed from 0
   at `GGML_PAD(nbytes, 32)` (`gguf_add_tensor`), n_dims trimmed of trailing 1s (`ggml_n_dims` in
   `write_tensor_meta`), the header zero-padded to 32 even in a split without tensors

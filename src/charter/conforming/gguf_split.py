@@ -64,6 +64,13 @@ def _check_request(source: GGUFHeader, max_tensors: int, prefix: str) -> None:
         raise ValueError(
             f"the source is aligned at {source.alignment}; gguf-split would copy that general.alignment into "
             f"the first split but lay every split out at {GGUF_SPLIT_ALIGNMENT} (Note [GGUF split sets])")
+    packed = 0
+    for t in source.tensors:
+        if t.offset != packed:
+            raise ValueError(
+                f"tensor {t.name!r} has offset {t.offset}, expected {packed}: gguf-split's reader (gguf.cpp) "
+                f"accepts only tensor data packed in header order")
+        packed += align_up(t.nbytes, source.alignment)
 
 
 def plan_splits(n_tensors: int, max_tensors: int, no_tensor_first_split: bool = False) -> list[list[int]]:
