@@ -14,32 +14,41 @@ from tests.conftest import ROOT
 from .conftest import CONTRACTS
 
 
-def _battery(folder, contract, only=None):
+def _battery(folder, contract, only=None, companions=None):
+    """The battery; `companions`: only the companion mutants of these files (the full battery is
+    make battery's: every companion edit of tokenizer.json costs a parse)."""
     cs = load_set([contract], [ROOT / "specs"])
     bundle_id = next(iter(cs.bundles))
     checker = choose.python_checker(cs, cs.bundles[bundle_id].artifact.id, ROOT / "generated").module
-    return run_bundle(cs, bundle_id, folder, checker, bundle_battery(cs, bundle_id, folder, only))
+    return run_bundle(cs, bundle_id, folder, checker, bundle_battery(cs, bundle_id, folder, only, companions))
 
 
-@pytest.mark.parametrize("shards", [1, pytest.param(2, marks=pytest.mark.slow)])  # 5: make battery
+@pytest.mark.parametrize("shards", [1, 2])  # the whole 5-shard battery: make battery
 def test_the_battery_rejects_every_mutant(minilm_folders, shards):
-    outcomes = _battery(minilm_folders[shards], CONTRACTS[shards])
+    outcomes = _battery(minilm_folders[shards], CONTRACTS[shards], companions=("1_Pooling/config.json",))
     summary = report.summary(outcomes)
     assert summary["passed"] and summary["rejected"] == summary["mutants"] > 40, report.failures(outcomes)
     stages = {o.stage for o in outcomes if o.stage}
-    assert {"files", "payload", "spec"} <= stages and ("shards" in stages) == (shards > 1)
+    assert {"files", "companions", "payload", "spec"} <= stages and ("shards" in stages) == (shards > 1)
 
 
 def test_a_missing_check_leaves_survivors(minilm_folders, monkeypatch):
     """The battery can fail: with the shards stage gone, every placement mutant survives."""
     monkeypatch.setattr("charter.bundles.admit.check_shards", lambda *a: None)
-    outcomes = _battery(minilm_folders[2], CONTRACTS[2], only="contract")
+    outcomes = _battery(minilm_folders[2], CONTRACTS[2], only="contract", companions=())
     survivors = [o for o in outcomes if o.verdict.value == "survived"]
     assert survivors and all(o.mutant.target.startswith("weights.") for o in survivors)
 
 
 def test_mutate_runs_the_bundle_battery_from_the_command_line(minilm_folders, capsys):
-    assert main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(minilm_folders[1]), "-q"]) == 0
-    assert "mutations rejected (" in capsys.readouterr().out
     assert main(["mutate", "--contract", str(CONTRACTS[1]), "-q"]) == 2
     assert "--artifact FOLDER" in capsys.readouterr().err
+    assert main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(minilm_folders[1]), "--engine",
+                 "both", "-q"]) == 2
+    assert "Python engine only" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # the whole battery, companion edits of tokenizer.json included (make battery: 5 shards)
+def test_mutate_runs_the_whole_bundle_battery(minilm_folders, capsys):
+    assert main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(minilm_folders[1]), "-q"]) == 0
+    assert "mutations rejected (" in capsys.readouterr().out

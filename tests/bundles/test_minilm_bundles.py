@@ -144,13 +144,26 @@ def test_not_a_regular_file_is_refused_without_opening(minilm_folders, tmp_path,
     assert d.actual == ("a FIFO" if kind == "fifo" else "a directory")
 
 
-def test_a_companion_of_another_size_and_one_of_other_bytes(minilm_folders, tmp_path):
+def test_a_companion_is_bound_key_by_key(minilm_folders, tmp_path):
+    """Formatting is not a fact of JSON; every key and its exact type is."""
     folder = linked_copy(minilm_folders[1], tmp_path / "f")
-    data = (folder / "config.json").read_bytes()
-    replace(folder / "config.json", data + b"\n")
-    rejected(admit(folder, CONTRACTS[1]), "files", "BUNDLE_FILE_SIZE", "config.json")
-    replace(folder / "config.json", data.replace(b'"gelu"', b'"relu"'))
-    rejected(admit(folder, CONTRACTS[1]), "files", "BUNDLE_FILE_DIGEST", "config.json")
+    data = json.loads((folder / "config.json").read_bytes())
+    replace(folder / "config.json", json.dumps(data, indent=4).encode())
+    assert admit(folder, CONTRACTS[1]).admitted
+    for edit, code, key in [(("hidden_act", "relu"), "COMPANION_VALUE", "hidden_act"),
+                            (("hidden_size", 384.0), "COMPANION_TYPE", "hidden_size"),
+                            (("use_bidirectional_attention", True), "COMPANION_UNEXPECTED", "use_bidirectional_attention")]:
+        replace(folder / "config.json", json.dumps({**data, edit[0]: edit[1]}).encode())
+        d = rejected(admit(folder, CONTRACTS[1]), "companions", code, "config.json")
+        assert d.field == f'companions.config.json["{key}"]'
+    replace(folder / "config.json", b'{"hidden_size": 384, "hidden_size": 384}')
+    rejected(admit(folder, CONTRACTS[1]), "companions", "COMPANION_JSON", "config.json")
+
+
+def test_config_dims_are_the_model_constants(minilm_folders, tmp_path):
+    """config.json's hidden_size is the model constant the tensor shapes use: one fact, two files."""
+    text = CONTRACTS[1].read_text()
+    assert "      hidden_size:\n        type: int\n        value: hidden_size\n" in text
 
 
 def test_a_weight_file_digest_is_a_payload_fact(minilm_folders, tmp_path):

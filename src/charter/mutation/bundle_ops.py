@@ -72,7 +72,8 @@ def _replace(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
-def folder_mutants(plan: BundlePlan, folder: Path) -> list[BundleMutant]:
+def folder_mutants(plan: BundlePlan, folder: Path, companions=None) -> list[BundleMutant]:
+    """Every folder mutant; `companions`: the files whose JSON edits to make (None: every one)."""
     out: list[BundleMutant] = []
     for f in plan.files:
         out.append(BundleMutant(_m("artifact", f"files.{f.path}", "drop file",
@@ -104,7 +105,8 @@ def folder_mutants(plan: BundlePlan, folder: Path) -> list[BundleMutant]:
     if plan.index is not None:
         out += _index_mutants(plan, folder)
     for path, fact in plan.companions:
-        out += _companion_mutants(plan, folder, path, fact)
+        if companions is None or path in companions:
+            out += _companion_mutants(plan, folder, path, fact)
     return out
 
 
@@ -173,7 +175,7 @@ def _swap(a: Path, b: Path) -> None:
 # --- contract leaves ------------------------------------------------------------------------------
 
 
-def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str) -> list[BundleMutant]:
+def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str, companions=None) -> list[BundleMutant]:
     out: list[BundleMutant] = []
 
     def add(target: str, op: str, expect: Expect | None, edit: Callable[[dict], None], equivalent: str | None = None,
@@ -230,6 +232,8 @@ def contract_mutants(plan: BundlePlan, data: dict, artifact_status: str) -> list
                     lambda d, s=shard, n=nxt, t=tensor: (d["weights"]["shards"][s].remove(t),
                                                          d["weights"]["shards"][n].append(t)))
     for path in data.get("companions", {}):
+        if companions is not None and path not in companions:
+            continue
         for target, op, expect, edit, equivalent in _companion_leaves(data, path):
             add(target, op, expect, edit, equivalent)
     if plan.index is not None:

@@ -23,13 +23,15 @@ from charter.mutation.bundle_ops import BundleMutant, contract_mutants, folder_m
 from charter.mutation.mutant import Outcome, Verdict, judge
 
 
-def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None) -> list[BundleMutant]:
+def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None, companions=None) -> list[BundleMutant]:
+    """The mutants of one side or both; `companions`: the companion files whose facts and bytes to
+    mutate (None: every one)."""
     plan = cs.bundles[bundle_id]
     out = []
     if only in (None, "artifact"):
-        out += folder_mutants(plan, folder)
+        out += folder_mutants(plan, folder, companions)
     if only in (None, "contract"):
-        out += contract_mutants(plan, cs.contracts[bundle_id].doc.data, plan.artifact.status)
+        out += contract_mutants(plan, cs.contracts[bundle_id].doc.data, plan.artifact.status, companions)
     return out
 
 
