@@ -559,10 +559,11 @@ def _block_bytes(fmt: str):
 MAX_COMPANION_BYTES = 1 << 24
 
 
-def read_companion(path: Path, limit: int = MAX_COMPANION_BYTES) -> bytes:
+def read_companion(path: Path, limit: int | None = None) -> bytes:
     """A companion file's bytes, as both engines take them: a regular file only (a FIFO or a device
-    is refused, never waited on or read without end), and at most `limit` + 1 bytes, enough to
-    refuse the size."""
+    is refused, never waited on or read without end), and at most `limit` (MAX_COMPANION_BYTES) + 1
+    bytes, enough to refuse the size."""
+    limit = MAX_COMPANION_BYTES if limit is None else limit
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
