@@ -882,3 +882,45 @@ def test_admit_passes_its_header_cap_to_the_reader(tmp_path):
     report = runtime.admit(str(path), Checker(), max_header_bytes=23)
     d = report.diagnostic
     assert not report.admitted and (d.stage, d.code) == ("container", "CONTAINER_HEADER"), d
+
+
+# --- a bundle's share of the inventory (Context.only, Context.owned_keys) -----------------------
+
+
+def test_a_shard_is_checked_for_the_tensors_placed_in_it():
+    shard = Context(view(tensors=_three()[:2]), "/nonexistent/s.safetensors", only=frozenset({"a", "blk.0.w"}))
+    assert shard.only == frozenset({"a", "blk.0.w"}) and shard.owned_keys == frozenset()
+    assert shard.tensors(rows=TABLE, at=AT) is None  # blk.1.w is another shard's
+    elsewhere = Context(view(tensors=_three()[:1]), "/nonexistent/s.safetensors", only=frozenset({"a", "blk.0.w"}))
+    assert rejection(elsewhere.tensors, TABLE, None) == diag(
+        "TENSOR_MISSING", "tensors.blk.0.w", "tensor 'blk.0.w' is missing", "present", "missing", AT2)
+    alone = ctx(view(tensors=_three()[:2]))
+    assert alone.only is None
+    assert rejection(alone.tensors, TABLE, None)["field"] == "tensors.blk.1.w"
+
+
+def test_stores_are_checked_in_the_shard_that_holds_their_tensor(monkeypatch):
+    calls = []
+    monkeypatch.setattr(runtime.stores, "expert_major", lambda *a: calls.append(("em",) + a[1:]))
+    monkeypatch.setattr(runtime.stores, "ple_rows", lambda *a: calls.append(("ple",) + a[1:]))
+    shard = Context(view(), "/nonexistent/s.safetensors", only=frozenset({"t"}))
+    assert shard.expert_major_store(name="experts", tensor="t", fields=(), components=(), at=AT) is None
+    assert shard.expert_major_store(name="other", tensor="u", fields=(), components=(), at=AT) is None
+    assert shard.ple_store(name="ple", tensor="u", fields=(), head_rows=1, at=AT) is None
+    assert shard.ple_store(name="ple", tensor="t", fields=(), head_rows=2, at=AT) is None
+    assert calls == [("em", "experts", "t", (), (), AT), ("ple", "ple", "t", (), 2, AT)]
+    assert shard._holds("t") and not shard._holds("u") and ctx(view())._holds("anything")
+
+
+def test_keys_a_bundle_stage_owns_are_not_extra():
+    v = view(meta("a", "uint32", 1, at=100), meta("split.no", "uint16", 0, at=200))
+    owned = Context(v, "/nonexistent/s.gguf", owned_keys=frozenset({"split.no"}))
+    assert owned.meta_key_set(pinned=["a"], forbidden=[], extra="reject", at=AT) is None
+    assert rejection(ctx(v).meta_key_set, ["a"], [], "reject", AT)["field"] == "metadata.split.no"
+
+
+def test_read_companion_takes_a_limit(tmp_path):
+    path = tmp_path / "index.json"
+    path.write_bytes(b"0123456789abcdef")
+    assert runtime.read_companion(path, 4) == b"01234"
+    assert runtime.read_companion(path, 100) == b"0123456789abcdef"
