@@ -15,7 +15,10 @@ tensor is missed in another. The bundle's stages sit where the facts they own ar
                 MAX_COMPANION_BYTES), held to its fact key by key (Note [JSON facts]).
 * tokenizer  -- each weight file's.
 * shards     -- the shard of every tensor (Note [Shard index]): index and shards both ways,
-                total_size, and the contract's placement.
+                total_size, and the contract's placement; for a GGUF split set first its split keys,
+                numbering, names, version and alignment (Note [GGUF split sets]), whose metadata
+                is its first split's: identity, metadata and tokenizer run there only, and the
+                later splits' checks read it.
 * tensors .. policy -- each weight file's, over the tensors the contract places in it (a tensor
                 missing from every shard is missing from the one it is placed in).
 * payload    -- opt-in: each weight file's sha256 (under `files`) and its own payload stage.
@@ -26,13 +29,15 @@ inventory (Context.only); the bundle's facts are checked from its resolved plan.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
 from types import ModuleType
 
 from charter.admission.runtime import Context, Rejected, parse_companion, read_companion
 from charter.bundles.json_facts import check_json
-from charter.admission.view import read_view
+from charter.admission.view import ArtifactView, read_view
+from charter.bundles.gguf_split import SPLIT_KEYS, check_split_set
 from charter.bundles.files import BundleRejected, check_files, file_sha256, reject
 from charter.bundles.plan import BundlePlan
 from charter.bundles.report import BundleReport
@@ -65,23 +70,25 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
          require_status: str | None) -> None:
     stages = dict(checker.STAGES)
     _bundle_stage(Stage.FILES, report, lambda: check_files(root, plan))
-    contexts: dict[str, Context] = {}
+    views: dict[str, ArtifactView] = {}
     for shard in plan.weights:
-        path = str(root / shard)
         try:
-            view = read_view(path, plan.artifact.format)
+            views[shard] = read_view(str(root / shard), plan.artifact.format)
         except CharterError as exc:
             raise _Failed(Stage.CONTAINER, Rejected(exc.diagnostics[0]), shard) from None
-        contexts[shard] = Context(view, path, require_status, only=plan.held_by(shard))
+    split_set = plan.artifact.format == "gguf" and len(plan.weights) > 1
+    contexts = {shard: _context(root, plan, shard, views, split_set, require_status) for shard in plan.weights}
     for stage in BUNDLE_STAGES[1:]:
         if stage is Stage.COMPANIONS:
             _bundle_stage(stage, report, lambda: check_companions(root, plan))
         elif stage is Stage.SHARDS:
-            _bundle_stage(stage, report, lambda: check_shards(root, plan, {s: c.view for s, c in contexts.items()}))
+            _bundle_stage(stage, report, lambda: _shards(root, plan, views, split_set))
         elif stage is Stage.PAYLOAD and not verify_payload:
             report.record(stage.value, "skipped")
         else:
             for shard, ctx in contexts.items():
+                if split_set and stage.value in HEADER_STAGES and shard != plan.weights[0]:
+                    continue  # the set's metadata is the first split's (Note [GGUF split sets])
                 if stage is Stage.PAYLOAD:
                     _weights_digest(root, plan, shard)
                 try:
@@ -91,6 +98,31 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
             if stage is Stage.POLICY:
                 _bundle_stage(stage, report, lambda: _status(plan, require_status), record=False)
             report.record(stage.value, "passed")
+
+
+# The stages over a file's metadata; a GGUF split set states its metadata once, on its first split.
+HEADER_STAGES = ("identity", "metadata", "tokenizer")
+
+
+def _context(root: Path, plan: BundlePlan, shard: str, views: dict[str, ArtifactView], split_set: bool,
+             require_status: str | None) -> Context:
+    """The context of one weight file: its share of the inventory; in a GGUF split set, the set's
+    metadata (the first split's, split keys owned by the shards stage) for the checks that read it."""
+    view = views[shard]
+    if split_set and shard != plan.weights[0]:
+        view = dataclasses.replace(view, meta=views[plan.weights[0]].meta)
+    return Context(view, str(root / shard), require_status, only=plan.held_by(shard),
+                   owned_keys=SPLIT_KEYS if split_set else frozenset())
+
+
+def _shards(root: Path, plan: BundlePlan, views: dict[str, ArtifactView], split_set: bool) -> None:
+    if split_set:
+        try:
+            check_split_set([(s, views[s]) for s in plan.weights], str(plan.shards_at) if plan.shards_at else None)
+        except Rejected as r:  # its field names the split: files.<name>...
+            name = next((s for s in plan.weights if r.diagnostic.field.startswith(f"files.{s}")), None)
+            raise BundleRejected(r.diagnostic, name) from None
+    check_shards(root, plan, views)
 
 
 def _bundle_stage(stage: Stage, report: BundleReport, check, record: bool = True) -> None:

@@ -46,8 +46,10 @@ def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
     formats = {WEIGHT_SUFFIXES[Path(p).suffix] for p in weights}
     if not weights:
         raise FreezeRefused(f"{root}: no weight file (*.safetensors or *.gguf) at the top of the folder")
-    if formats != {"safetensors"}:
-        raise FreezeRefused(f"{root}: only safetensors folders can be frozen as bundles so far")
+    if len(formats) != 1:
+        raise FreezeRefused(f"{root}: holds both GGUF and safetensors weight files; a bundle has one format")
+    if formats == {"gguf"}:
+        return _freeze_split_set(root, bundle_id, paths, roles, weights)
     indexes = [p for p, r in roles.items() if r == "index"]
     if len(indexes) > 1 or (len(weights) > 1 and not indexes):
         raise FreezeRefused(f"{root}: {len(weights)} weight files need exactly one *{INDEX_SUFFIX}, found "
@@ -61,6 +63,46 @@ def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
     # config.json is bound once, in the bundle: its numbers that name model constants stay names
     config = artifact.pop("config", {"keys": {}})
     names = {(key, ): fact["value"] for key, fact in config["keys"].items()}
+    bundle = _bundle(root, bundle_id, model_id, artifact_id, paths, roles, names)
+    if len(weights) > 1 or indexes:
+        bundle["weights"] = _weights(root, indexes, weights, headers)
+    return {"model": model, "artifact": artifact, "bundle": _ordered(bundle)}
+
+
+def _freeze_split_set(root: Path, bundle_id: str, paths: list[str], roles: dict, weights: list[str]) -> dict:
+    """A GGUF file or split set (Note [GGUF split sets]): the set's metadata is its first split's,
+    without the split keys (the shards stage owns them); its inventory, all splits' tensors."""
+    import dataclasses
+
+    from charter.bundles.gguf_split import SPLIT_KEYS
+    from charter.formats.gguf import read_gguf
+    from charter.freeze.common import strictest_common
+    from charter.freeze.gguf import freeze_gguf, gguf_layout
+
+    headers = [read_gguf(root / p) for p in weights]  # CharterError: a bad split
+    first = headers[0]
+    merged = dataclasses.replace(first, kvs={k: kv for k, kv in first.kvs.items() if k not in SPLIT_KEYS},
+                                 tensors=[t for h in headers for t in h.tensors])
+    layout = strictest_common([gguf_layout(str(root / p), h) for p, h in zip(weights, headers)])
+    artifact_id, model_id = f"{bundle_id}-gguf", f"{bundle_id}-model"
+    model, artifact = freeze_gguf(merged, artifact_id, model_id, str(root / weights[0]), layout)
+    bundle = _bundle(root, bundle_id, model_id, artifact_id, paths, roles, {})
+    if len(weights) > 1:
+        bundle["weights"] = {"shards": {p: [t.name for t in h.tensors] for p, h in zip(weights, headers)}}
+    return {"model": model, "artifact": artifact, "bundle": _ordered(bundle)}
+
+
+_BUNDLE_ORDER = ("charter", "kind", "id", "status", "model", "artifact", "extra_files", "files", "weights",
+                 "companions")
+
+
+def _ordered(bundle: dict) -> dict:
+    return {k: bundle[k] for k in _BUNDLE_ORDER if k in bundle}
+
+
+def _bundle(root: Path, bundle_id: str, model_id: str, artifact_id: str, paths: list[str], roles: dict,
+            names: dict) -> dict:
+    """The bundle's file set and companion facts (`names`: config.json paths -> model constants)."""
     companions = {}
     for p in [p for p in paths if roles[p] == "companion"]:
         document = _document(root / p)
@@ -72,11 +114,9 @@ def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
              {"role": roles[p], "size": (root / p).stat().st_size, "sha256": file_sha256(root / p)} for p in paths}
     bundle: dict = {"charter": 1, "kind": "bundle", "id": bundle_id, "status": "structural", "model": model_id,
                     "artifact": artifact_id, "extra_files": "reject", "files": files}
-    if len(weights) > 1 or indexes:
-        bundle["weights"] = _weights(root, indexes, weights, headers)
     if companions:
         bundle["companions"] = companions
-    return {"model": model, "artifact": artifact, "bundle": bundle}
+    return bundle
 
 
 _UNREADABLE = object()

@@ -170,8 +170,8 @@ def within_contract_limits(artifact: Path, data: dict | None, constants: dict | 
 
 
 def freeze_folder(root: Path, bundle_id: str, output: Path, *, force: bool = False) -> list[Path]:
-    """Write `output/models/ID-model.yaml`, `output/artifacts/ID-safetensors.yaml` and
-    `output/bundles/ID.yaml` for the model folder `root`, atomically and only once they admit it;
+    """Write `output/models/ID-model.yaml`, `output/artifacts/ID-FORMAT.yaml` and
+    `output/bundles/ID.yaml` for the model folder (or GGUF split set) `root`, atomically and only once they admit it;
     the paths written, model first (FreezeRefused, CharterError: as `freeze`)."""
     from charter.bundles.freeze import freeze_bundle
 

@@ -30,7 +30,8 @@ def _type(t: GGUFValueType) -> str:
     return t.name.lower()
 
 
-def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tuple[dict, dict]:
+def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str, layout: dict | None = None) -> tuple[dict, dict]:
+    """`layout`: the layout policy to state, when the caller read it from several files (a split set)."""
     arch = h.value("general.architecture")
     if not isinstance(arch, str) or not arch:
         arch = "unknown"
@@ -114,9 +115,13 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str) -> tu
     used = sorted({t.ggml_type.name for t in h.tensors})
     artifact["codecs"] = {n: {"block": GGML_TYPES_BY_NAME[n].block_size, "bytes": GGML_TYPES_BY_NAME[n].block_bytes}
                           for n in used}
-    spans = [(t.start, t.end) for t in h.tensors]
-    artifact["layout"] = layout_policy(path, spans, h.data_offset, h.file_size, h.alignment)
+    artifact["layout"] = layout or gguf_layout(path, h)
     return model, artifact
+
+
+def gguf_layout(path: str, h: GGUFHeader) -> dict:
+    """The strictest layout policy the file at `path` (header `h`) satisfies."""
+    return layout_policy(path, [(t.start, t.end) for t in h.tensors], h.data_offset, h.file_size, h.alignment)
 
 
 def _fact(kv, constant: str | None, bound: bool, tokens) -> dict:

@@ -88,9 +88,13 @@ def folder_mutants(plan: BundlePlan, folder: Path, companions=None) -> list[Bund
         out.append(BundleMutant(_m("artifact", f"files.{w.path}", "rename shard",
                                    Expect.of(Code.BUNDLE_FILE_MISSING, f"files.{w.path}")),
                                 folder=lambda d, p=w.path: os.rename(d / p, d / (p + ".old"))))
-        out.append(BundleMutant(_m("artifact", f"files.{w.path}", "add stale tensor",
-                                   _grown(plan, w.path, Expect.of(Code.SHARD_UNINDEXED))),
-                                folder=lambda d, p=w.path: _add_tensor(d / p, "charter.stale.weight")))
+        if plan.artifact.format == "safetensors":
+            out.append(BundleMutant(_m("artifact", f"files.{w.path}", "add stale tensor",
+                                       _grown(plan, w.path, Expect.of(Code.SHARD_UNINDEXED))),
+                                    folder=lambda d, p=w.path: _add_tensor(d / p, "charter.stale.weight")))
+        out.append(BundleMutant(_m("artifact", f"files.{w.path}", "append a byte",
+                                   _grown(plan, w.path, Expect.of(Code.LAYOUT_TRAILING))),
+                                folder=lambda d, p=w.path: _replace(d / p, (d / p).read_bytes() + b"\0")))
         out.append(BundleMutant(_m("artifact", f"files.{w.path}", "flip last byte",
                                    Expect.of(Code.PAYLOAD_FILE_DIGEST, f"files.{w.path}.sha256")),
                                 folder=lambda d, p=w.path: _flip_last(d / p), verify_payload=True))
