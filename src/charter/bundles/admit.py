@@ -13,7 +13,8 @@ tensor is missed in another. The bundle's stages sit where the facts they own ar
 * identity, metadata -- each weight file's, as the artifact contract states them.
 * companions -- each companion JSON file, strict (UTF-8, no duplicate key, no NaN, at most
                 MAX_COMPANION_BYTES), held to its fact key by key (Note [JSON facts]).
-* tokenizer  -- each weight file's.
+* tokenizer  -- each weight file's, then the special ids across the files that state them
+                (Note [Special ids across files]).
 * shards     -- the shard of every tensor (Note [Shard index]): index and shards both ways,
                 total_size, and the contract's placement; for a GGUF split set first its split keys,
                 numbering, names, version and alignment (Note [GGUF split sets]), whose metadata
@@ -37,11 +38,12 @@ from types import ModuleType
 from charter.admission.runtime import Context, Rejected, parse_companion, read_companion
 from charter.bundles.json_facts import check_json
 from charter.admission.view import ArtifactView, read_view
-from charter.bundles.gguf_split import SPLIT_KEYS, check_split_set
+from charter.bundles.gguf_split import SPLIT_COUNT, SPLIT_KEYS, check_split_set
 from charter.bundles.files import BundleRejected, check_files, file_sha256, reject
 from charter.bundles.plan import BundlePlan
 from charter.bundles.report import BundleReport
 from charter.bundles.shards import check_shards
+from charter.bundles.special_ids import check_special_ids
 from charter.diagnostics import BUNDLE_STAGES, CharterError, Code, Stage
 from charter.language import meets
 
@@ -76,11 +78,13 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
             views[shard] = read_view(str(root / shard), plan.artifact.format)
         except CharterError as exc:
             raise _Failed(Stage.CONTAINER, Rejected(exc.diagnostics[0]), shard) from None
-    split_set = plan.artifact.format == "gguf" and len(plan.weights) > 1
+    # gguf-split writes its keys even into a set of one file (-00001-of-00001)
+    split_set = plan.artifact.format == "gguf" and (len(plan.weights) > 1 or SPLIT_COUNT in views[plan.weights[0]].meta)
     contexts = {shard: _context(root, plan, shard, views, split_set, require_status) for shard in plan.weights}
+    documents: dict[str, object] = {}  # companion -> its JSON, once the companions stage read it
     for stage in BUNDLE_STAGES[1:]:
         if stage is Stage.COMPANIONS:
-            _bundle_stage(stage, report, lambda: check_companions(root, plan))
+            _bundle_stage(stage, report, lambda: check_companions(root, plan, documents))
         elif stage is Stage.SHARDS:
             _bundle_stage(stage, report, lambda: _shards(root, plan, views, split_set))
         elif stage is Stage.PAYLOAD and not verify_payload:
@@ -95,6 +99,8 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
                     stages[stage.value](ctx)
                 except Rejected as r:
                     raise _Failed(stage, r, shard) from None
+            if stage is Stage.TOKENIZER:
+                _bundle_stage(stage, report, lambda: check_special_ids(plan, documents, views), record=False)
             if stage is Stage.POLICY:
                 _bundle_stage(stage, report, lambda: _status(plan, require_status), record=False)
             report.record(stage.value, "passed")
@@ -134,30 +140,33 @@ def _bundle_stage(stage: Stage, report: BundleReport, check, record: bool = True
         report.record(stage.value, "passed")
 
 
-def check_companions(root: Path, plan: BundlePlan) -> None:
-    """Every companion file read as strict JSON (at most MAX_COMPANION_BYTES) and held to its fact."""
+def check_companions(root: Path, plan: BundlePlan, documents: dict | None = None) -> None:
+    """Every companion file read as strict JSON (at most MAX_COMPANION_BYTES) and held to its fact;
+    `documents` receives each file's parsed JSON (for the cross-file rules of the tokenizer stage)."""
     for path, fact in plan.companions:
         try:
             raw = read_companion(root / path, MAX_COMPANION_BYTES)
         except OSError as exc:
             raise reject(Code.COMPANION_JSON, f"companions.{path}", f"{path} cannot be read: {exc.strerror}",
                          fact.at, "strict JSON", "unreadable", path) from None
-        found = _checked(path, raw, fact)
+        found, data = _checked(path, raw, fact)
         if found is not None:
             raise BundleRejected(found, path)
+        if documents is not None:
+            documents[path] = data
 
 
 # (file, sha256 of its bytes) -> (the fact, what check_json said): a battery admits the same companion
 # bytes against the same fact hundreds of times, and parsing a tokenizer.json costs ~25 ms. Keyed by
 # the exact bytes and an equal fact, so a hit is the verdict the check would give.
-_VERIFIED: dict[tuple[str, str], tuple[object, object]] = {}
+_VERIFIED: dict[tuple[str, str], tuple[object, object, object]] = {}  # ... and the parsed document
 
 
 def _checked(path: str, raw: bytes, fact):
     key = (path, hashlib.sha256(raw).hexdigest())
     hit = _VERIFIED.get(key)
     if hit is not None and hit[0] == fact:
-        return hit[1]
+        return hit[1], hit[2]
     try:
         if len(raw) > MAX_COMPANION_BYTES:
             raise ValueError(f"more than {MAX_COMPANION_BYTES} bytes")
@@ -168,8 +177,8 @@ def _checked(path: str, raw: bytes, fact):
     found = check_json(path, data, fact)
     if len(_VERIFIED) >= 256:
         _VERIFIED.clear()
-    _VERIFIED[key] = (fact, found)
-    return found
+    _VERIFIED[key] = (fact, found, data)
+    return found, data
 
 
 def _weights_digest(root: Path, plan: BundlePlan, shard: str) -> None:

@@ -220,7 +220,8 @@ def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str
 
 
 # What freeze cannot state away: a folder whose files disagree with each other (Note [Shard index]).
-FOLDER_FAULTS = {"SHARD_DUPLICATE", "SHARD_UNINDEXED", "SHARD_INDEX_STALE", "SHARD_TOTAL_SIZE"}
+FOLDER_FAULTS = {"SHARD_DUPLICATE", "SHARD_UNINDEXED", "SHARD_INDEX_STALE", "SHARD_TOTAL_SIZE",
+                 "TOKENIZER_SPECIAL_UNKNOWN", "TOKENIZER_SPECIAL_MISMATCH", "TOKENIZER_SPECIAL_RANGE"}
 
 
 def _check_id(contract_id: str) -> None:
