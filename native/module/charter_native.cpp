@@ -193,9 +193,25 @@ class CompanionArg {
   std::optional<Buffer> buffer_;
 };
 
+// A list of str as string_views held for the duration of a check (None: an empty list).
+class Names {
+ public:
+  explicit Names(nb::handle obj) {
+    if (obj.is_none()) return;
+    for (nb::handle item : obj) held_.push_back(nb::cast<std::string>(item));
+    for (const std::string& h : held_) views_.emplace_back(h);
+  }
+  rt::Span<std::string_view> span() const { return {views_.data(), views_.size()}; }
+
+ private:
+  std::deque<std::string> held_;
+  std::vector<std::string_view> views_;
+};
+
 rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
-               nb::handle companion, nb::handle read_at) {
+               nb::handle companion, nb::handle read_at, nb::handle only = nb::none(),
+               nb::handle owned_keys = nb::none(), nb::handle skip = nb::none()) {
   const rt::CheckerEntry* c = find(contract_id);
   if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
   const rt::AdmitFn admit = c->admit;
@@ -210,6 +226,11 @@ rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t fi
   options.regions = held.span();
   options.reader = reader.get();
   options.companion = beside.get();
+  const Names only_names(only), owned(owned_keys), skipped(skip);
+  options.share.has_only = !only.is_none();
+  options.share.only = only_names.span();
+  options.share.owned_keys = owned.span();
+  options.skip = skipped.span();
   rt::Report report;
   {
     nb::gil_scoped_release release;
@@ -339,12 +360,18 @@ NB_MODULE(_native, m) {
 
   m.def("admit_detail", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                            std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
-                           nb::handle companion, nb::handle read_at) {
-    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion, read_at));
+                           nb::handle companion, nb::handle read_at, nb::handle only, nb::handle owned_keys,
+                           nb::handle skip) {
+    return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion, read_at,
+                      only, owned_keys, skip));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
      nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
      nb::arg("companion").none() = nb::none(), nb::arg("read_at").none() = nb::none(),
-     "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).");
+     nb::arg("only").none() = nb::none(), nb::arg("owned_keys").none() = nb::none(),
+     nb::arg("skip").none() = nb::none(),
+     "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).\n"
+     "only, owned_keys, skip: a bundle's weight file (Note [Bundle stages]): the tensors it holds (None: all),\n"
+     "metadata keys a bundle stage owns, the stages that do not run on it (lists of str).");
 
   m.def("read", [](std::string_view format, nb::handle header, std::uint64_t file_size, std::uint64_t max_header_bytes) {
     if (format != "gguf" && format != "safetensors") throw nb::value_error("format is gguf or safetensors");

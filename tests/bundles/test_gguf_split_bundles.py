@@ -99,11 +99,19 @@ def test_a_later_split_reads_the_sets_metadata(frozen, tmp_path):
     assert not r.admitted and (r.diagnostic.stage, r.file) == ("identity", NAMES[0]), r.render()
 
 
-def test_the_split_set_battery_rejects_every_mutant(frozen):
+@pytest.mark.parametrize("engine", ["python", pytest.param("both", marks=pytest.mark.slow)])
+def test_the_split_set_battery_rejects_every_mutant(frozen, engine):
+    """Both engines: the frozen contract's C++ checker is compiled into a cached library (slow), and
+    the later splits skip the header stages there too."""
+    from charter.engines.vouched import cache_dir
+
     folder, contract = frozen
     cs = load_set([contract], [contract.parent.parent])
     bundle_id = next(iter(cs.bundles))
     checker = choose.python_checker(cs, cs.bundles[bundle_id].artifact.id, ROOT / "generated").module
-    outcomes = run_bundle(cs, bundle_id, folder, checker, bundle_battery(cs, bundle_id, folder))
+    key = choose.cpp_checker(cs, cs.bundles[bundle_id].artifact, cache_dir() / "checkers").key \
+        if engine == "both" else None
+    outcomes = run_bundle(cs, bundle_id, folder, checker, bundle_battery(cs, bundle_id, folder), cpp_key=key)
     summary = report.summary(outcomes)
     assert summary["passed"] and summary["rejected"] == summary["mutants"] > 250, report.failures(outcomes)
+    assert summary["errors"] == 0

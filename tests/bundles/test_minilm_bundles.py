@@ -363,6 +363,13 @@ def test_freeze_refuses_a_folder_that_contradicts_itself(minilm_folders, tmp_pat
     assert not (tmp_path / "out").exists()
 
 
-def test_a_bundle_needs_the_python_engine_and_a_folder(minilm_folders, capsys):
+@pytest.mark.parametrize("shards", [1, 5])
+def test_the_cpp_engine_admits_the_folders(minilm_folders, capsys, shards):
+    assert main(["admit", str(minilm_folders[shards]), "--contract", str(CONTRACTS[shards]), "--engine", "cpp",
+                 "-v"]) == 0
+    assert "weight files: c++ (charter._native)" in capsys.readouterr().err
+
+
+def test_a_bundle_needs_a_folder(minilm_folders, capsys):
     assert main(["admit", str(minilm_folders[1] / "model.safetensors"), "--contract", str(CONTRACTS[1])]) == 2
     assert "is a bundle contract: name the bundle folder" in capsys.readouterr().err

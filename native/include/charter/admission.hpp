@@ -5,6 +5,7 @@
 // result is a Report.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string_view>
 
@@ -30,6 +31,11 @@ struct Options {
   // The companion file a contract's `config` binds (config.json beside the artifact), read by the
   // caller (charter/companion.hpp); a contract without `config` needs none.
   Companion companion{};
+  // A bundle's weight file (Note [Bundle stages]): its share of the inventory and owned keys, and
+  // the stages that do not run on it (a GGUF split set's later splits: the set's metadata is its
+  // first split's).
+  Share share{};
+  Span<std::string_view> skip{};
 };
 
 using StageCheck = bool (*)(Context&);
@@ -59,9 +65,11 @@ inline Report run(Format format, Span<StageFn> stages, const unsigned char* head
     r.stage = stage::kContainer;
     return r;
   }
-  Context ctx(v, r, options.require_status, store::Regions(options.regions, options.reader), options.companion);
+  Context ctx(v, r, options.require_status, store::Regions(options.regions, options.reader), options.companion,
+              options.share);
   for (const StageFn& s : stages) {
     if (s.name == stage::kPayload) continue;
+    if (std::find(options.skip.begin(), options.skip.end(), s.name) != options.skip.end()) continue;
     if (!s.check(ctx)) {
       r.stage = s.name;
       return r;

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -92,15 +93,27 @@ inline std::string replace_all(std::string s, std::string_view token, std::strin
   return out;
 }
 
+// A file's share of a bundle (Note [Bundle stages] in charter/bundles/admit.py): with `has_only`,
+// only the tensors named in `only` are this file's (the rest are other shards' facts); `owned_keys`
+// are metadata keys a bundle stage owns (a GGUF split set's split keys).
+struct Share {
+  bool has_only = false;
+  Span<std::string_view> only{};
+  Span<std::string_view> owned_keys{};
+};
+
 class Context {
  public:
   // `regions`: the bytes outside the header the stores stage reads, as the caller passed them or
   // its reader reads them (Note [Store regions] in charter/stores.hpp); a contract without stores
   // needs none.
   // `companion`: the file a contract's `config` binds, as the caller read it (charter/companion.hpp).
+  // `share`: the file's share of a bundle, when it is one of a bundle's weight files.
   Context(const View& v, Report& r, std::string_view require_status, store::Regions regions = store::Regions({}),
-          Companion companion = {})
-      : v_(v), r_(r), require_(require_status), regions_(regions), companion_(companion) {}
+          Companion companion = {}, Share share = {})
+      : v_(v), r_(r), require_(require_status), regions_(regions), companion_(companion), share_(share) {
+    if (share_.has_only) only_.insert(share_.only.begin(), share_.only.end());
+  }
 
   const View& view() const { return v_; }
 
@@ -193,6 +206,7 @@ class Context {
       std::unordered_map<std::string_view, bool> keep;
       keep.reserve(pinned.size + 1);
       for (std::string_view k : pinned) keep.emplace(k, true);
+      for (std::string_view k : share_.owned_keys) keep.emplace(k, true);
       if (v_.format == Format::Gguf) keep.emplace("general.alignment", true);
       for (const MetaEntry& e : v_.meta) {
         if (!keep.count(e.key)) {
@@ -373,6 +387,7 @@ class Context {
   // then digests (STORE_DIGEST). Tables are checked by loops, whatever their length.
   bool expert_major_store(const StoreFacts& s) {
     using namespace store;
+    if (!holds(s.tensor)) return true;
     const std::string pre = "stores." + std::string(s.name);
     const TensorEntry* t = nullptr;
     if (!store_extent(s, pre, kEmManifest.size, &t)) return false;
@@ -485,6 +500,7 @@ class Context {
 
   bool ple_store(const StoreFacts& s) {
     using namespace store;
+    if (!holds(s.tensor)) return true;
     const std::string pre = "stores." + std::string(s.name);
     const TensorEntry* t = nullptr;
     if (!store_extent(s, pre, kPleManifest.size, &t)) return false;
@@ -677,6 +693,7 @@ class Context {
         expanded = std::move(next);
       }
       for (std::string& n : expanded) {
+        if (share_.has_only && !only_.count(n)) continue;  // another shard's tensor
         auto it = index.find(n);
         if (it != index.end()) {
           rows[it->second] = &row;
@@ -1230,6 +1247,11 @@ class Context {
   std::string_view require_;
   store::Regions regions_;
   Companion companion_;
+  Share share_;
+  std::unordered_set<std::string_view> only_;  // share_.only, for lookups
+
+  // Whether this file is where `tensor` is checked: any file alone, one shard of a bundle.
+  bool holds(std::string_view tensor) const { return !share_.has_only || only_.count(tensor) > 0; }
   Span<Glob> excluded_{};
 };
 

@@ -51,27 +51,36 @@ MAX_COMPANION_BYTES = 64 << 20  # a bundle's JSON file: a large tokenizer.json i
 
 
 class _Failed(Exception):
-    def __init__(self, stage: Stage, rejected: Rejected, file: str | None) -> None:
-        self.stage, self.diagnostic, self.file = stage, rejected.diagnostic, file
+    def __init__(self, stage: Stage, rejected, file: str | None) -> None:
+        """`rejected`: a Rejected (the Python checks), or a C++ verdict's DiagnosticModel."""
+        self.stage, self.file = stage, file
+        self.diagnostic = rejected.diagnostic if isinstance(rejected, Rejected) else rejected
 
 
 def admit_bundle(root: Path, plan: BundlePlan, checker: ModuleType, *, verify_payload: bool = False,
-                 require_status: str | None = None) -> BundleReport:
-    """The bundle at `root` against `plan`; `checker` is the generated checker of plan.artifact."""
+                 require_status: str | None = None, cpp_key: str | None = None) -> BundleReport:
+    """The bundle at `root` against `plan`; `checker` is the generated checker of plan.artifact.
+    `cpp_key`: each weight file's own stages (container to policy) are the C++ checker's of that
+    key (charter.engines.cpp), given the file's share; the bundle's stages and the payload stage
+    stay Python's, as the payload stage of one file does."""
     report = BundleReport(bundle=str(root), contract=plan.id, spec=plan.spec_path, artifact_contract=plan.artifact.id,
                           format=plan.artifact.format, status=plan.status, files=len(plan.files),
                           weight_files=len(plan.weights))
     try:
-        _run(root, plan, checker, report, verify_payload, require_status)
+        _run(root, plan, checker, report, verify_payload, require_status, cpp_key)
     except _Failed as failed:
         report.reject(failed.stage.value, failed.diagnostic, failed.file)
     return report.finish()
 
 
 def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport, verify_payload: bool,
-         require_status: str | None) -> None:
+         require_status: str | None, cpp_key: str | None) -> None:
     stages = dict(checker.STAGES)
     _bundle_stage(Stage.FILES, report, lambda: check_files(root, plan))
+    verdicts = _cpp_verdicts(root, plan, cpp_key, require_status) if cpp_key else {}
+    for shard, verdict in verdicts.items():
+        if verdict.failed is Stage.CONTAINER:
+            raise _Failed(Stage.CONTAINER, verdict.diagnostic, shard)
     views: dict[str, ArtifactView] = {}
     for shard in plan.weights:
         try:
@@ -95,6 +104,10 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
                     continue  # the set's metadata is the first split's (Note [GGUF split sets])
                 if stage is Stage.PAYLOAD:
                     _weights_digest(root, plan, shard)
+                elif verdicts:
+                    if verdicts[shard].failed is stage:
+                        raise _Failed(stage, verdicts[shard].diagnostic, shard)
+                    continue
                 try:
                     stages[stage.value](ctx)
                 except Rejected as r:
@@ -108,6 +121,29 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
 
 # The stages over a file's metadata; a GGUF split set states its metadata once, on its first split.
 HEADER_STAGES = ("identity", "metadata", "tokenizer")
+
+
+def _cpp_verdicts(root: Path, plan: BundlePlan, key: str, require_status: str | None) -> dict:
+    """Each weight file's verdict from the C++ checker `key`, over its share of the bundle."""
+    from charter.engines import cpp
+    from charter.engines.options import Options
+
+    first = plan.weights[0]
+    split_set = plan.artifact.format == "gguf" and (len(plan.weights) > 1 or _has_split_keys(root / first))
+    out = {}
+    for shard in plan.weights:
+        later = split_set and shard != first
+        options = Options(require_status=require_status, only=plan.held_by(shard),
+                          owned_keys=SPLIT_KEYS if split_set else frozenset(), skip=HEADER_STAGES if later else ())
+        out[shard] = cpp.run_file(root / shard, key, options)
+    return out
+
+
+def _has_split_keys(path: Path) -> bool:
+    try:
+        return SPLIT_COUNT in read_view(str(path), "gguf").meta
+    except CharterError:
+        return False  # the container stage says why
 
 
 def _context(root: Path, plan: BundlePlan, shard: str, views: dict[str, ArtifactView], split_set: bool,

@@ -39,9 +39,9 @@ class BundleReport:
     def record(self, stage: str, result: StageResult) -> None:
         self.stages.append(StageOutcome(stage=stage, result=result))
 
-    def reject(self, stage: str, diagnostic: Diagnostic, file: str | None) -> None:
+    def reject(self, stage: str, diagnostic: Diagnostic | DiagnosticModel, file: str | None) -> None:
         self.record(stage, "failed")
-        self.diagnostic = DiagnosticModel(**diagnostic.to_json())
+        self.diagnostic = diagnostic if isinstance(diagnostic, DiagnosticModel) else DiagnosticModel(**diagnostic.to_json())
         self.file = file
 
     def finish(self) -> "BundleReport":

@@ -158,8 +158,11 @@ def run(key: str, header, file_size: int, options: Options = Options(), *, read_
 
 def _detail(key: str, header, file_size: int, options: Options, read_at: ReadAt | None, regions=None) -> dict:
     """charter._native.admit_detail: what the checker said, needs_more included."""
+    share = {} if options.only is None and not options.owned_keys and not options.skip else {
+        "only": None if options.only is None else sorted(options.only), "owned_keys": sorted(options.owned_keys),
+        "skip": list(options.skip)}
     return _module().admit_detail(key, header, int(file_size), options.status or "", options.max_header_bytes,
-                                  regions, options.companion, read_at)
+                                  regions, options.companion, read_at, **share)
 
 
 def verdict_of(d: dict) -> Verdict:

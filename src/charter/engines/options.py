@@ -20,12 +20,18 @@ class Options:
     max_header_bytes: the strict GGUF reader's cap on the header (both engines' readers).
     companion: the file a contract's `config` binds, as read (charter.engines.cpp.read_companion),
         for a header span; the companion of a file is read beside it.
+    only, owned_keys, skip: a bundle's weight file (Note [Bundle stages] in charter.bundles.admit):
+        the tensors it holds (None: every tensor of the contract), the metadata keys a bundle stage
+        owns, the stages that do not run on it (a GGUF split set's later splits).
     """
 
     require_status: str | None = None
     verify_payload: bool = False
     max_header_bytes: int = MAX_HEADER_BYTES
     companion: Companion | None = None
+    only: frozenset[str] | None = None
+    owned_keys: frozenset[str] = frozenset()
+    skip: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.require_status is not None and self.require_status not in STATUSES:

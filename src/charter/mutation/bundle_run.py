@@ -36,7 +36,10 @@ def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None, co
 
 
 def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMutant],
-               progress=None) -> list[Outcome]:
+               progress=None, cpp_key: str | None = None) -> list[Outcome]:
+    """Every mutant's outcome; with `cpp_key`, every mutant is also admitted with the weight files'
+    stages run by that C++ checker, and any difference of (stage, code, field, offset, file) is an
+    error of the mutant."""
     plan = cs.bundles[bundle_id]
     search = [cs.contracts[plan.artifact.id].path, cs.contracts[plan.artifact.model].path]  # all a mutant refers to
     base = _Base(cs, bundle_id)
@@ -50,17 +53,18 @@ def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMu
                 copy = Path(tmp) / f"m{n}"
                 shutil.copytree(folder, copy, copy_function=_link)
                 bm.folder(copy)
-                report = admit_bundle(copy, plan, checker, verify_payload=bm.verify_payload)
-                outcomes.append(_judged(m, report))
+                outcomes.append(_both(m, lambda key: admit_bundle(copy, plan, checker, verify_payload=bm.verify_payload,
+                                                                 cpp_key=key), cpp_key))
                 shutil.rmtree(copy)
             else:
-                outcomes.append(_contract_run(bm, Path(tmp) / f"m{n}.yaml", folder, checker, search, base))
+                outcomes.append(_contract_run(bm, Path(tmp) / f"m{n}.yaml", folder, checker, search, base, cpp_key))
             if progress:
                 progress(n, len(mutants))
     return outcomes
 
 
-def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list, base) -> Outcome:
+def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list, base,
+                  cpp_key: str | None = None) -> Outcome:
     """The mutated contract loaded as `charter check` loads it: over the original document's
     locations and the already resolved artifact, unless the mutant changes what it refers to."""
     data = bm.contract()
@@ -81,7 +85,26 @@ def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search:
         except CharterError as exc:
             d = exc.diagnostics[0]
             return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
-    return _judged(bm.mutant, admit_bundle(folder, plan, checker, verify_payload=bm.verify_payload))
+    return _both(bm.mutant, lambda key: admit_bundle(folder, plan, checker, verify_payload=bm.verify_payload,
+                                                     cpp_key=key), cpp_key)
+
+
+def _both(m, admit, cpp_key: str | None) -> Outcome:
+    """The Python engine's outcome, unless the C++ engine (`cpp_key`) says otherwise."""
+    report = admit(None)
+    outcome = _judged(m, report)
+    if cpp_key is None:
+        return outcome
+    other = admit(cpp_key)
+    if _finding(report) != _finding(other):
+        return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field,
+                       f"the engines disagree: python {_finding(report)}, c++ {_finding(other)}")
+    return outcome
+
+
+def _finding(report) -> tuple:
+    d = report.diagnostic
+    return () if d is None else (d.stage, d.code, d.field, d.offset, report.file)
 
 
 class _Base(NamedTuple):
@@ -117,11 +140,18 @@ def run_command(args, cs, bundle_id: str) -> int:
     if folder is None or not folder.is_dir():
         print("charter: a bundle battery mutates a model folder: name it with --artifact FOLDER", file=sys.stderr)
         return EXIT_USAGE
-    if args.engine != "python":
-        print("charter: bundles are admitted by the Python engine only, so far (docs/bundles.md)", file=sys.stderr)
-        return EXIT_USAGE
     plan = cs.bundles[bundle_id]
     checker = choose.python_checker(cs, plan.artifact.id, Path("generated")).module
+    cpp_key = None
+    if args.engine == "both":
+        from charter.engines import cpp
+        from charter.engines.vouched import cache_dir
+
+        try:
+            cpp_key = choose.cpp_checker(cs, plan.artifact, cache_dir() / "checkers").key
+        except cpp.EngineUnavailable as exc:
+            print(f"charter: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     control = admit_bundle(folder, plan, checker)
     if not control.admitted:
         print(f"charter: the unchanged bundle does not admit {folder}: {control.render()}", file=sys.stderr)
@@ -130,7 +160,8 @@ def run_command(args, cs, bundle_id: str) -> int:
     mutants = bundle_battery(cs, bundle_id, folder, args.only)
     if not args.quiet:
         print(f"battery {bundle_id}: {len(mutants)} mutants of {folder} and its bundle contract", file=sys.stderr)
-    outcomes = run_bundle(cs, bundle_id, folder, checker, mutants, None if args.quiet else stderr_progress(start))
+    outcomes = run_bundle(cs, bundle_id, folder, checker, mutants, None if args.quiet else stderr_progress(start),
+                          cpp_key)
     elapsed = time.monotonic() - start
     meta = {"contract": bundle_id, "spec": cs.contracts[bundle_id].doc.file, "artifact": str(folder), "kind": "bundle",
             "seconds": round(elapsed, 2)}
