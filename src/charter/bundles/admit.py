@@ -36,10 +36,10 @@ from pathlib import Path
 from types import ModuleType
 
 from charter.admission.runtime import Context, Rejected, parse_companion, read_companion
-from charter.bundles.json_facts import check_json
 from charter.admission.view import ArtifactView, read_view
-from charter.bundles.gguf_split import SPLIT_COUNT, SPLIT_KEYS, check_split_set
 from charter.bundles.files import BundleRejected, check_files, file_sha256, reject
+from charter.bundles.gguf_split import SPLIT_COUNT, SPLIT_KEYS, check_split_set
+from charter.bundles.json_facts import check_json
 from charter.bundles.plan import BundlePlan
 from charter.bundles.report import BundleReport
 from charter.bundles.shards import check_shards
@@ -77,18 +77,23 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
          require_status: str | None, cpp_key: str | None) -> None:
     stages = dict(checker.STAGES)
     _bundle_stage(Stage.FILES, report, lambda: check_files(root, plan))
-    verdicts = _cpp_verdicts(root, plan, cpp_key, require_status) if cpp_key else {}
-    for shard, verdict in verdicts.items():
-        if verdict.failed is Stage.CONTAINER:
-            raise _Failed(Stage.CONTAINER, verdict.diagnostic, shard)
     views: dict[str, ArtifactView] = {}
+    unreadable: tuple[str, Rejected] | None = None
     for shard in plan.weights:
         try:
             views[shard] = read_view(str(root / shard), plan.artifact.format)
         except CharterError as exc:
-            raise _Failed(Stage.CONTAINER, Rejected(exc.diagnostics[0]), shard) from None
+            unreadable = unreadable or (shard, Rejected(exc.diagnostics[0]))
+    first = views.get(plan.weights[0])
     # gguf-split writes its keys even into a set of one file (-00001-of-00001)
-    split_set = plan.artifact.format == "gguf" and (len(plan.weights) > 1 or SPLIT_COUNT in views[plan.weights[0]].meta)
+    split_set = plan.artifact.format == "gguf" and (len(plan.weights) > 1 or (first is not None
+                                                                              and SPLIT_COUNT in first.meta))
+    verdicts = _cpp_verdicts(root, plan, cpp_key, require_status, split_set) if cpp_key else {}
+    for shard, verdict in verdicts.items():
+        if verdict.failed is Stage.CONTAINER:
+            raise _Failed(Stage.CONTAINER, verdict.diagnostic, shard)
+    if unreadable is not None:
+        raise _Failed(Stage.CONTAINER, unreadable[1], unreadable[0])
     contexts = {shard: _context(root, plan, shard, views, split_set, require_status) for shard in plan.weights}
     documents: dict[str, object] = {}  # companion -> its JSON, once the companions stage read it
     for stage in BUNDLE_STAGES[1:]:
@@ -123,27 +128,18 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
 HEADER_STAGES = ("identity", "metadata", "tokenizer")
 
 
-def _cpp_verdicts(root: Path, plan: BundlePlan, key: str, require_status: str | None) -> dict:
+def _cpp_verdicts(root: Path, plan: BundlePlan, key: str, require_status: str | None, split_set: bool) -> dict:
     """Each weight file's verdict from the C++ checker `key`, over its share of the bundle."""
     from charter.engines import cpp
     from charter.engines.options import Options
 
-    first = plan.weights[0]
-    split_set = plan.artifact.format == "gguf" and (len(plan.weights) > 1 or _has_split_keys(root / first))
     out = {}
     for shard in plan.weights:
-        later = split_set and shard != first
+        later = split_set and shard != plan.weights[0]
         options = Options(require_status=require_status, only=plan.held_by(shard),
                           owned_keys=SPLIT_KEYS if split_set else frozenset(), skip=HEADER_STAGES if later else ())
         out[shard] = cpp.run_file(root / shard, key, options)
     return out
-
-
-def _has_split_keys(path: Path) -> bool:
-    try:
-        return SPLIT_COUNT in read_view(str(path), "gguf").meta
-    except CharterError:
-        return False  # the container stage says why
 
 
 def _context(root: Path, plan: BundlePlan, shard: str, views: dict[str, ArtifactView], split_set: bool,
