@@ -1,11 +1,14 @@
-"""`charter freeze DIR --id ID`: one model, one artifact and one bundle contract for a model folder.
+"""`charter freeze DIR --id ID`: one model, one artifact and one bundle contract for a model folder
+or a GGUF split set.
 
 The artifact contract states the inventory of all weight files at once (layer patterns fold across
-shards) and nothing that only one file can have (no `source`, no whole-file digest); the bundle
-contract lists every file with its size and sha256, the shard of each tensor, and the index's
-metadata. As for one file, the contracts are checked to admit the folder before anything is
-written (Note [Bundle freeze] in charter.freeze: a frozen contract that rejects its input is a
-bug, exit 3).
+shards) and nothing that only one file can have (no `source`, no whole-file digest). The bundle
+contract lists every file: weights and other files with their size and sha256, companion JSON files
+bound key by key under `companions` (config.json's numbers that are model constants by their
+names), the index by its metadata and the shard of each tensor. As for one file, the contracts are
+checked to admit the folder before anything is written (charter.freeze.bundle_admits_its_input):
+a folder that contradicts itself is rejected, and a frozen contract that rejects a consistent
+folder is a bug (exit 3).
 """
 
 from __future__ import annotations
