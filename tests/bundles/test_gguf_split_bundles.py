@@ -99,7 +99,8 @@ def test_a_later_split_reads_the_sets_metadata(frozen, tmp_path):
     assert not r.admitted and (r.diagnostic.stage, r.file) == ("identity", NAMES[0]), r.render()
 
 
-@pytest.mark.parametrize("engine", ["python", pytest.param("both", marks=pytest.mark.slow)])
+@pytest.mark.slow  # the negative tests above run by default; this is every mutant, each engine
+@pytest.mark.parametrize("engine", ["python", "both"])
 def test_the_split_set_battery_rejects_every_mutant(frozen, engine):
     """Both engines: the frozen contract's C++ checker is compiled into a cached library (slow), and
     the later splits skip the header stages there too."""
