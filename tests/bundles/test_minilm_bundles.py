@@ -373,3 +373,29 @@ def test_the_cpp_engine_admits_the_folders(minilm_folders, capsys, shards):
 def test_a_bundle_needs_a_folder(minilm_folders, capsys):
     assert main(["admit", str(minilm_folders[1] / "model.safetensors"), "--contract", str(CONTRACTS[1])]) == 2
     assert "is a bundle contract: name the bundle folder" in capsys.readouterr().err
+
+
+def test_a_folder_that_cannot_be_listed(minilm_folders, tmp_path, monkeypatch):
+    """As root every folder can be listed; a refusal is simulated where the walk asks for it."""
+    from charter.bundles import files
+
+    folder = linked_copy(minilm_folders[1], tmp_path / "f")
+    cs = load_set([CONTRACTS[1]], [SPECS])
+    plan = next(iter(cs.bundles.values()))
+    checker = choose.python_checker(cs, plan.artifact.id, ROOT / "generated").module
+
+    def refused(path):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(files.os, "scandir", refused)
+    d = rejected(admit_bundle(folder, plan, checker), "files", "BUNDLE_FILE_KIND", None)
+    assert "the bundle folder cannot be listed: Permission denied" in d.message
+
+
+def test_freeze_refuses_a_fifo_in_the_folder(minilm_folders, tmp_path, capsys):
+    folder = linked_copy(minilm_folders[1], tmp_path / "f")
+    os.mkfifo(folder / "notes.txt")  # never opened for reading: that would block
+    assert main(["freeze", str(folder), "--id", "m", "-o", str(tmp_path / "out")]) == 2
+    out, err = capsys.readouterr()
+    assert "notes.txt: not a regular file" in err and "Traceback" not in out + err
+    assert not (tmp_path / "out").exists()

@@ -37,7 +37,7 @@ from types import ModuleType
 
 from charter.admission.runtime import Context, Rejected, parse_companion, read_companion
 from charter.admission.view import ArtifactView, read_view
-from charter.bundles.files import BundleRejected, check_files, file_sha256, reject
+from charter.bundles.files import BundleRejected, check_files, digest_of, reject
 from charter.bundles.gguf_split import SPLIT_COUNT, SPLIT_KEYS, check_split_set
 from charter.bundles.json_facts import check_json
 from charter.bundles.plan import BundlePlan
@@ -217,7 +217,7 @@ def _weights_digest(root: Path, plan: BundlePlan, shard: str) -> None:
     f = plan.file(shard)
     if f.sha256 is None:
         return
-    actual = file_sha256(root / shard)
+    actual = digest_of(root, f)
     if actual != f.sha256:
         raise _Failed(Stage.PAYLOAD, reject(Code.PAYLOAD_FILE_DIGEST, f"files.{shard}.sha256", f"{shard} has sha256 "
                       f"{actual}, expected {f.sha256}", f.sha256_at, f.sha256, actual, shard), shard)

@@ -59,7 +59,7 @@ def check_files(root: Path, plan: BundlePlan) -> None:
                              "not in the contract (extra_files: reject)", plan.extra_files.at, "absent", "present", entry)
     for f in plan.files:
         if f.sha256 is not None and f.role != "weights":
-            actual = file_sha256(root / f.path)
+            actual = digest_of(root, f)
             if actual != f.sha256:
                 raise reject(Code.BUNDLE_FILE_DIGEST, f"files.{f.path}.sha256",
                              f"{f.path} has sha256 {actual}, expected {f.sha256}", f.sha256_at, f.sha256, actual, f.path)
@@ -102,20 +102,24 @@ def walk(root: Path) -> list[str]:
     stack: list[tuple[Path, str, int]] = [(root, "", 0)]
     while stack:
         folder, prefix, depth = stack.pop()
-        with os.scandir(folder) as entries:
-            for entry in entries:
-                seen += 1
-                if seen > MAX_ENTRIES:
-                    raise reject(Code.BUNDLE_LIMIT, "files", f"the bundle folder holds more than {MAX_ENTRIES} "
-                                 "entries", None, f"at most {MAX_ENTRIES}", "more")
-                name = prefix + entry.name
-                if entry.is_dir(follow_symlinks=False):
-                    if depth + 1 > MAX_DEPTH:
-                        raise reject(Code.BUNDLE_LIMIT, f"files.{name}", f"{name} is nested more than "
-                                     f"{MAX_DEPTH} folders deep", None, f"at most {MAX_DEPTH}", "deeper")
-                    stack.append((Path(entry.path), name + "/", depth + 1))
-                else:
-                    found.append(name)
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > MAX_ENTRIES:
+                        raise reject(Code.BUNDLE_LIMIT, "files", f"the bundle folder holds more than {MAX_ENTRIES} "
+                                     "entries", None, f"at most {MAX_ENTRIES}", "more")
+                    name = prefix + entry.name
+                    if entry.is_dir(follow_symlinks=False):
+                        if depth + 1 > MAX_DEPTH:
+                            raise reject(Code.BUNDLE_LIMIT, f"files.{name}", f"{name} is nested more than "
+                                         f"{MAX_DEPTH} folders deep", None, f"at most {MAX_DEPTH}", "deeper")
+                        stack.append((Path(entry.path), name + "/", depth + 1))
+                    else:
+                        found.append(name)
+        except OSError as exc:
+            raise reject(Code.BUNDLE_FILE_KIND, f"files.{prefix or '.'}", f"{prefix or 'the bundle folder'} cannot "
+                         f"be listed: {exc.strerror}", None, "a readable folder", "unreadable") from None
     return sorted(found)
 
 
@@ -128,6 +132,15 @@ def open_regular(path: Path) -> int:
         os.close(fd)
         raise OSError(0, "not a regular file")
     return fd
+
+
+def digest_of(root: Path, f: FilePlan) -> str:
+    """The sha256 of a listed file, or BUNDLE_FILE_MISSING when it cannot be read after all."""
+    try:
+        return file_sha256(root / f.path)
+    except OSError as exc:
+        raise reject(Code.BUNDLE_FILE_MISSING, f"files.{f.path}", f"{f.path} cannot be read: {exc.strerror}",
+                     f.at, "present", "unreadable", f.path) from None
 
 
 def file_sha256(path: Path) -> str:

@@ -113,13 +113,22 @@ def _bundle(root: Path, bundle_id: str, model_id: str, artifact_id: str, paths: 
             roles[p] = "other"  # not strict JSON: bound by size and digest instead
         else:
             companions[p] = freeze_json(document, names=names if p == "config.json" else None)
-    files = {p: {"role": roles[p]} if roles[p] in ("companion", "index") else
-             {"role": roles[p], "size": (root / p).stat().st_size, "sha256": file_sha256(root / p)} for p in paths}
+    files = {p: {"role": roles[p]} if roles[p] in ("companion", "index") else _pinned(root, p, roles[p]) for p in paths}
     bundle: dict = {"charter": 1, "kind": "bundle", "id": bundle_id, "status": "structural", "model": model_id,
                     "artifact": artifact_id, "extra_files": "reject", "files": files}
     if companions:
         bundle["companions"] = companions
     return bundle
+
+
+def _pinned(root: Path, path: str, role: str) -> dict:
+    """A weight or other file by its size and sha256 (FreezeRefused: not a regular file, unreadable)."""
+    from charter.freeze import FreezeRefused
+
+    try:
+        return {"role": role, "size": (root / path).stat().st_size, "sha256": file_sha256(root / path)}
+    except OSError as exc:
+        raise FreezeRefused(f"{root / path}: {exc.strerror or 'not a regular file'}") from None
 
 
 _UNREADABLE = object()
