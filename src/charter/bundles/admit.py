@@ -155,11 +155,7 @@ def _context(root: Path, plan: BundlePlan, shard: str, views: dict[str, Artifact
 
 def _shards(root: Path, plan: BundlePlan, views: dict[str, ArtifactView], split_set: bool) -> None:
     if split_set:
-        try:
-            check_split_set([(s, views[s]) for s in plan.weights], str(plan.shards_at) if plan.shards_at else None)
-        except Rejected as r:  # its field names the split: files.<name>...
-            name = next((s for s in plan.weights if r.diagnostic.field.startswith(f"files.{s}")), None)
-            raise BundleRejected(r.diagnostic, name) from None
+        check_split_set([(s, views[s]) for s in plan.weights], str(plan.shards_at) if plan.shards_at else None)
     check_shards(root, plan, views)
 
 

@@ -116,7 +116,7 @@ class BundleContract(Header):
 
 
 def _shard_names(names: list[str]) -> None:
-    """Sharded weights are named PREFIX-XXXXX-of-YYYYY.EXT, numbered 1..N of N with one prefix."""
+    """Sharded weights are named PREFIX-NNNNN-of-MMMMM.EXT, numbered 1..N of N with one prefix."""
     for n, name in enumerate(names, start=1):
         m = SHARD_NAME.match(name)
         expected = f"-{n:05d}-of-{len(names):05d}."

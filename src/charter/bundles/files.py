@@ -11,7 +11,7 @@ it with `hf download --local-dir`); what it names must be a regular file, judged
 alone, so a FIFO or a device is refused without being opened. The folder walk that finds unlisted
 files never follows a link: a link is an entry like any file. The walk is bounded (MAX_ENTRIES,
 MAX_DEPTH), so a hostile folder costs at most that. Only after all this are files opened, one by
-one, with O_NOFOLLOW|O_NONBLOCK for the last component.
+one, by their real path with O_NOFOLLOW|O_NONBLOCK.
 """
 
 from __future__ import annotations
@@ -126,8 +126,7 @@ def walk(root: Path) -> list[str]:
 def open_regular(path: Path) -> int:
     """A listed file's descriptor: its last component never a link followed after the check
     (O_NOFOLLOW), never a FIFO waited on (O_NONBLOCK); the caller closes it."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)) if not os.path.islink(path) \
-        else os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK)
+    fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise OSError(0, "not a regular file")
@@ -144,11 +143,5 @@ def digest_of(root: Path, f: FilePlan) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    fd = open_regular(path)
-    h = hashlib.sha256()
-    try:
-        while chunk := os.read(fd, 1 << 20):
-            h.update(chunk)
-    finally:
-        os.close(fd)
-    return h.hexdigest()
+    with os.fdopen(open_regular(path), "rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()

@@ -2,8 +2,8 @@
 
 `check_split_set` runs on views that the container stage already built (one per file,
 `charter.admission.view.read_view(path, "gguf")`), so it reads no bytes and trusts no count it
-has not compared; it raises `Rejected` with one SPLIT_* diagnostic (stage `shards`) on the first
-violation, naming the file in the field: `files.<name>.split.no`.
+has not compared; it raises `BundleRejected` (naming the split) with one SPLIT_* diagnostic
+(stage `shards`) on the first violation, naming the file in the field: `files.<name>.split.no`.
 
 Note [GGUF split sets]
 ~~~~~~~~~~~~~~~~~~~~~~
@@ -82,8 +82,8 @@ is SPLIT_COUNT, not a name; a tensor in two splits is SPLIT_TENSOR_DUPLICATE, no
 
 from __future__ import annotations
 
-from charter.admission.runtime import Rejected
 from charter.admission.view import ArtifactView
+from charter.bundles.files import BundleRejected
 from charter.diagnostics import Code, Diagnostic, Location
 
 SPLIT_NO = "split.no"
@@ -123,7 +123,8 @@ def check_split_set(members: list[tuple[str, ArtifactView]], at: str | None) -> 
 def _reject(code: Code, name: str, field: str, message: str, expected: object, actual: object,
             where: Location | None, offset: int | None) -> None:
     subject = f"files.{name}.{field}" if field else f"files.{name}"
-    raise Rejected(Diagnostic(code, subject, f"{name}: {message}", str(expected), str(actual), where, offset))
+    raise BundleRejected(Diagnostic(code, subject, f"{name}: {message}", str(expected), str(actual), where, offset),
+                         name)
 
 
 def _split_keys(name: str, view: ArtifactView, where: Location | None) -> None:

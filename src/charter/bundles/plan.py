@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from charter.bundles.contract import BundleContract
 from charter.bundles.json_facts import ResolvedJson, resolve_json_fact
@@ -40,13 +40,14 @@ class BundlePlan:
     placement: dict[str, Located[str]]  # tensor -> its weight file, at its entry under weights.shards
     shards_at: Location | None
     companions: tuple[tuple[str, ResolvedJson], ...] = ()  # file -> the fact of its document, in contract order
+    holdings: dict[str, frozenset[str]] = field(default_factory=dict)  # weight file -> its tensors (placement)
 
     def file(self, path: str) -> FilePlan:
         return next(f for f in self.files if f.path == path)
 
     def held_by(self, shard: str) -> frozenset[str]:
         """The tensors the contract places in `shard`."""
-        return frozenset(name for name, where in self.placement.items() if where.value == shard)
+        return self.holdings.get(shard, frozenset())
 
 
 def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan, constants: dict) -> BundlePlan:
@@ -104,4 +105,11 @@ def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan, constants: di
         extra_files=Located(b.extra_files, where(("extra_files",))), files=files, weights=weights, index=index,
         index_metadata=metadata, index_metadata_at=where(("weights", "index_metadata")) if index else None,
         placement=placement, shards_at=where(("weights", "shards")) if b.weights.shards else None,
-        companions=tuple(companions))
+        companions=tuple(companions), holdings=_holdings(placement))
+
+
+def _holdings(placement: dict[str, Located[str]]) -> dict[str, frozenset[str]]:
+    by_file: dict[str, set[str]] = {}
+    for name, where in placement.items():
+        by_file.setdefault(where.value, set()).add(name)
+    return {shard: frozenset(names) for shard, names in by_file.items()}

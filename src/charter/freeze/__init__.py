@@ -107,10 +107,7 @@ def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]
     """Freeze is total and exact: the frozen contracts are valid, resolve, and admit their artifact
     (header-only, Python engine) before anything is written. Anything else is a bug in charter
     (FreezeError: exit 3, nothing written), never a contract handed to the user to find out."""
-    from types import ModuleType
-
     from charter.admission.runtime import admit
-    from charter.codegen.driver import render_checker_text
     from charter.contract.load import load_contract_text
     from charter.contract.resolve import resolve_artifact, resolve_model
 
@@ -119,11 +116,20 @@ def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]
         plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
     except CharterError as exc:
         raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
-    checker = ModuleType("charter_freeze_self_check")
-    exec(compile(render_checker_text(plan, "# freeze self-check"), checker.__name__, "exec"), checker.__dict__)
-    report = admit(str(path), checker)
+    report = admit(str(path), self_check_checker(plan))
     if not report.admitted:
         raise FreezeError(f"the frozen contract rejects its own artifact: {report.render()}")
+
+
+def self_check_checker(plan):
+    """The Python checker of a frozen artifact plan, rendered and loaded in memory (never written)."""
+    from types import ModuleType
+
+    from charter.codegen.driver import render_checker_text
+
+    checker = ModuleType("charter_freeze_self_check")
+    exec(compile(render_checker_text(plan, "# freeze self-check"), checker.__name__, "exec"), checker.__dict__)
+    return checker
 
 
 class FreezeError(RuntimeError):
@@ -194,11 +200,8 @@ def freeze_folder(root: Path, bundle_id: str, output: Path, *, force: bool = Fal
 
 def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str, Path]) -> None:
     """As admits_its_input, for a folder and its three contracts."""
-    from types import ModuleType
-
     from charter.bundles.admit import admit_bundle
     from charter.bundles.plan import resolve_bundle
-    from charter.codegen.driver import render_checker_text
     from charter.contract.load import load_contract_text
     from charter.contract.resolve import resolve_artifact, resolve_model
 
@@ -208,9 +211,7 @@ def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str
         bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan, model.constants)
     except CharterError as exc:
         raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
-    checker = ModuleType("charter_freeze_self_check")
-    exec(compile(render_checker_text(plan, "# freeze self-check"), checker.__name__, "exec"), checker.__dict__)
-    report = admit_bundle(root, bundle, checker)
+    report = admit_bundle(root, bundle, self_check_checker(plan))
     if report.admitted:
         return
     if report.diagnostic.code in FOLDER_FAULTS:  # the folder contradicts itself: no contract can admit it

@@ -6,6 +6,7 @@ language is a rejection at stage spec, judged on its code and field."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -51,7 +52,7 @@ def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMu
                 outcomes.append(Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent))
             elif bm.folder is not None:
                 copy = Path(tmp) / f"m{n}"
-                shutil.copytree(folder, copy, copy_function=_link)
+                shutil.copytree(folder, copy, copy_function=os.link)
                 bm.folder(copy)
                 outcomes.append(_both(m, lambda key: admit_bundle(copy, plan, checker, verify_payload=bm.verify_payload,
                                                                  cpp_key=key), cpp_key))
@@ -118,11 +119,6 @@ def _judged(m, report) -> Outcome:
         return judge(m, True, None, None, None)
     return judge(m, False, d.stage, d.code, d.field, report.render())
 
-
-def _link(src: str, dst: str) -> None:
-    import os
-
-    os.link(src, dst)
 
 
 def run_command(args, cs, bundle_id: str) -> int:
