@@ -78,8 +78,8 @@ inline constexpr rt::TensorRow kTensors[] = {
     {"encoder.layer.{i}.output.dense.weight"sv, rt::span(kRepeat_i6), "encoder_layer_output_dense"sv, rt::span(kShape_384x1536), "F32"sv, "specs/artifacts/all-minilm-l6-v2-safetensors.yaml:174:3"sv},
 };
 inline constexpr rt::CodecRow kCodecs[] = {
-    {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/all-minilm-l6-v2-safetensors.yaml:184:5"sv},
-    {"I64"sv, rt::Int(1ull), rt::Int(8ull), "specs/artifacts/all-minilm-l6-v2-safetensors.yaml:187:5"sv},
+    {"F32"sv, rt::Int(1ull), rt::Int(4ull), rt::Int(0ull), "specs/artifacts/all-minilm-l6-v2-safetensors.yaml:184:5"sv},
+    {"I64"sv, rt::Int(1ull), rt::Int(8ull), rt::Int(0ull), "specs/artifacts/all-minilm-l6-v2-safetensors.yaml:187:5"sv},
 };
 // The embedded stores, in the contract's order: the facts the stores stage checks, and what a
 // caller needs to compute the regions it reads for them (Note [Store regions], charter/stores.hpp).

@@ -180,9 +180,9 @@ inline constexpr rt::TensorRow kTensors[] = {
     {"ple.store"sv, rt::Span<rt::Repeat>{}, "per_layer_embeddings"sv, rt::span(kShape_57621569536), "I8"sv, "specs/artifacts/qwen4exp-text.yaml:132:5"sv},
 };
 inline constexpr rt::CodecRow kCodecs[] = {
-    {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/qwen4exp-text.yaml:134:8"sv},
-    {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/qwen4exp-text.yaml:135:9"sv},
-    {"I8"sv, rt::Int(1ull), rt::Int(1ull), "specs/artifacts/qwen4exp-text.yaml:136:7"sv},
+    {"F32"sv, rt::Int(1ull), rt::Int(4ull), rt::Int(0ull), "specs/artifacts/qwen4exp-text.yaml:134:8"sv},
+    {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), rt::Int(0ull), "specs/artifacts/qwen4exp-text.yaml:135:9"sv},
+    {"I8"sv, rt::Int(1ull), rt::Int(1ull), rt::Int(0ull), "specs/artifacts/qwen4exp-text.yaml:136:7"sv},
 };
 inline constexpr rt::StoreComponent kComponents_expert_major[] = {
     {"gate"sv, rt::Int(2560ull), rt::Int(640ull), "specs/artifacts/qwen4exp-text.yaml:158:9"sv},

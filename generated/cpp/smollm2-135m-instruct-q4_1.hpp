@@ -130,9 +130,9 @@ inline constexpr rt::TensorRow kTensors[] = {
     {"blk.{i}.ffn_down.weight"sv, rt::span(kRepeat_i30), "ffn_down"sv, rt::span(kShape_1536x576), "Q4_1"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:92:5"sv},
 };
 inline constexpr rt::CodecRow kCodecs[] = {
-    {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8"sv},
-    {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9"sv},
-    {"Q4_1"sv, rt::Int(32ull), rt::Int(20ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9"sv},
+    {"F32"sv, rt::Int(1ull), rt::Int(4ull), rt::Int(0ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8"sv},
+    {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), rt::Int(0ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9"sv},
+    {"Q4_1"sv, rt::Int(32ull), rt::Int(20ull), rt::Int(0ull), "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9"sv},
 };
 inline constexpr rt::GlobToken kGlob__[] = {{rt::GlobToken::Op::Star, 0x0u, false, {}}};
 inline constexpr rt::Glob kGlobs_values_default[] = {

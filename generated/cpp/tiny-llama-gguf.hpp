@@ -634,9 +634,9 @@ inline constexpr rt::TensorRow kTensors[] = {
     {"output.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape_64x260), "Q8_0"sv, "specs/artifacts/tiny-llama-gguf.yaml:107:5"sv},
 };
 inline constexpr rt::CodecRow kCodecs[] = {
-    {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/tiny-llama-gguf.yaml:109:8"sv},
-    {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), "specs/artifacts/tiny-llama-gguf.yaml:110:9"sv},
-    {"Q4_1"sv, rt::Int(32ull), rt::Int(20ull), "specs/artifacts/tiny-llama-gguf.yaml:111:9"sv},
+    {"F32"sv, rt::Int(1ull), rt::Int(4ull), rt::Int(0ull), "specs/artifacts/tiny-llama-gguf.yaml:109:8"sv},
+    {"Q8_0"sv, rt::Int(32ull), rt::Int(34ull), rt::Int(0ull), "specs/artifacts/tiny-llama-gguf.yaml:110:9"sv},
+    {"Q4_1"sv, rt::Int(32ull), rt::Int(20ull), rt::Int(0ull), "specs/artifacts/tiny-llama-gguf.yaml:111:9"sv},
 };
 // The embedded stores, in the contract's order: the facts the stores stage checks, and what a
 // caller needs to compute the regions it reads for them (Note [Store regions], charter/stores.hpp).

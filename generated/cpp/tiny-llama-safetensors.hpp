@@ -67,8 +67,8 @@ inline constexpr rt::TensorRow kTensors[] = {
     {"lm_head.weight"sv, rt::Span<rt::Repeat>{}, "output"sv, rt::span(kShape_260x64), "BF16"sv, "specs/artifacts/tiny-llama-safetensors.yaml:35:5"sv},
 };
 inline constexpr rt::CodecRow kCodecs[] = {
-    {"F32"sv, rt::Int(1ull), rt::Int(4ull), "specs/artifacts/tiny-llama-safetensors.yaml:37:8"sv},
-    {"BF16"sv, rt::Int(1ull), rt::Int(2ull), "specs/artifacts/tiny-llama-safetensors.yaml:38:9"sv},
+    {"F32"sv, rt::Int(1ull), rt::Int(4ull), rt::Int(0ull), "specs/artifacts/tiny-llama-safetensors.yaml:37:8"sv},
+    {"BF16"sv, rt::Int(1ull), rt::Int(2ull), rt::Int(0ull), "specs/artifacts/tiny-llama-safetensors.yaml:38:9"sv},
 };
 // The embedded stores, in the contract's order: the facts the stores stage checks, and what a
 // caller needs to compute the regions it reads for them (Note [Store regions], charter/stores.hpp).

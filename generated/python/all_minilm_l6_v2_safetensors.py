@@ -85,8 +85,8 @@ def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
     ctx.codecs(
         rows=(
-            ('F32', 1, 4, 'specs/artifacts/all-minilm-l6-v2-safetensors.yaml:184:5'),
-            ('I64', 1, 8, 'specs/artifacts/all-minilm-l6-v2-safetensors.yaml:187:5'),
+            ('F32', 1, 4, 0, 'specs/artifacts/all-minilm-l6-v2-safetensors.yaml:184:5'),
+            ('I64', 1, 8, 0, 'specs/artifacts/all-minilm-l6-v2-safetensors.yaml:187:5'),
         ),
     )
 

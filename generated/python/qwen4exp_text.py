@@ -248,9 +248,9 @@ def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
     ctx.codecs(
         rows=(
-            ('F32', 1, 4, 'specs/artifacts/qwen4exp-text.yaml:134:8'),
-            ('Q8_0', 32, 34, 'specs/artifacts/qwen4exp-text.yaml:135:9'),
-            ('I8', 1, 1, 'specs/artifacts/qwen4exp-text.yaml:136:7'),
+            ('F32', 1, 4, 0, 'specs/artifacts/qwen4exp-text.yaml:134:8'),
+            ('Q8_0', 32, 34, 0, 'specs/artifacts/qwen4exp-text.yaml:135:9'),
+            ('I8', 1, 1, 0, 'specs/artifacts/qwen4exp-text.yaml:136:7'),
         ),
     )
 

@@ -320,9 +320,9 @@ def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
     ctx.codecs(
         rows=(
-            ('F32', 1, 4, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8'),
-            ('Q8_0', 32, 34, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9'),
-            ('Q4_1', 32, 20, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9'),
+            ('F32', 1, 4, 0, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:94:8'),
+            ('Q8_0', 32, 34, 0, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:95:9'),
+            ('Q4_1', 32, 20, 0, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:96:9'),
         ),
     )
 

@@ -82,8 +82,8 @@ def check_codec(ctx):
     """Block geometry of each codec: the block divides the row, the extent has the computed size."""
     ctx.codecs(
         rows=(
-            ('F32', 1, 4, 'specs/artifacts/tiny-llama-safetensors.yaml:37:8'),
-            ('BF16', 1, 2, 'specs/artifacts/tiny-llama-safetensors.yaml:38:9'),
+            ('F32', 1, 4, 0, 'specs/artifacts/tiny-llama-safetensors.yaml:37:8'),
+            ('BF16', 1, 2, 0, 'specs/artifacts/tiny-llama-safetensors.yaml:38:9'),
         ),
     )
 

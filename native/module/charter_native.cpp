@@ -437,9 +437,9 @@ NB_MODULE(_native, m) {
 
   m.def("ggml_types", [] {
     nb::list out;
-    for (const auto& t : rt::gguf::kGgmlTypes) out.append(nb::make_tuple(t.id, text(t.name, "strict"), t.block_size, t.block_bytes));
+    for (const auto& t : rt::gguf::kGgmlTypes) out.append(nb::make_tuple(t.id, text(t.name, "strict"), t.block_size, t.block_bytes, t.row_header));
     return out;
-  }, "The ggml type table of the C++ GGUF walker: (id, name, block size, block bytes).");
+  }, "The ggml type table of the C++ GGUF walker: (id, name, block size, block bytes, row header).");
 
   m.def("safetensors_dtypes", [] {
     nb::dict out;

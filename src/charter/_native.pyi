@@ -58,7 +58,7 @@ def store_layouts() -> dict:
 
 def ggml_types() -> list:
     """
-    The ggml type table of the C++ GGUF walker: (id, name, block size, block bytes).
+    The ggml type table of the C++ GGUF walker: (id, name, block size, block bytes, row header).
     """
 
 def safetensors_dtypes() -> dict:

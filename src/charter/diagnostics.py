@@ -136,6 +136,7 @@ class Code(str, Enum):
     # --- admission: codec -------------------------------------------------------------------
     CODEC_BLOCK = "CODEC_BLOCK"
     CODEC_SIZE = "CODEC_SIZE"
+    CODEC_ROW_HEADER = "CODEC_ROW_HEADER"  # Note [Row headers] in charter.formats.ggml_types
     # --- admission: layout ------------------------------------------------------------------
     LAYOUT_ALIGNMENT = "LAYOUT_ALIGNMENT"
     LAYOUT_DATA_OFFSET = "LAYOUT_DATA_OFFSET"

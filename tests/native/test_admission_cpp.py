@@ -123,7 +123,7 @@ def test_contracts_are_the_committed_headers(native):
 
 
 def test_reader_tables_match_python(native):
-    assert [(t.id, t.name, t.block_size, t.block_bytes) for t in GGML_TYPES.values()] == \
+    assert [(t.id, t.name, t.block_size, t.block_bytes, t.row_header) for t in GGML_TYPES.values()] == \
         [tuple(row) for row in native.ggml_types()]
     assert dict(native.safetensors_dtypes()) == DTYPE_BITS
 

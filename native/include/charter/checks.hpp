@@ -748,7 +748,17 @@ class Context {
   }
 
   // --- codec ---------------------------------------------------------------------------------
+  // Rows of a header and blocks fill the extent, and the file leaves room for every row's header
+  // (Note [Row headers] in charter/formats/ggml_types.py).
   bool codecs(Span<CodecRow> table) {
+    std::vector<std::uint64_t> starts;
+    for (const CodecRow& row : table) {
+      if (row.header.huge || row.header.mag) {
+        for (const TensorEntry& t : v_.tensors) starts.push_back(t.start);
+        std::sort(starts.begin(), starts.end());
+        break;
+      }
+    }
     for (const TensorEntry& t : v_.tensors) {
       const CodecRow* g = nullptr;
       for (const CodecRow& row : table) {
@@ -781,30 +791,54 @@ class Context {
         for (const Int& d : t.shape) over = over || d.huge || mul_overflows(elements, d.mag, &elements);
       }
       const std::uint64_t extent = t.end - t.start;
+      // rows * header + blocks * bytes; a row width of 0 (safetensors) has no rows
+      const std::uint64_t rows = over || row.huge || row.mag == 0 ? 0 : elements / row.mag;
+      const std::uint64_t per_row = g->block.huge || row.huge ? 0 : row.mag / g->block.mag;
       bool same;
       std::string want;
+      std::uint64_t w = 0;
       if (over) {
         same = false;
         want = "> 2**64-1";
       } else {
         const std::uint64_t q = g->block.huge ? 0 : elements / g->block.mag;
-        std::uint64_t w = 0;
-        if (q == 0) {
-          same = extent == 0;
-          want = "0";
-        } else if (g->bytes.neg || g->bytes.huge || mul_overflows(q, g->bytes.mag, &w)) {
+        std::uint64_t headers = 0;
+        if ((q && (g->bytes.neg || g->bytes.huge || mul_overflows(q, g->bytes.mag, &w))) ||
+            (rows && (g->header.neg || g->header.huge || mul_overflows(rows, g->header.mag, &headers))) ||
+            add_overflows(w, headers, &w)) {
           same = false;
-          want = g->bytes.neg ? "< 0" : "> 2**64-1";
+          want = g->bytes.neg || g->header.neg ? "< 0" : "> 2**64-1";
         } else {
           same = w == extent;
           want = u64s(w);
         }
+      }
+      const bool header_differs = g->header.neg || g->header.huge || g->header.mag != t.row_header;
+      if (!same && header_differs) {
+        return reject(r_, Code::CODEC_ROW_HEADER, field + ".header",
+                      std::string(t.name) + ": " + u64s(rows) + " rows of a " + g->header.str() + "-byte header and " +
+                          u64s(per_row) + " " + std::string(t.codec) + " blocks of " + g->bytes.str() + " bytes are " +
+                          want + " bytes, but the extent holds " + u64s(extent) + " (" + std::string(t.codec) +
+                          " rows carry a " + u64s(t.row_header) + "-byte header)",
+                      t.offset, g->header.str(), u64s(t.row_header), g->at);
       }
       if (!same) {
         return reject(r_, Code::CODEC_SIZE, field + ".bytes",
                       std::string(t.name) + ": " + std::string(t.codec) + " blocks of " + g->block.str() + "/" +
                           g->bytes.str() + " bytes are " + want + " bytes, but the extent holds " + u64s(extent),
                       t.offset, want, u64s(extent), g->at);
+      }
+      if (rows && g->header.mag) {  // the sizes agree: header and w are exact
+        const auto next = std::upper_bound(starts.begin(), starts.end(), t.start);
+        const std::uint64_t room = (next != starts.end() ? *next : v_.file_size) - t.start;
+        if (w - rows * g->header.mag <= room && room < w) {
+          return reject(r_, Code::CODEC_ROW_HEADER, field + ".header",
+                        std::string(t.name) + ": " + u64s(rows) + " rows of " + u64s(w / rows) + " bytes (a " +
+                            g->header.str() + "-byte header and " + u64s(per_row) + " blocks of " + g->bytes.str() +
+                            ") need " + u64s(w) + " bytes, but the next extent starts " + u64s(room) +
+                            " bytes after it: " + u64s(room / rows) + " bytes per row, a row header short",
+                        t.offset, u64s(w / rows) + " bytes per row", u64s(room / rows) + " bytes per row", g->at);
+        }
       }
     }
     return true;

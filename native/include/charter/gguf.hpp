@@ -35,6 +35,7 @@ struct GgmlType {
   std::string_view name;
   std::uint64_t block_size{};
   std::uint64_t block_bytes{};
+  std::uint64_t row_header{};  // bytes in front of every row (Note [Row headers] in charter/formats/ggml_types.py)
 };
 
 // charter/formats/ggml_types.py, row for row (a test compares the two tables).
@@ -48,6 +49,11 @@ inline constexpr GgmlType kGgmlTypes[] = {
     {26, "I32", 1, 4},         {27, "I64", 1, 8},         {28, "F64", 1, 8},        {29, "IQ1_M", 256, 56},
     {30, "BF16", 1, 2},        {34, "TQ1_0", 256, 54},    {35, "TQ2_0", 256, 66},   {39, "MXFP4", 32, 17},
     {40, "NVFP4", 64, 36},     {41, "Q1_0", 128, 18},
+    // ik_llama.cpp's types with a row header (Note [Row headers])
+    {134, "IQ1_BN", 64, 13, 2},   {135, "IQ2_BN", 64, 16, 4},   {144, "IQ4_KS", 256, 136, 4},
+    {145, "IQ2_KS", 256, 70, 2},  {146, "IQ4_KSS", 256, 128, 4}, {152, "IQ5_KS", 256, 168, 4},
+    {153, "IQ2_KT", 256, 68, 4},  {154, "IQ3_KT", 256, 100, 4}, {155, "IQ4_KT", 256, 128, 4},
+    {156, "IQ3_KS", 256, 102, 2}, {157, "IQ2_KL", 256, 86, 2},  {158, "IQ1_KT", 256, 56, 4},
 };
 
 inline const GgmlType* ggml_type(std::uint32_t id) {
@@ -500,8 +506,10 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                         u64s(gt->block_size),
                     rank_at + 4, "multiple of " + u64s(gt->block_size), u64s(ne0));
     }
-    std::uint64_t nbytes{};
-    if (mul_overflows(n_elements / gt->block_size, gt->block_bytes, &nbytes)) {
+    // rows * row_header + blocks * block_bytes (ggml_row_size times the rows)
+    std::uint64_t nbytes{}, headers{};
+    if (mul_overflows(n_elements / gt->block_size, gt->block_bytes, &nbytes) ||
+        mul_overflows(n_elements / ne0, gt->row_header, &headers) || add_overflows(nbytes, headers, &nbytes)) {
       return reject(r, Code::CONTAINER_OVERFLOW, field + ".dims", "byte size exceeds 2**64-1", rank_at + 4,
                     "<= 2**64-1", std::nullopt);
     }
@@ -509,6 +517,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     std::uint64_t offset{};
     if (!c.u64(&offset, [&] { return field + ".offset"; }, [] { return "data offset"; })) return false;
     t.codec = gt->name;
+    t.row_header = gt->row_header;
     t.offset = start;
     raw.push_back({n_dims, gt, offset, nbytes, off_at});
     v.tensors.push_back(std::move(t));

@@ -97,7 +97,7 @@ struct TensorRow {
 
 struct CodecRow {
   std::string_view name;
-  Int block, bytes;
+  Int block, bytes, header;
   std::string_view at;
 };
 

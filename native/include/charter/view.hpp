@@ -85,6 +85,7 @@ struct TensorEntry {
   Span<Int> shape;         // the container's order (GGUF: ne[0] first); points into View::dims
   std::size_t dims_first = 0;
   std::string_view codec;  // ggml type name or safetensors dtype
+  std::uint64_t row_header = 0;  // bytes the codec puts in front of every row (GGUF: ik_llama.cpp's types)
   std::uint64_t start = 0; // absolute byte offsets in the file
   std::uint64_t end = 0;
   std::uint64_t offset = 0;  // where the tensor's record starts in the header

@@ -30,6 +30,7 @@ import errno
 import fnmatch
 import hashlib
 import json
+import bisect
 import math
 import os
 import stat
@@ -41,6 +42,7 @@ from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Finding, Location, Stage, code_for
 from charter.floatbits import f64_bits, float_bits
+from charter.formats.ggml_types import codec_bytes, row_header
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
 from charter.language import align_up, expand, meets
 
@@ -339,25 +341,46 @@ class Context:
 
     # --- codec -------------------------------------------------------------------------------
 
-    def codecs(self, *, rows: Iterable[tuple[str, int, int, str | None]]) -> None:
-        """Rows (codec, block elements, block bytes, at), checked against every tensor of that codec."""
-        geometry = {name: (block, nbytes, at) for name, block, nbytes, at in rows}
-        for t in self.view.tensors:
+    def codecs(self, *, rows: Iterable[tuple[str, int, int, int, str | None]]) -> None:
+        """Rows (codec, block elements, block bytes, row header bytes, at), checked against every
+        tensor of that codec: the block divides the row, the rows of header and blocks fill the
+        extent, and the file leaves room for every row's header (Note [Row headers] in
+        charter.formats.ggml_types)."""
+        v = self.view
+        geometry = {name: (block, nbytes, header, at) for name, block, nbytes, header, at in rows}
+        starts = sorted({t.start for t in v.tensors}) if any(g[2] for g in geometry.values()) else []
+        for t in v.tensors:
             if t.codec not in geometry:
                 continue
-            block, block_bytes, at = geometry[t.codec]
-            row = t.shape[0] if self.view.format == "gguf" else (t.shape[-1] if t.shape else 1)
+            block, block_bytes, header, at = geometry[t.codec]
+            row = t.shape[0] if v.format == "gguf" else (t.shape[-1] if t.shape else 1)
             if block <= 0 or row % block:
                 self.fail(Code.CODEC_BLOCK, f"codecs.{t.codec}.block",
                           f"{t.name}: a {t.codec} block of {block} elements does not divide the row width {row}",
                           at, block, row, t.offset)
             elements = math.prod(t.shape)
-            want = elements // block * block_bytes
-            if want != t.end - t.start:
+            rows_n = elements // row if row else 0
+            want = codec_bytes(elements, row, block, block_bytes, header)
+            extent = t.end - t.start
+            if want != extent and header != row_header(v.format, t.codec):
+                self.fail(Code.CODEC_ROW_HEADER, f"codecs.{t.codec}.header",
+                          f"{t.name}: {rows_n} rows of a {header}-byte header and {row // block} {t.codec} blocks "
+                          f"of {block_bytes} bytes are {want} bytes, but the extent holds {extent} "
+                          f"({t.codec} rows carry a {row_header(v.format, t.codec)}-byte header)",
+                          at, header, row_header(v.format, t.codec), t.offset)
+            if want != extent:
                 self.fail(Code.CODEC_SIZE, f"codecs.{t.codec}.bytes",
                           f"{t.name}: {elements} elements in {t.codec} blocks of {block}/{block_bytes} bytes "
-                          f"are {want} bytes, but the extent holds {t.end - t.start}", at, want, t.end - t.start,
-                          t.offset)
+                          f"are {want} bytes, but the extent holds {extent}", at, want, extent, t.offset)
+            if header and rows_n:
+                following = bisect.bisect_right(starts, t.start)
+                room = (starts[following] if following < len(starts) else v.file_size) - t.start
+                if want - rows_n * header <= room < want:
+                    self.fail(Code.CODEC_ROW_HEADER, f"codecs.{t.codec}.header",
+                              f"{t.name}: {rows_n} rows of {want // rows_n} bytes (a {header}-byte header and "
+                              f"{row // block} blocks of {block_bytes}) need {want} bytes, but the next extent "
+                              f"starts {room} bytes after it: {room // rows_n} bytes per row, a row header short",
+                              at, f"{want // rows_n} bytes per row", f"{room // rows_n} bytes per row", t.offset)
 
     # --- layout ------------------------------------------------------------------------------
 

@@ -78,6 +78,7 @@ class CodecFact(NamedTuple):
     name: str
     block: int  # elements per block
     bytes: int  # bytes per block
+    header: int  # bytes in front of every row (Note [Row headers] in charter.formats.ggml_types)
     at: At
 
 
@@ -415,7 +416,7 @@ _MAX_KEPT = 1 << 18
 
 def _codec(p: ArtifactPlan):
     if p.codecs:
-        yield Codecs(rows=tuple(CodecFact(c.name, c.block, c.bytes, c.location) for c in p.codecs))
+        yield Codecs(rows=tuple(CodecFact(c.name, c.block, c.bytes, c.header, c.location) for c in p.codecs))
 
 
 def _layout(p: ArtifactPlan):

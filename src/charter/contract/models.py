@@ -340,6 +340,9 @@ class Profile(Strict):
 class CodecFact(Strict):
     block: IntOrExpr = Field(description="Elements per block.")
     bytes: IntOrExpr = Field(description="Bytes per block.")
+    header: IntOrExpr = Field(0, description="Bytes in front of every row (a row of `n` elements is `header + "
+                                             "n / block * bytes` bytes): ik_llama.cpp's row scale, Note [Row "
+                                             "headers] in charter.formats.ggml_types.")
 
 
 class Container(Strict):

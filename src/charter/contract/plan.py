@@ -119,6 +119,7 @@ class CodecCheck:
     name: str
     block: int
     bytes: int
+    header: int  # bytes in front of every row (Note [Row headers] in charter.formats.ggml_types)
     location: Location
 
 

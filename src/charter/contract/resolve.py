@@ -222,7 +222,8 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
                     f"axis {tokenizer.logits_axis} does not exist: {logits.name} has rank {len(logits.shape)}")
     codecs = tuple(
         CodecCheck(name, _int(c, f.block, env, ("codecs", name, "block"), "uint32") or 0,
-                   _int(c, f.bytes, env, ("codecs", name, "bytes"), "uint32") or 0, c.at("codecs", name))
+                   _int(c, f.bytes, env, ("codecs", name, "bytes"), "uint32") or 0,
+                   _int(c, f.header, env, ("codecs", name, "header"), "uint32") or 0, c.at("codecs", name))
         for name, f in a.codecs.items()
     )
     for codec in codecs:

@@ -815,7 +815,7 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
                 gtype, n_elements = types.get(type_id), prod(dims)
                 if (name is not None and gtype is not None and n_elements and n_elements <= I64_MAX
                         and not dims[0] % gtype.block_size and name not in seen):
-                    nbytes = n_elements // gtype.block_size * gtype.block_bytes
+                    nbytes = gtype.nbytes(n_elements, dims[0])
                     if nbytes <= U64_MAX:
                         seen[name] = pos
                         stop = rank_at + 4 + tail[1]
@@ -900,7 +900,7 @@ def _read_tensor_info(cur: _Cursor, i: int, seen: dict[str, int]) -> tuple:
             f"multiple of {gtype.block_size}",
             dims[0],
         )
-    nbytes = gtype.nbytes(n_elements)
+    nbytes = gtype.nbytes(n_elements, dims[0])
     if nbytes > U64_MAX:
         _fail(
             Code.CONTAINER_OVERFLOW,

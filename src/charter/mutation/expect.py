@@ -9,6 +9,7 @@ unless the operator declared it equivalent.
 
 from __future__ import annotations
 
+import bisect
 import fnmatch
 import hashlib
 import json
@@ -20,6 +21,7 @@ from typing import assert_never
 from charter.admission.view import ArtifactView
 from charter.diagnostics import Code, Finding, Location, Stage, code_for
 from charter.floatbits import float_bits
+from charter.formats.ggml_types import codec_bytes, row_header
 from charter.language import expand, meets
 from charter.mutation import oracle
 from charter.mutation.mutant import Expect
@@ -290,16 +292,26 @@ def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None
 
 
 def _codecs(table, v: ArtifactView) -> Expect | None:
-    geometry = {name: (block, nbytes) for name, block, nbytes, _ in table}
+    geometry = {name: (block, nbytes, header) for name, block, nbytes, header, _ in table}
+    starts = sorted(t.start for t in v.tensors)
     for t in v.tensors:
         if t.codec not in geometry:
             continue
-        block, nbytes = geometry[t.codec]
+        block, nbytes, header = geometry[t.codec]
         row = t.shape[0] if v.format == "gguf" else (t.shape[-1] if t.shape else 1)
         if block <= 0 or row % block:
             return Expect.of(Code.CODEC_BLOCK, f"codecs.{t.codec}.block")
-        if math.prod(t.shape) // block * nbytes != t.end - t.start:
+        elements = math.prod(t.shape)
+        want = codec_bytes(elements, row, block, nbytes, header)
+        if want != t.end - t.start:
+            if header != row_header(v.format, t.codec):
+                return Expect.of(Code.CODEC_ROW_HEADER, f"codecs.{t.codec}.header")
             return Expect.of(Code.CODEC_SIZE, f"codecs.{t.codec}.bytes")
+        rows = elements // row if row else 0
+        following = bisect.bisect_right(starts, t.start)
+        room = (starts[following] if following < len(starts) else v.file_size) - t.start
+        if header and rows and want - rows * header <= room < want:  # Note [Row headers]
+            return Expect.of(Code.CODEC_ROW_HEADER, f"codecs.{t.codec}.header")
     return None
 
 

@@ -96,7 +96,7 @@ def tensor_geometry(dims: tuple[int, ...], gtype: GGMLType, offset: int, data_of
     n = 1
     for d in dims:
         n *= d
-    if data_offset + offset + gtype.nbytes(n) > file_size:
+    if data_offset + offset + gtype.nbytes(n, dims[0]) > file_size:
         return Expect.of(Code.CONTAINER_EXTENT, f"tensors.{name}.offset")
     return None
 

@@ -175,7 +175,8 @@ def _statement(c: checks.Check, t: _Tables) -> str:
                             f"{_loc(r.at)}}}")
             return _call(m, t.add("Tensors", "rt::TensorRow", rows), _loc(c.at))
         case checks.Codecs():
-            rows = [f"{{{cpp_sv(r.name)}, {cpp_int(r.block)}, {cpp_int(r.bytes)}, {_loc(r.at)}}}" for r in c.rows]
+            rows = [f"{{{cpp_sv(r.name)}, {cpp_int(r.block)}, {cpp_int(r.bytes)}, {cpp_int(r.header)}, {_loc(r.at)}}}"
+                    for r in c.rows]
             return _call(m, t.add("Codecs", "rt::CodecRow", rows))
         case checks.Layout():
             where = ", ".join(_loc(a) for a in (c.alignment_at, c.at, c.packed_at, c.sorted_at, c.trailing_at))
