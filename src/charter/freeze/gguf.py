@@ -113,8 +113,7 @@ def freeze_gguf(h: GGUFHeader, artifact_id: str, model_id: str, path: str, layou
         artifact["tokenizer"] = tok
     artifact["tensors"] = _tensors(h, constants)
     used = sorted({t.ggml_type.name for t in h.tensors})
-    artifact["codecs"] = {n: {"block": GGML_TYPES_BY_NAME[n].block_size, "bytes": GGML_TYPES_BY_NAME[n].block_bytes}
-                          for n in used}
+    artifact["codecs"] = {n: _codec(GGML_TYPES_BY_NAME[n]) for n in used}
     artifact["layout"] = layout or gguf_layout(path, h)
     return model, artifact
 
@@ -170,3 +169,9 @@ def _tensors(h: GGUFHeader, constants: dict) -> list[dict]:
             by_value.setdefault(value, name)
     layers = ("block_count", constants["block_count"]) if isinstance(constants.get("block_count"), int) else None
     return fold_tensors([(t.name, tuple(t.dims), t.ggml_type.name) for t in h.tensors], by_value, layers)
+
+
+def _codec(t) -> dict:
+    """The codec fact of a ggml type; a row header only where the type has one (Note [Row headers])."""
+    fact = {"block": t.block_size, "bytes": t.block_bytes}
+    return {**fact, "header": t.row_header} if t.row_header else fact
