@@ -187,7 +187,7 @@ def _is_expression_leaf(side: str, path: Path) -> bool:
     text = dotted(path)
     if side == "model":
         return text.startswith(("derived.", "tokenizer.")) or text.startswith("layer_pattern.repeat")
-    return (text.endswith((".value", ".length", ".block", ".bytes", ".source_count", ".alignment"))
+    return (text.endswith((".value", ".length", ".block", ".bytes", ".header", ".source_count", ".alignment"))
             or "].shape[" in text or ".repeat." in text)
 
 
@@ -241,6 +241,11 @@ def mutants(artifact_data: dict, model_data: dict) -> Iterator[Mutant]:
                 continue  # covered by the golden negatives (SPEC_VERSION, SPEC_KIND)
             for op, new in operators(side, path, value):
                 yield _mutant(side, path, op, new, lambda p=path, n=new, b=build, d=data: b(_set(d, p, n)))
+        if side == "artifact":
+            for codec, fact in data.get("codecs", {}).items():
+                if isinstance(fact, dict) and "header" not in fact:  # the default 0 is a fact too
+                    path = ("codecs", codec, "header")
+                    yield _mutant(side, path, "add header 1", 1, lambda p=path, b=build, d=data: b(_set(d, p, 1)))
         for path, node in _containers(data):
             if isinstance(node, dict):
                 for key in node:

@@ -28,7 +28,7 @@ from charter.formats.gguf import (
     serialize_gguf_header,
 )
 from charter.mutation import oracle
-from charter.language import INT_RANGES
+from charter.language import INT_RANGES, align_up
 from charter.mutation.mutant import Expect, Mutant
 from charter.contract.plan import ArtifactPlan, value_of
 
@@ -378,10 +378,46 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
                      lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + 1)))
     shifted = [(x.name, x.start + (h.alignment if i == index else 0), x.end + (h.alignment if i == index else 0))
                for i, x in enumerate(h.tensors)]
+    following = [x.start for x in h.tensors if x.start > t.start + h.alignment]
+    room = (min(following) if following else h.file_size) - t.start - h.alignment
     expect = (Expect.of(Code.CONTAINER_EXTENT, f"{target}.offset") if t.end + h.alignment > h.file_size
-              else oracle.layout(shifted, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()))
+              else _headers_short(plan, t, room)
+              or oracle.layout(shifted, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()))
     yield Mutant("artifact", target, "offset +alignment", expect,
                  lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + h.alignment)))
+    if t.ggml_type.row_header:
+        yield _header_short(h, t, plan)
+
+
+def _header_short(h: GGUFHeader, t: TensorInfo, plan: ArtifactPlan) -> Mutant:
+    """The tensor sized by its blocks alone, as gguf-py's writer sized it (Note [Row headers] in
+    charter.formats.ggml_types): every later extent, and the end of the file, move back by the
+    aligned bytes of the headers the tensor's reservation lacks."""
+    target, a = f"tensors.{t.name}", h.alignment
+    rows = math.prod(t.dims) // t.dims[0]
+    shrink = align_up(t.nbytes, a) - align_up(t.nbytes - rows * t.ggml_type.row_header, a)
+    op = "a row header short"
+    if not shrink:
+        return Mutant("artifact", target, op, None, equivalent="the alignment padding holds every row's header")
+    if not any(x.offset > t.offset for x in h.tensors):
+        expect = Expect.of(Code.CONTAINER_EXTENT, f"{target}.offset")
+    else:  # without the codec's header in the contract, the overlap is the layout stage's
+        spans = [(x.name, x.start - (shrink if x.offset > t.offset else 0), x.end - (shrink if x.offset > t.offset
+                  else 0)) for x in h.tensors]
+        expect = _headers_short(plan, t, align_up(t.nbytes, a) - shrink) or oracle.layout(
+            spans, h.data_offset, h.file_size - shrink, value_of(plan.alignment), plan.layout.policy())
+    moved = [x._replace(offset=x.offset - shrink) if x.offset > t.offset else x for x in h.tensors]
+    return Mutant("artifact", target, op, expect, lambda: (rebuild(h, tensors=moved)[0], h.file_size - shrink))
+
+
+def _headers_short(plan: ArtifactPlan, t: TensorInfo, room: int) -> Expect | None:
+    """The codec stage's finding when the next extent starts `room` bytes after `t`: its rows have
+    their blocks but not all their headers (Note [Row headers] in charter.formats.ggml_types)."""
+    header = next((c.header for c in plan.codecs if c.name == t.ggml_type.name), 0)
+    rows = math.prod(t.dims) // t.dims[0]
+    if header and t.nbytes - rows * header <= room < t.nbytes:
+        return Expect.of(Code.CODEC_ROW_HEADER, f"codecs.{t.ggml_type.name}.header")
+    return None
 
 
 def _shape_expect(h: GGUFHeader, t: TensorInfo, dims: tuple, gtype, own: oracle.Ownership) -> Expect:
