@@ -493,32 +493,63 @@ def test_codecs():
     ts = [tensor("q", (64, 2), "Q8_0", 64, 200, record=11), tensor("n", (64,), "F32", 200, 456, record=12),
           tensor("o", (5,), "I8", 456, 461, record=13)]
     c = ctx(view(tensors=ts))
-    table = (("Q8_0", 32, 34, AT), ("F32", 1, 4, AT2))
+    table = (("Q8_0", 32, 34, 0, AT), ("F32", 1, 4, 0, AT2))
     assert c.codecs(rows=table) is None
     assert c.codecs(rows=iter(table)) is None
-    assert rejection(c.codecs, (("Q8_0", 32, 35, AT),)) == diag(
+    assert rejection(c.codecs, (("Q8_0", 32, 35, 0, AT),)) == diag(
         "CODEC_SIZE", "codecs.Q8_0.bytes",
         "q: 128 elements in Q8_0 blocks of 32/35 bytes are 140 bytes, but the extent holds 136", "140", "136", AT, 11)
-    assert rejection(c.codecs, (("Q8_0", 32, 34, AT), ("F32", 3, 12, AT2))) == diag(
+    assert rejection(c.codecs, (("Q8_0", 32, 34, 0, AT), ("F32", 3, 12, 0, AT2))) == diag(
         "CODEC_BLOCK", "codecs.F32.block", "n: a F32 block of 3 elements does not divide the row width 64", "3", "64",
         AT2, 12)
-    assert rejection(c.codecs, (("F32", 0, 4, AT2),))["code"] == "CODEC_BLOCK"
-    assert rejection(c.codecs, (("F32", -1, 4, AT2),))["code"] == "CODEC_BLOCK"
-    assert c.codecs(rows=(("F32", 64, 256, AT2),)) is None
+    assert rejection(c.codecs, (("F32", 0, 4, 0, AT2),))["code"] == "CODEC_BLOCK"
+    assert rejection(c.codecs, (("F32", -1, 4, 0, AT2),))["code"] == "CODEC_BLOCK"
+    assert c.codecs(rows=(("F32", 64, 256, 0, AT2),)) is None
 
 
 def test_codecs_row_width_per_format():
     # GGUF: ne[0] is the row; safetensors: the last dim (a scalar counts as one element)
     g = ctx(view(tensors=[tensor("t", (4, 6), "Q", 64, 76)]))
-    assert g.codecs(rows=(("Q", 2, 1, AT),)) is None
-    assert rejection(g.codecs, (("Q", 3, 1, AT),))["message"].endswith("row width 4")
+    assert g.codecs(rows=(("Q", 2, 1, 0, AT),)) is None
+    assert rejection(g.codecs, (("Q", 3, 1, 0, AT),))["message"].endswith("row width 4")
     s = ctx(view(tensors=[tensor("t", (4, 6), "Q", 64, 72)], fmt="safetensors"))
-    assert s.codecs(rows=(("Q", 3, 1, AT),)) is None
-    assert rejection(s.codecs, (("Q", 4, 1, AT),))["message"].endswith("row width 6")
+    assert s.codecs(rows=(("Q", 3, 1, 0, AT),)) is None
+    assert rejection(s.codecs, (("Q", 4, 1, 0, AT),))["message"].endswith("row width 6")
     scalar = ctx(view(tensors=[tensor("s", (), "F32", 64, 68)], fmt="safetensors"))
-    assert scalar.codecs(rows=(("F32", 1, 4, AT),)) is None
-    assert rejection(scalar.codecs, (("F32", 2, 8, AT),))["message"] == \
+    assert scalar.codecs(rows=(("F32", 1, 4, 0, AT),)) is None
+    assert rejection(scalar.codecs, (("F32", 2, 8, 0, AT),))["message"] == \
         "s: a F32 block of 2 elements does not divide the row width 1"
+
+
+def test_codecs_row_header():
+    """Note [Row headers]: 2 rows of 8 elements in IQ4_KSS-like blocks of 4/2 bytes behind a 4-byte
+    header are 2 * (4 + 4) = 16 bytes; the next extent must start at least that far after."""
+    ts = [tensor("h", (8, 2), "IQ4_KSS", 64, 80, record=11), tensor("z", (1,), "F32", 80, 84, record=12)]
+    c = ctx(view(tensors=ts))
+    assert rejection(c.codecs, (("IQ4_KSS", 256, 128, 0, AT),))["code"] == "CODEC_BLOCK"
+    wrong = (("IQ4_KSS", 4, 2, 3, AT),)
+    ok = (("IQ4_KSS", 4, 2, 4, AT),)
+    # the GGML table says IQ4_KSS rows carry 4 bytes, so a 3 is the header's fault, not the bytes'
+    assert rejection(c.codecs, wrong) == diag(
+        "CODEC_ROW_HEADER", "codecs.IQ4_KSS.header",
+        "h: 2 rows of a 3-byte header and 2 IQ4_KSS blocks of 2 bytes are 14 bytes, but the extent holds 16 "
+        "(IQ4_KSS rows carry a 4-byte header)", "3", "4", AT, 11)
+    assert rejection(c.codecs, (("IQ4_KSS", 4, 3, 4, AT),))["code"] == "CODEC_SIZE"
+    assert c.codecs(rows=ok) is None
+    for start, found in ((76, "6 bytes per row"), (72, "4 bytes per row")):  # 12 and 8 bytes of room
+        short = ctx(view(tensors=[ts[0], tensor("z", (1,), "F32", start, start + 4, record=12)]))
+        assert rejection(short.codecs, ok) == diag(
+            "CODEC_ROW_HEADER", "codecs.IQ4_KSS.header",
+            f"h: 2 rows of 8 bytes (a 4-byte header and 2 blocks of 2) need 16 bytes, but the next extent starts "
+            f"{start - 64} bytes after it: {found}, a row header short", "8 bytes per row", found, AT, 11)
+    # less room than the blocks alone: not a missing header (the layout stage's overlap); the
+    # tensors at the same start, or none after: room enough
+    for others in ([tensor("z", (1,), "F32", 71, 75)], [tensor("z", (1,), "F32", 64, 68)], []):
+        assert ctx(view(tensors=[ts[0], *others])).codecs(rows=ok) is None
+    # a safetensors dtype has no header: a stated one is the header's fault
+    st = ctx(view(tensors=[tensor("t", (2, 4), "I8", 64, 72)], fmt="safetensors"))
+    assert rejection(st.codecs, (("I8", 1, 1, 1, AT),))["code"] == "CODEC_ROW_HEADER"
+    assert st.codecs(rows=(("I8", 1, 1, 0, AT),)) is None
 
 
 # --- layout -------------------------------------------------------------------------------------
@@ -767,8 +798,8 @@ def test_float64_compares_bits_not_equality():
 
 def test_codecs_safetensors_row_is_the_last_dim():
     s = ctx(view(tensors=[tensor("t", (4, 6, 8), "Q", 64, 88)], fmt="safetensors"))
-    assert s.codecs(rows=(("Q", 8, 1, AT),)) is None
-    assert rejection(s.codecs, (("Q", 6, 1, AT),))["message"].endswith("row width 8")
+    assert s.codecs(rows=(("Q", 8, 1, 0, AT),)) is None
+    assert rejection(s.codecs, (("Q", 6, 1, 0, AT),))["message"].endswith("row width 8")
 
 
 def test_layout_equal_starts_are_in_order():

@@ -361,13 +361,12 @@ class Context:
             elements = math.prod(t.shape)
             rows_n = elements // row if row else 0
             want = codec_bytes(elements, row, block, block_bytes, header)
-            extent = t.end - t.start
-            if want != extent and header != row_header(v.format, t.codec):
+            extent, own = t.end - t.start, row_header(v.format, t.codec)
+            if want != extent and header != own:
                 self.fail(Code.CODEC_ROW_HEADER, f"codecs.{t.codec}.header",
                           f"{t.name}: {rows_n} rows of a {header}-byte header and {row // block} {t.codec} blocks "
                           f"of {block_bytes} bytes are {want} bytes, but the extent holds {extent} "
-                          f"({t.codec} rows carry a {row_header(v.format, t.codec)}-byte header)",
-                          at, header, row_header(v.format, t.codec), t.offset)
+                          f"({t.codec} rows carry a {own}-byte header)", at, header, own, t.offset)
             if want != extent:
                 self.fail(Code.CODEC_SIZE, f"codecs.{t.codec}.bytes",
                           f"{t.name}: {elements} elements in {t.codec} blocks of {block}/{block_bytes} bytes "

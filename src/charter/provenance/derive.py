@@ -146,6 +146,9 @@ def produce(text: str, cs: ContractSet, dtype: str, files: dict[str, Path]) -> n
     block_bytes = info.ggml_type.block_bytes
     if info.ggml_type.block_size == 1:
         raise SourceError(f"tensor {source.tensor} is {info.ggml_type.name}, not a block-quantized type")
+    if info.ggml_type.row_header:  # Note [Row headers] in charter.formats.ggml_types
+        raise SourceError(f"tensor {source.tensor} is {info.ggml_type.name}, whose rows start with a header: "
+                          f"its blocks are not one contiguous run")
     blocks = info.nbytes // block_bytes
     if source.end > blocks:
         raise SourceError(f"tensor {source.tensor} has {blocks} blocks; blocks {source.first}:{source.end} is out of range")
