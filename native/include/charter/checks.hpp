@@ -167,7 +167,7 @@ class Context {
     if (e->str != value) {
       const bool arch = key.size() >= 13 && key.substr(key.size() - 13) == ".architecture";
       return mismatch(arch ? Code::IDENTITY_ARCHITECTURE : Code::IDENTITY_MISMATCH, field, show_str(value),
-                      show_str(e->str), at, e->value_offset);
+                      show_str(e->str), at, e->value_offset());
     }
     return true;
   }
@@ -183,11 +183,11 @@ class Context {
       }
       if (vtype_name(e->type) != f.type) {
         return mismatch(Code::METADATA_TYPE, field, show_str(f.type), show_str(vtype_name(e->type)), f.at,
-                        e->type_offset);
+                        e->type_offset());
       }
       if (!f.element.empty() && (e->element == VType::None || vtype_name(e->element) != f.element)) {
         return mismatch(Code::METADATA_TYPE, field + ".element", show_str(f.element),
-                        e->element == VType::None ? "None" : show_str(vtype_name(e->element)), f.at, e->value_offset);
+                        e->element == VType::None ? "None" : show_str(vtype_name(e->element)), f.at, e->value_offset());
       }
     }
     return true;
@@ -240,7 +240,7 @@ class Context {
     if (!same) {
       const bool tok = stage_ == "tokenizer";
       return mismatch(tok ? Code::TOKENIZER_VALUE : Code::METADATA_VALUE, std::string(stage_) + "." + std::string(key),
-                      show_lit(expected), show_entry(*e), at, e->value_offset);
+                      show_lit(expected), show_entry(*e), at, e->value_offset());
     }
     return true;
   }
@@ -254,7 +254,7 @@ class Context {
       const bool tok = stage_ == "tokenizer";
       return mismatch(tok ? Code::TOKENIZER_DIGEST : Code::METADATA_DIGEST,
                       std::string(stage_) + "." + std::string(key) + ".sha256", show_str(sha), show_str(actual), at,
-                      e->value_offset);
+                      e->value_offset());
     }
     return true;
   }
@@ -609,7 +609,7 @@ class Context {
     if (!e) return false;
     if (!py_equal(*e, value)) {
       return mismatch(Code::TOKENIZER_SPECIAL_ID, "tokenizer.special." + std::string(name), value.str(), show_entry(*e),
-                      at, e->value_offset, " (" + std::string(key) + ")");
+                      at, e->value_offset(), " (" + std::string(key) + ")");
     }
     return true;
   }
@@ -625,7 +625,7 @@ class Context {
     ids += "]";
     return reject(r_, Code::TOKENIZER_STOP_ID, "tokenizer.stop." + std::string(key),
                   std::string(key) + " = " + show_entry(*e) + " is not one of the model's stop ids " + ids,
-                  e->value_offset, ids, show_entry(*e), at);
+                  e->value_offset(), ids, show_entry(*e), at);
   }
 
   bool token_domain(std::string_view key, const Int& ids, std::string_view at) {
@@ -960,7 +960,7 @@ class Context {
         if (!e) return false;
         if (!py_equal(*e, row.source_count)) {
           return mismatch(Code::POLICY_EXCLUSION, "exclusions." + std::string(row.name) + ".source_count",
-                          row.source_count.str(), show_entry(*e), row.at, e->value_offset,
+                          row.source_count.str(), show_entry(*e), row.at, e->value_offset(),
                           " (" + std::string(row.count_key) + ")");
         }
       }

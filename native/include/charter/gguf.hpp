@@ -409,11 +409,10 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
     const std::string field = cat("metadata.", e.key);
     auto fld = [&] { return field; };
     e.offset = start;
-    e.type_offset = c.pos;
+    e.gguf = true;
     std::uint32_t tag{};
     if (!c.u32(&tag, fld, [] { return "value type"; })) return false;
-    if (!detail::value_type(c, tag, &e.type, field, e.type_offset)) return false;
-    e.value_offset = c.pos;
+    if (!detail::value_type(c, tag, &e.type, field, e.type_offset())) return false;
     if (e.type == VType::Array) {
       if (!detail::read_array(c, e, field)) return false;
     } else if (!detail::read_scalar(c, e, field)) {
@@ -425,14 +424,14 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   std::uint64_t alignment = kDefaultAlignment;
   if (const MetaEntry* a = v.find("general.alignment")) {
     if (a->type != VType::U32) {
-      return reject(r, Code::CONTAINER_ALIGNMENT, "metadata.general.alignment", "alignment must be a uint32", a->type_offset,
+      return reject(r, Code::CONTAINER_ALIGNMENT, "metadata.general.alignment", "alignment must be a uint32", a->type_offset(),
                     "uint32", std::string(vtype_name(a->type)));
     }
     const std::uint64_t x = load_u32(a->scalar);
     if (x == 0 || (x & (x - 1)) || x > kMaxAlignment) {
       return reject(r, Code::CONTAINER_ALIGNMENT, "metadata.general.alignment",
                     "alignment must be a power of two in [1, " + u64s(kMaxAlignment) + "], got " + u64s(x),
-                    a->value_offset, "power of two <= " + u64s(kMaxAlignment), u64s(x));
+                    a->value_offset(), "power of two <= " + u64s(kMaxAlignment), u64s(x));
     }
     alignment = x;
   }

@@ -121,6 +121,14 @@ class Doc {
     mstack_.reserve(values);
   }
 
+  // Return the pages of the pending stacks, empty once a whole value is parsed: a header of a
+  // million members fills 32 MiB of them, which would otherwise stay resident while the view is
+  // built from the members (Note [Cost of a header] in charter/formats/safetensors.py).
+  void release_stacks() {
+    std::vector<std::uint32_t>().swap(stack_);
+    std::vector<Member>().swap(mstack_);
+  }
+
   std::size_t size() const { return n_; }
   unsigned char at(std::size_t i) const { return t_[i]; }
 

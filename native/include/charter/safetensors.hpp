@@ -155,7 +155,7 @@ struct Walker {
       MetaEntry e;
       e.key = m[k].key;
       e.type = VType::Str;
-      e.offset = e.type_offset = e.value_offset = 8;
+      e.offset = 8;
       e.str = js.node(m[k].value).s;
       view.add_meta(e);  // the keys are unique: the object parsed
     }
@@ -327,6 +327,7 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
   std::vector<json::Member> pairs;
   std::size_t end{};
   if (!w.top_object(js.ws(0), pairs, &end)) return false;
+  js.release_stacks();
   if (js.ws(end) != n) return w.bad(js.ws(end), "trailing characters after the header object");
   const std::uint64_t data_offset = 8 + n;
   const std::uint64_t data_len = file_size - data_offset;

@@ -64,21 +64,28 @@ inline bool vtype_is_int(VType t) {
   }
 }
 
+// One per metadata key, and a header holds up to a million (Note [JSON structure limit]): the
+// offsets of a GGUF record's type tag and value follow from where it starts and its key's length,
+// so they are computed, not stored (80 bytes an entry, not 96).
 struct MetaEntry {
   std::string_view key;
   VType type = VType::None;
   VType element = VType::None;  // arrays only
+  bool gguf = false;              // a GGUF record: u64 key length, key, u32 type tag, value
   std::uint64_t offset = 0;       // start of the entry (GGUF: the key's u64 length)
-  std::uint64_t type_offset = 0;  // the type tag (GGUF) or the entry (safetensors)
-  std::uint64_t value_offset = 0; // first byte of the value (GGUF array: its element tag)
   std::string_view str{};         // string value (decoded)
   const unsigned char* scalar = nullptr;  // GGUF scalar bytes (little-endian)
   std::uint64_t count = 0;        // array element count
   std::string_view raw{};         // array elements exactly as stored
 
-  std::uint64_t count_offset() const { return value_offset + 4; }
-  std::uint64_t data_offset() const { return value_offset + 12; }
+  // The type tag (GGUF) or the entry (safetensors); offsets lie inside a capped header: no overflow.
+  std::uint64_t type_offset() const { return gguf ? offset + 8 + key.size() : offset; }
+  // The first byte of the value (GGUF array: its element tag).
+  std::uint64_t value_offset() const { return gguf ? type_offset() + 4 : offset; }
+  std::uint64_t count_offset() const { return value_offset() + 4; }
+  std::uint64_t data_offset() const { return value_offset() + 12; }
 };
+static_assert(sizeof(MetaEntry) <= 80, "a million entries: keep MetaEntry small");
 
 struct TensorEntry {
   std::string_view name;

@@ -437,8 +437,10 @@ def _no_key_dropped(text: str, metadata: dict | None, names: list[str]) -> bool:
     __metadata__ (strings to strings) and tensor entries (three fixed keys; a dtype, ints)."""
     meta = metadata or {}
     members = len(names) + (metadata is not None) + len(meta) + 3 * len(names)
-    in_strings = sum(map(str.count, chain(names, meta, meta.values()), repeat(":")))
-    return text.count(":") == members + in_strings
+    colons = text.count(":")
+    if colons == members:  # none in strings, none dropped: both counts are >= 0
+        return True
+    return colons == members + "".join(chain(names, meta, meta.values())).count(":")
 
 
 def _lone_surrogate(strings) -> bool:
