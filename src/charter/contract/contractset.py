@@ -17,7 +17,8 @@ from charter.contract.models import ArtifactContract, KernelContract, ModelContr
 from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
 from charter.bundles.contract import BundleContract
-from charter.bundles.plan import BundlePlan, resolve_bundle
+from charter.bundles.plan import BundlePlan
+from charter.bundles.resolve import resolve_bundle
 from charter.language import STATUSES
 
 SPEC_SUFFIXES = (".yaml", ".yml")

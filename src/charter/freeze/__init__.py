@@ -201,7 +201,7 @@ def freeze_folder(root: Path, bundle_id: str, output: Path, *, force: bool = Fal
 def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str, Path]) -> None:
     """As admits_its_input, for a folder and its three contracts."""
     from charter.bundles.admit import admit_bundle
-    from charter.bundles.plan import resolve_bundle
+    from charter.bundles.resolve import resolve_bundle
     from charter.contract.load import load_contract_text
     from charter.contract.resolve import resolve_artifact, resolve_model
 

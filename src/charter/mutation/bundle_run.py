@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from charter.bundles.admit import admit_bundle
-from charter.bundles.plan import resolve_bundle
+from charter.bundles.resolve import resolve_bundle
 from charter.contract.load import LoadedContract, contract_from_document
 from charter.contract.yamlload import Document
 from charter.diagnostics import CharterError
