@@ -38,6 +38,8 @@ class BundlePlan:
     shards_at: Location | None
     companions: tuple[tuple[str, ResolvedJson], ...] = ()  # file -> the fact of its document, in contract order
     holdings: dict[str, frozenset[str]] = field(default_factory=dict)  # weight file -> its tensors (placement)
+    tokenizer_ids: Located[int] | None = None  # the model's tokenizer id domain, if it states one
+    logits_rows: Located[int] | None = None  # ... and its physical logits rows
 
     def file(self, path: str) -> FilePlan:
         return next(f for f in self.files if f.path == path)

@@ -6,15 +6,16 @@ from charter.bundles.contract import BundleContract
 from charter.bundles.json_facts import resolve_json_fact
 from charter.bundles.plan import BundlePlan, FilePlan
 from charter.contract.load import LoadedContract
-from charter.contract.plan import ArtifactPlan, Located
+from charter.contract.plan import ArtifactPlan, Located, ModelPlan
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 
 WEIGHT_SUFFIX = {"safetensors": ".safetensors", "gguf": ".gguf"}
 
 
-def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan, constants: dict) -> BundlePlan:
-    """The bundle's facts, located, companion expressions over the model's `constants`; its
+def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan, model: ModelPlan) -> BundlePlan:
+    """The bundle's facts, located, companion expressions over the `model`'s constants; its
     placement must cover the artifact's inventory exactly."""
+    constants = model.constants
     b = loaded.contract
     assert isinstance(b, BundleContract)
     where = loaded.doc.where
@@ -67,7 +68,13 @@ def resolve_bundle(loaded: LoadedContract, artifact: ArtifactPlan, constants: di
         extra_files=Located(b.extra_files, where(("extra_files",))), files=files, weights=weights, index=index,
         index_metadata=metadata, index_metadata_at=where(("weights", "index_metadata")) if index else None,
         placement=placement, shards_at=where(("weights", "shards")) if b.weights.shards else None,
-        companions=tuple(companions), holdings=_holdings(placement))
+        companions=tuple(companions), holdings=_holdings(placement),
+        tokenizer_ids=_fact(model, "tokenizer.ids", model.tokenizer_ids),
+        logits_rows=_fact(model, "tokenizer.logits_rows", model.logits_rows))
+
+
+def _fact(model: ModelPlan, name: str, value: int | None) -> Located[int] | None:
+    return None if value is None else Located(value, model.locations.get(name))
 
 
 def _holdings(placement: dict[str, Located[str]]) -> dict[str, frozenset[str]]:

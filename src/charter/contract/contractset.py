@@ -202,6 +202,6 @@ def _resolve(cs: ContractSet, primary: set[str]) -> None:
                     f"contract {plan.id} ({plan.status})", location=lc.doc.where(("status",))))
                 continue
             try:
-                cs.bundles[cid] = resolve_bundle(lc, plan, cs.models[plan.model].constants)
+                cs.bundles[cid] = resolve_bundle(lc, plan, cs.models[plan.model])
             except CharterError as exc:
                 cs.diagnostics.extend(exc.diagnostics)

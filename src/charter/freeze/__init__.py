@@ -208,7 +208,7 @@ def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str
     try:
         model = resolve_model(load_contract_text(texts["model"], str(targets["model"])))
         plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
-        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan, model.constants)
+        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan, model)
     except CharterError as exc:
         raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
     report = admit_bundle(root, bundle, self_check_checker(plan))

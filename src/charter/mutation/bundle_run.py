@@ -82,7 +82,7 @@ def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search:
         try:
             loaded = LoadedContract(contract_from_document(doc), doc, original.path)
             artifact = base.cs.bundles[base.bundle_id].artifact
-            plan = resolve_bundle(loaded, artifact, base.cs.models[artifact.model].constants)
+            plan = resolve_bundle(loaded, artifact, base.cs.models[artifact.model])
         except CharterError as exc:
             d = exc.diagnostics[0]
             return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
