@@ -90,3 +90,22 @@ def test_total_size_is_the_notes(source_set, source_folder, tmp_path):
     replace(folder / "model.safetensors.index.json", json.dumps(index, indent=2).encode())
     d = rejected(_admit(source_set, folder), "shards", "SHARD_INDEX_METADATA", "model.safetensors.index.json")
     assert (d.expected, d.actual) == (str(TOTAL), str(TOTAL - 1))  # the contract states the notes' figure
+
+
+def test_the_text_configs_vocab_size_is_the_models_logits_rows(source_set, source_folder):
+    """A multimodal config.json states the embedding rows in text_config (the padded-logits rule)."""
+    import dataclasses
+
+    from charter.bundles.files import BundleRejected
+    from charter.bundles.special_ids import check_special_ids
+    from charter.contract.plan import Located
+
+    plan = source_set.bundles["qwen4exp-source"]
+    documents = {"config.json": json.loads((source_folder / "config.json").read_text())}
+    assert documents["config.json"]["text_config"]["vocab_size"] == plan.logits_rows.value == 248320
+    check_special_ids(plan, documents, {})
+    with pytest.raises(BundleRejected) as r:
+        check_special_ids(dataclasses.replace(plan, logits_rows=Located(248321, None)), documents, {})
+    d = r.value.diagnostic
+    assert (d.code.value, d.field, d.expected, d.actual) == ("TOKENIZER_LOGITS_ROWS", "tokenizer.logits_rows",
+                                                             "248321", "248320")

@@ -23,8 +23,8 @@ cls, mask), in that order:
 Before the roles, the vocabulary itself (the padded-logits rule, AFN-005: the tokenizer's id domain
 and the physical rows of the embedding and the output are two facts, and the rows may be padded):
 
-* every token id has a row: tokenizer.json's size is at most config.json's `vocab_size`, else
-  TOKENIZER_LOGITS_ROWS;
+* every token id has a row: tokenizer.json's size is at most config.json's `vocab_size` (or, in a
+  multimodal config, its `text_config`'s), else TOKENIZER_LOGITS_ROWS;
 * when the model contract states `tokenizer.ids`, tokenizer.json's size is that (TOKENIZER_DOMAIN),
   and when it states `tokenizer.logits_rows`, config.json's `vocab_size` is that
   (TOKENIZER_LOGITS_ROWS): Qwen4Exp's 248,077 ids in 248,320 rows are both checked, and an id in the
@@ -56,9 +56,9 @@ def check_special_ids(plan: BundlePlan, documents: dict[str, object], views: dic
     tokenizer = _object(documents.get("tokenizer.json"))
     size = tokenizer_size(tokenizer)
     config = _object(documents.get("config.json"))
-    rows = config.get("vocab_size") if _is_id(config.get("vocab_size")) else None
+    rows, rows_path = _vocab_size(config)
     meta = views[plan.weights[0]].meta if plan.artifact.format == "gguf" else {}
-    _check_vocabulary(plan, size, rows)
+    _check_vocabulary(plan, size, rows, rows_path)
     limits = [x for x in (size, rows, value_of(plan.tokenizer_ids)) if x is not None]
     limit = min(limits) if limits else None
     for role in ROLES:
@@ -87,14 +87,25 @@ def check_special_ids(plan: BundlePlan, documents: dict[str, object], views: dic
                               json.dumps(value))
 
 
-def _check_vocabulary(plan: BundlePlan, size: int | None, rows: int | None) -> None:
+def _vocab_size(config: dict) -> tuple[int | None, tuple]:
+    """config.json's embedding rows and their key path: `vocab_size`, else the text model's
+    (`text_config`, as transformers' get_text_config() finds it in a multimodal config)."""
+    for path in (("vocab_size",), ("text_config", "vocab_size")):
+        node: object = config
+        for key in path:
+            node = _object(node).get(key)
+        if _is_id(node):
+            return node, path
+    return None, ()
+
+
+def _check_vocabulary(plan: BundlePlan, size: int | None, rows: int | None, rows_path: tuple) -> None:
     """The tokenizer's ids against the embedding rows and the model's two facts (Note [Special ids
     across files], the padded-logits rule)."""
-    vocab_size = ("config.json", ("vocab_size",))
     if size is not None and rows is not None and size > rows:
-        raise reject(Code.TOKENIZER_LOGITS_ROWS, json_field(*vocab_size),
+        raise reject(Code.TOKENIZER_LOGITS_ROWS, json_field("config.json", rows_path),
                      f"tokenizer.json has {size} token ids, but config.json's vocab_size gives the embedding "
-                     f"only {rows} rows", _at(plan, "config.json", "vocab_size"), f">= {size}", rows, "config.json")
+                     f"only {rows} rows", _at(plan, "config.json", rows_path[0]), f">= {size}", rows, "config.json")
     ids, logits = plan.tokenizer_ids, plan.logits_rows
     if ids is not None and size is not None and size != ids.value:
         raise reject(Code.TOKENIZER_DOMAIN, "tokenizer.ids", f"tokenizer.json has {size} token ids, but the "
