@@ -16,9 +16,9 @@ cls, mask), in that order:
 * the reference id is that id, else (no string) config.json's single id;
 * every id config.json, generation_config.json and the weights state for the role is the reference
   (a list: the reference is among them), else TOKENIZER_SPECIAL_MISMATCH;
-* every stated id is below the tokenizer's size (its vocabulary and added tokens) and below
-  config.json's `vocab_size` (the embedding rows the weights are checked to have), else
-  TOKENIZER_SPECIAL_RANGE.
+* every stated id is below the tokenizer's size (its vocabulary and added tokens), below
+  config.json's `vocab_size` (the embedding rows the weights are checked to have) and below the
+  model's `tokenizer.ids` when it states one, else TOKENIZER_SPECIAL_RANGE.
 
 Before the roles, the vocabulary itself (the padded-logits rule, AFN-005: the tokenizer's id domain
 and the physical rows of the embedding and the output are two facts, and the rows may be padded):

@@ -49,8 +49,11 @@ def build_bundle(plan: BundlePlan, target: Path, *, payload: Payload = "sparse")
 
 def shard_plan(plan: BundlePlan, shard: str):
     """The artifact plan of one weight file: the tensors the contract places in it, in contract order."""
-    held = plan.held_by(shard)
-    return dataclasses.replace(plan.artifact, tensors=tuple(t for t in plan.artifact.tensors if t.name in held))
+    return _share(plan.artifact, plan.held_by(shard))
+
+
+def _share(artifact, held) -> object:
+    return dataclasses.replace(artifact, tensors=tuple(t for t in artifact.tensors if t.name in held))
 
 
 def index_text(plan: BundlePlan) -> str:
@@ -73,8 +76,6 @@ def json_value(fact: ResolvedJson, file: str):
 
 def _thawed(value):
     return [_thawed(v) for v in value] if isinstance(value, tuple) else value
-
-
 
 
 def sharded_bundle(artifact, *, bundle_id: str, shards: int, order: list[str], alone: list[list[str]],
@@ -111,9 +112,7 @@ def sharded_bundle(artifact, *, bundle_id: str, shards: int, order: list[str], a
     files: dict[str, dict] = {path: {"role": "companion"} for path in companions}
     files[index] = {"role": "index"}
     for shard, names in placement.items():
-        held = set(names)
-        share = dataclasses.replace(artifact, tensors=tuple(t for t in artifact.tensors if t.name in held))
-        files[shard] = {"role": "weights", "size": plan_fixture(share).size}
+        files[shard] = {"role": "weights", "size": plan_fixture(_share(artifact, set(names))).size}
     return {"charter": 1, "kind": "bundle", "id": bundle_id, "status": artifact.status, "model": artifact.model,
             "artifact": artifact.id, "extra_files": "reject", "files": dict(sorted(files.items())),
             "weights": {"index": index, "index_metadata": {"total_size": sum(sizes.values())},
