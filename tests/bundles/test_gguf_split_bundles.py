@@ -133,7 +133,7 @@ def _with_exclusion(contract: Path, target: Path, source_count: int) -> Path:
     return target / "bundles" / contract.name
 
 
-@pytest.mark.parametrize("engine", ["python", "cpp"])
+@pytest.mark.parametrize("engine", ["python", pytest.param("cpp", marks=pytest.mark.slow)])  # cpp: 2 -O2 compiles
 def test_a_later_splits_exclusion_counts_are_the_sets(frozen, tmp_path, capsys, engine):
     folder, contract = frozen
     good = _with_exclusion(contract, tmp_path / "good", 30)
