@@ -18,6 +18,7 @@ from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
 from charter.bundles.contract import BundleContract
 from charter.bundles.plan import BundlePlan, resolve_bundle
+from charter.text.contract import TextContract, text_references
 from charter.language import STATUSES
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -143,6 +144,8 @@ def _check_references(cs: ContractSet, primary: set[str]) -> None:
                 cs.diagnostics.append(Diagnostic(
                     Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
                     location=lc.doc.where(("fixture",))))
+        elif isinstance(c, TextContract):
+            refs += text_references(c)
         for path, target, kind in refs:
             found = cs.contracts.get(target)
             if found is None or found.kind != kind:

@@ -1,0 +1,95 @@
+"""The tokenizer implementations a text contract is checked with, behind one small interface.
+
+* `HFTokenizer`: the Rust `tokenizers` library. On a tokenizer.json it is the definition's own
+  implementation (what transformers runs); on GGUF tables it is a BPE built from the tables alone
+  (tokens, merges, the control tokens), with the pre-tokenizer that `tokenizer.ggml.pre` names
+  (PRE_TOKENIZERS), so it shares no code with llama.cpp.
+* `LlamaCppTokenizer`: llama.cpp's tokenizer on the GGUF tables, through llama-cpp-python with
+  `vocab_only=True` (no weights are loaded). The opt-in `capture` extra.
+* `charter.text.wordpiece.WordPiece`: charter's own transcription of the BERT normalizer,
+  pre-tokenizer, WordPiece model, post-processor and decoder, from the tokenizer.json facts; it does
+  not import `tokenizers`.
+
+encode(text, special, add_special) -> ids; decode(ids, skip_special) -> str or bytes.
+"""
+
+from __future__ import annotations
+
+from importlib import metadata
+
+from charter.diagnostics import CharterError, Code, Diagnostic
+
+
+def require(producer, where: str) -> None:
+    """The producer's distribution is installed at exactly the pinned version."""
+    try:
+        installed = metadata.version(producer.package)
+    except metadata.PackageNotFoundError:
+        raise CharterError([Diagnostic(Code.TEXT_PRODUCER, f"{where}.package",
+                                       f"{producer.package}=={producer.version} is not installed")]) from None
+    if installed != producer.version:
+        raise CharterError([Diagnostic(Code.TEXT_PRODUCER, f"{where}.version",
+                                       f"expected {producer.package}=={producer.version}, installed {installed}",
+                                       producer.version, installed)])
+
+
+def _smollm():
+    from tokenizers import pre_tokenizers
+
+    # SmolLM2's own tokenizer.json: single digits split off, then GPT-2's byte-level regex, no prefix space.
+    return pre_tokenizers.Sequence([pre_tokenizers.Digits(individual_digits=True),
+                                    pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)])
+
+
+def _gpt2():
+    from tokenizers import pre_tokenizers
+
+    return pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
+
+
+# tokenizer.ggml.pre -> the pre-tokenizer of the tables' source tokenizer.json (only those checked here).
+PRE_TOKENIZERS = {"smollm": _smollm, "gpt2": _gpt2}
+
+
+class HFTokenizer:
+    def __init__(self, definition):
+        from tokenizers import AddedToken, Tokenizer, decoders, models
+
+        if definition.kind == "tokenizer.json":
+            tk = Tokenizer.from_str(definition.json_text)
+            tk.no_padding()  # padding is a fact of the file (tokenizer.config.padding), applied by callers
+        else:
+            if definition.model != "gpt2" or definition.pre not in PRE_TOKENIZERS:
+                raise CharterError([Diagnostic(Code.TEXT_TOKENIZER, "tokenizer.pre",
+                                               f"no cross-check tokenizer for GGUF model {definition.model!r}, "
+                                               f"pre {definition.pre!r} (known: gpt2 with {sorted(PRE_TOKENIZERS)})")])
+            vocab = {t: i for i, t in enumerate(definition.tokens)}
+            if len(vocab) != len(definition.tokens):
+                raise CharterError([Diagnostic(Code.TEXT_TOKENIZER, "tokenizer.vocab",
+                                               "the GGUF token list holds a token twice")])
+            tk = Tokenizer(models.BPE(vocab, [tuple(m) for m in definition.merges], fuse_unk=False))
+            tk.pre_tokenizer = PRE_TOKENIZERS[definition.pre]()
+            tk.decoder = decoders.ByteLevel()
+            tk.add_special_tokens([AddedToken(t["content"], special=True, normalized=False)
+                                   for t in definition.added if t["type"] == "control"])
+        self.tk = tk
+
+    def encode(self, text: str, special: bool, add_special: bool) -> list[int]:
+        self.tk.encode_special_tokens = not special
+        return self.tk.encode(text, add_special_tokens=add_special).ids
+
+    def decode(self, ids: list[int], skip_special: bool) -> str:
+        return self.tk.decode(ids, skip_special_tokens=skip_special)
+
+
+class LlamaCppTokenizer:
+    def __init__(self, gguf_path):
+        import llama_cpp
+
+        self.llm = llama_cpp.Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
+
+    def encode(self, text: str, special: bool, add_special: bool) -> list[int]:
+        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=special))
+
+    def decode(self, ids: list[int], skip_special: bool) -> bytes:
+        return bytes(self.llm.detokenize(ids, special=not skip_special))
