@@ -20,8 +20,8 @@ replace, slicing, %, format, ...) return text that is all DATA (derived from cal
 text). Chunks the template yields are TRUSTED_CONTROL unless tracked. An operation that loses the
 tracking (Jinja's `~`, `join` on a literal separator, a filter that rebuilds the string) would make
 caller text look template-authored, so every render is repeated with a probe: each caller string
-but roles and types gets U+FDD0 (a Unicode noncharacter) appended; the probe's control segments
-must equal the render's, and none may contain U+FDD0. A template that moves caller text into
+but roles and types gets U+FDD0 (a Unicode noncharacter) appended; with U+FDD0 removed from its DATA
+segments, the probe's segments must equal the render's, and no control segment may contain U+FDD0. A template that moves caller text into
 control output by an untracked path fails closed (TEXT_SEGMENTS), it is never labelled trusted.
 """
 
@@ -198,9 +198,8 @@ def render(source: str, variables: dict, req: dict) -> Render:
     except Exception as exc:  # the template's own error (TemplateError, TypeError, UndefinedError, ...)
         return Render(None, None, error_text(exc))
     text = "".join(t for _, t in runs)
-    controls = [t for k, t in runs if k == "control"]
-    probe_controls = [t for k, t in probe if k == "control"]
-    if controls != probe_controls or any(PROBE in t for t in probe_controls):
+    unprobed = _merge_texts([(k, t.replace(PROBE, "") if k == "data" else t) for k, t in probe])
+    if unprobed != runs or any(PROBE in t for k, t in probe if k == "control"):
         raise SegmentError("the template moves caller text into its output by an untracked operation (for example "
                            "`~` or `join`): its control segments change when caller text does")
     return Render(text, runs, None)
@@ -217,8 +216,14 @@ def _runs(template, variables: dict, req: dict) -> list[tuple[str, str]]:
         for kind, n in runs_of(chunk):
             pieces.append((kind, str.__getitem__(chunk, slice(pos, pos + n))))
             pos += n
+    return _merge_texts(pieces)
+
+
+def _merge_texts(pieces) -> list[tuple[str, str]]:
     merged: list[list[str]] = []
     for kind, t in pieces:
+        if not t:
+            continue
         if merged and merged[-1][0] == kind:
             merged[-1][1] += t
         else:

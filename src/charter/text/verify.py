@@ -65,6 +65,48 @@ def _show(v) -> str:
 
 # --- engines --------------------------------------------------------------------------------
 
+# The battery renders the same requests for every mutant: it sets a dict here to memoize renders
+# (results and exceptions alike, keyed by the request's exact JSON); None: no memo.
+RENDER_MEMO: dict | None = None
+
+
+def _memo(fn, template: str, variables: dict, req: dict):
+    if RENDER_MEMO is None:
+        return fn(template, variables, req)
+    import json
+
+    key = (fn.__name__, template, json.dumps(variables, sort_keys=True), json.dumps(req, sort_keys=True))
+    if key not in RENDER_MEMO:
+        try:
+            RENDER_MEMO[key] = (True, fn(template, variables, req))
+        except Exception as exc:
+            RENDER_MEMO[key] = (False, exc)
+    ok, value = RENDER_MEMO[key]
+    if not ok:
+        raise value
+    return value
+
+
+class Memo:
+    """An engine whose answers are remembered (the battery asks the same questions per mutant)."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        self.memo: dict = {}
+
+    def encode(self, text: str, special: bool, add_special: bool) -> list[int]:
+        key = ("e", text, special, add_special)
+        if key not in self.memo:
+            self.memo[key] = self.engine.encode(text, special, add_special)
+        return list(self.memo[key])
+
+    def decode(self, ids: list[int], skip_special: bool):
+        key = ("d", tuple(ids), skip_special)
+        if key not in self.memo:
+            self.memo[key] = self.engine.decode(ids, skip_special)
+        return self.memo[key]
+
+
 
 def crosscheck_engine(lc, definition: Definition):
     from charter.text.engines import HFTokenizer, require
@@ -140,6 +182,23 @@ def check_facts(lc, cs, definition: Definition, report: _Report) -> None:
         for i, ctl in enumerate(c.chat.controls):
             if ctl not in by_content:
                 report(Code.TEXT_TEMPLATE, ("chat", "controls", i), f"{ctl!r} is not a token of the definition")
+        # The special tokens a template is given are the tokenizer's own (transformers passes them).
+        for name, key in (("bos_token", "tokenizer.ggml.bos_token_id"), ("eos_token", "tokenizer.ggml.eos_token_id")):
+            i = definition.config.get(key)
+            if name in c.chat.variables and isinstance(i, int) and 0 <= i < len(definition.tokens):
+                if c.chat.variables[name] != definition.tokens[i]:
+                    report.mismatch(Code.TEXT_TEMPLATE, ("chat", "variables", name), c.chat.variables[name],
+                                    definition.tokens[i], f"{key} names ")
+    src = c.source.tokenizer_json
+    if src is not None and src.bundle is not None:
+        bundle = cs.contracts.get(src.bundle)
+        entry = bundle.contract.files.get(src.member) if bundle is not None and bundle.kind == "bundle" else None
+        if entry is None:
+            report(Code.TEXT_SOURCE, ("source", "tokenizer_json", "bundle"),
+                   f"no bundle contract {src.bundle!r} with a file {src.member!r}")
+        elif entry.sha256 is not None and entry.sha256 != src.sha256:  # a companion is bound by its JSON facts
+            report.mismatch(Code.TEXT_SOURCE, ("source", "tokenizer_json", "sha256"), src.sha256, entry.sha256,
+                            f"the bundle's {src.member}: ")
 
 
 def _check_rows(lc, cs, report: _Report) -> None:
@@ -242,7 +301,7 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
     code_e = Code.TEXT_CAPTURE if capture else Code.TEXT_ENCODE
     for i, case in enumerate(c.encode):
         path = ("encode", i)
-        result.cases += 1
+        result.cases += not capture or case.cls == "upstream_capture"
         if case.cls == "contract_control" or case.ids is None:
             report(Code.TEXT_ENCODE, (*path, "class"), "no encode policy refuses text: an encode case is an "
                                                        "upstream capture with ids")
@@ -256,7 +315,7 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
         _second(report, path, case, out == case.ids, out, "encode", by, result)
     for i, case in enumerate(c.decode):
         path = ("decode", i)
-        result.cases += 1
+        result.cases += not capture or case.cls == "upstream_capture"
         refusal = decode_refusal(case.ids, c.tokenizer.ids)
         if case.cls == "contract_control":
             if refusal != case.error:
@@ -281,6 +340,9 @@ def check_chat(lc, definition: Definition, engine, report: _Report, result: Text
     ch = lc.contract.chat
     if ch is None or definition.template is None:
         return
+    from charter.text.engines import require
+
+    require(ch.renderer, "chat.renderer")
     control_ids = {a["id"] for a in definition.added if a["special"]}
     for i, case in enumerate(ch.cases):
         path = ("chat", "cases", i)
@@ -295,7 +357,7 @@ def check_chat(lc, definition: Definition, engine, report: _Report, result: Text
             continue
         req = chatmod.request(case, ch.defaults)
         try:
-            r = chatmod.render(definition.template, ch.variables, req)
+            r = _memo(chatmod.render, definition.template, ch.variables, req)
         except chatmod.SegmentError as exc:
             report(Code.TEXT_SEGMENTS, (*path, "segments"), str(exc))
             continue
@@ -306,7 +368,7 @@ def check_chat(lc, definition: Definition, engine, report: _Report, result: Text
             else:
                 _second_render(lc, definition, req, path, case, None, report, result)
             continue
-        plain = chatmod.plain_render(definition.template, ch.variables, req)
+        plain = _memo(chatmod.plain_render, definition.template, ch.variables, req)
         if plain != r.rendered:  # tracking must never change a byte of the output
             report(Code.TEXT_SEGMENTS, (*path, "rendered"), "the tracked render differs from the plain render")
             continue
@@ -350,7 +412,7 @@ def _second_render(lc, definition, req, path, case, rendered, report: _Report, r
     from charter.text.engines import require
 
     require(ch.second_renderer, "chat.second_renderer")
-    text, error = chatmod.minijinja_render(definition.template, ch.variables, req)
+    text, error = _memo(chatmod.minijinja_render, definition.template, ch.variables, req)
     result.crosschecked += 1
     # Errors are compared as outcomes: both engines refuse, each in its own words.
     agrees = (error is not None) if rendered is None else (text == rendered)
@@ -380,15 +442,16 @@ def _definition(lc, cs, report: _Report) -> Definition | None:
         return None
 
 
-def verify(lc, cs) -> TextResult:
-    """Offline: the facts against the definition, every case against the second implementation."""
+def verify(lc, cs, *, definition: Definition | None = None, engine=None) -> TextResult:
+    """Offline: the facts against the definition, every case against the second implementation.
+    (The battery passes the definition and a memoizing engine it built once.)"""
     result = TextResult(lc.id)
     report = _Report(lc)
-    definition = _definition(lc, cs, report)
+    definition = definition or _definition(lc, cs, report)
     if definition is not None:
         check_facts(lc, cs, definition, report)
         try:
-            engine = crosscheck_engine(lc, definition)
+            engine = engine or crosscheck_engine(lc, definition)
             by = "crosscheck"
             check_cases(lc, definition, engine, report, result, by=by)
             check_chat(lc, definition, engine, report, result)
