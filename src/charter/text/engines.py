@@ -15,15 +15,26 @@ encode(text, special, add_special) -> ids; decode(ids, skip_special) -> str or b
 
 from __future__ import annotations
 
+import functools
 from importlib import metadata
 
 from charter.diagnostics import CharterError, Code, Diagnostic
 
 
+@functools.lru_cache(maxsize=64)
+def _installed(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
 def require(producer, where: str) -> None:
     """The producer's distribution is installed at exactly the pinned version."""
     try:
-        installed = metadata.version(producer.package)
+        installed = _installed(producer.package)
+        if installed is None:
+            raise metadata.PackageNotFoundError(producer.package)
     except metadata.PackageNotFoundError:
         raise CharterError([Diagnostic(Code.TEXT_PRODUCER, f"{where}.package",
                                        f"{producer.package}=={producer.version} is not installed")]) from None
@@ -80,6 +91,45 @@ class HFTokenizer:
 
     def decode(self, ids: list[int], skip_special: bool) -> str:
         return self.tk.decode(ids, skip_special_tokens=skip_special)
+
+
+class ByteLevelTables(HFTokenizer):
+    """On GGUF gpt2 tables: `tokenizers` for encode and str decode, and the exact bytes of a decode from
+    the tables themselves through GPT-2's byte-to-unicode alphabet (charter's transcription of the
+    published map), which a str decoder cannot give for a partial UTF-8 piece."""
+
+    def __init__(self, definition):
+        super().__init__(definition)
+        self.tokens = definition.tokens
+        self.types = {t["id"]: t["type"] for t in definition.added}
+        self.byte_of = {ch: b for b, ch in _bytes_to_unicode().items()}
+
+    def decode_bytes(self, ids: list[int], skip_special: bool) -> bytes:
+        out = bytearray()
+        for i in ids:
+            if not 0 <= i < len(self.tokens):
+                raise ValueError(f"id {i} is outside the tables [0, {len(self.tokens)})")
+            kind = self.types.get(i, "normal")
+            if kind == "control":
+                if not skip_special:
+                    out += self.tokens[i].encode("utf-8")
+                continue
+            out += bytes(self.byte_of[c] for c in self.tokens[i])
+        return bytes(out)
+
+
+def _bytes_to_unicode() -> dict[int, str]:
+    """GPT-2's reversible byte -> printable character map: printable Latin-1 bytes map to themselves,
+    the other 68 bytes to U+0100 onward, in byte order."""
+    keep = list(range(ord("!"), ord("~") + 1)) + list(range(0xA1, 0xAC + 1)) + list(range(0xAE, 0xFF + 1))
+    table, extra = {}, 0
+    for b in range(256):
+        if b in keep:
+            table[b] = chr(b)
+        else:
+            table[b] = chr(256 + extra)
+            extra += 1
+    return table
 
 
 class LlamaCppTokenizer:

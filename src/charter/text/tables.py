@@ -47,6 +47,13 @@ class Definition:
     template: str | None
     gguf_path: Path | None = None
     json_text: str | None = field(default=None, repr=False)
+    _digests: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def digest(self, table: str) -> str:
+        """table_sha256 of `tokens` or `merges`, computed once per definition."""
+        if table not in self._digests:
+            self._digests[table] = table_sha256(getattr(self, table))
+        return self._digests[table]
 
 
 def canonical(value) -> bytes:
@@ -99,7 +106,17 @@ def read_packaged_json(src) -> str:
     from charter.admission.locate import locate
     from charter.contract.paths import PinnedSource
 
+    from importlib import metadata
+
     package = src.package
+    name, sep, version = package.partition("==")
+    try:
+        installed = metadata.version(name) if sep else None
+    except metadata.PackageNotFoundError:
+        installed = None
+    if installed != version or not version:
+        raise _refuse("source.tokenizer_json.package", f"{package!r} is not an installed `name==version` "
+                                                       f"(installed: {installed})")
     archive = locate(PinnedSource(package=package, path=src.archive, sha256=src.archive_sha256,
                                   size=src.archive_size), Path("."), digest=True)
     try:

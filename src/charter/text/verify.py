@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from charter.contract.yamlload import dotted
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.text import chat as chatmod
-from charter.text.tables import Definition, canonical, load_definition, table_sha256
+from charter.text.tables import Definition, canonical, load_definition
 
 COUNT_KEYS = ("encode", "decode", "decode_boundary", "added", "chat", "chat_controls")
 
@@ -100,6 +100,9 @@ class Memo:
             self.memo[key] = self.engine.encode(text, special, add_special)
         return list(self.memo[key])
 
+    def __getattr__(self, name):  # decode_bytes, where the engine has it
+        return getattr(self.engine, name)
+
     def decode(self, ids: list[int], skip_special: bool):
         key = ("d", tuple(ids), skip_special)
         if key not in self.memo:
@@ -109,14 +112,16 @@ class Memo:
 
 
 def crosscheck_engine(lc, definition: Definition):
-    from charter.text.engines import HFTokenizer, require
+    from charter.text.engines import require
 
     if definition.kind == "tokenizer.json":
         from charter.text.wordpiece import WordPiece
 
         return WordPiece(definition)
+    from charter.text.engines import ByteLevelTables
+
     require(lc.contract.producers.crosscheck, "producers.crosscheck")
-    return HFTokenizer(definition)
+    return ByteLevelTables(definition)
 
 
 def capture_engine(lc, definition: Definition):
@@ -132,8 +137,16 @@ def capture_engine(lc, definition: Definition):
 
 
 def check_facts(lc, cs, definition: Definition, report: _Report) -> None:
+    from charter.language import STATUSES
+
     c = lc.contract
     t = c.tokenizer
+    model = cs.contracts.get(c.model)
+    if model is None or model.kind != "model":
+        report(Code.REF_DANGLING, ("model",), f"refers to model {c.model!r}, but no model contract has that id")
+    elif STATUSES.index(c.status.value) > STATUSES.index(model.contract.status.value):
+        report(Code.SPEC_INVALID, ("status",), f"status {c.status.value} claims more than its model "
+                                               f"{c.model} ({model.contract.status.value})")
     for key in COUNT_KEYS:
         if key not in c.counts:
             report(Code.TEXT_COUNT, ("counts",), f"counts.{key} is not stated")
@@ -145,9 +158,9 @@ def check_facts(lc, cs, definition: Definition, report: _Report) -> None:
         report.mismatch(Code.TEXT_TOKENIZER, ("tokenizer", "pre"), t.pre, definition.pre)
     if t.vocab.count != len(definition.tokens):
         report.mismatch(Code.TEXT_TOKENIZER, ("tokenizer", "vocab", "count"), t.vocab.count, len(definition.tokens))
-    elif t.vocab.sha256 != table_sha256(definition.tokens):
+    elif t.vocab.sha256 != definition.digest("tokens"):
         report.mismatch(Code.TEXT_TOKENIZER, ("tokenizer", "vocab", "sha256"), t.vocab.sha256,
-                        table_sha256(definition.tokens))
+                        definition.digest("tokens"))
     if (t.merges is None) != (definition.merges is None):
         report(Code.TEXT_TOKENIZER, ("tokenizer", "merges"), "the definition " +
                ("has merges the contract does not pin" if t.merges is None else "has no merges"))
@@ -155,14 +168,14 @@ def check_facts(lc, cs, definition: Definition, report: _Report) -> None:
         if t.merges.count != len(definition.merges):
             report.mismatch(Code.TEXT_TOKENIZER, ("tokenizer", "merges", "count"), t.merges.count,
                             len(definition.merges))
-        elif t.merges.sha256 != table_sha256(definition.merges):
+        elif t.merges.sha256 != definition.digest("merges"):
             report.mismatch(Code.TEXT_TOKENIZER, ("tokenizer", "merges", "sha256"), t.merges.sha256,
-                            table_sha256(definition.merges))
+                            definition.digest("merges"))
     for key in sorted(set(t.config) | set(definition.config)):
         if key not in definition.config:
             report(Code.TEXT_TOKENIZER, ("tokenizer", "config", key), "the definition has no such fact")
         elif key not in t.config:
-            report(Code.TEXT_TOKENIZER, ("tokenizer", "config"), f"the definition's fact {key!r} is not pinned")
+            report(Code.TEXT_TOKENIZER, ("tokenizer", "config", key), f"the definition's fact {key!r} is not pinned")
         elif canonical(t.config[key]) != canonical(definition.config[key]):  # exact JSON: true is not 1
             report.mismatch(Code.TEXT_TOKENIZER, ("tokenizer", "config", key), t.config[key], definition.config[key])
     if t.ids != len(definition.tokens):
@@ -227,8 +240,8 @@ def _check_rows(lc, cs, report: _Report) -> None:
         report.mismatch(Code.TEXT_VOCABULARY, ("tokenizer", "logits", "rows"), lg.rows, rows,
                         f"physical rows of {lg.tensor} axis {lg.axis}: ")
     if art.contract.model != lc.contract.model:
-        report.mismatch(Code.TEXT_VOCABULARY, ("tokenizer", "logits", "artifact"), lc.contract.model,
-                        art.contract.model, "the artifact's model: ")
+        report.mismatch(Code.TEXT_VOCABULARY, ("model",), lc.contract.model, art.contract.model,
+                        f"the model of {lg.artifact}: ")
 
 
 def _check_added(c, definition: Definition, report: _Report) -> None:
@@ -306,7 +319,9 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
             report(Code.TEXT_ENCODE, (*path, "class"), "no encode policy refuses text: an encode case is an "
                                                        "upstream capture with ids")
             continue
-        out = engine.encode(case.text, case.special, case.add_special)
+        out = _ask(report, path, engine.encode, case.text, case.special, case.add_special)
+        if out is None:
+            continue
         if capture:
             if out != case.ids:
                 report.mismatch(code_e, (*path, "ids"), case.ids, out, "the pinned producer: ")
@@ -325,7 +340,9 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
             report(Code.TEXT_DECODE, (*path, "error"), "an upstream decode case states what the decoder gives, "
                                                         "not a policy's refusal")
             continue
-        out = engine.decode(case.ids, case.skip_special)
+        out = _ask(report, path, engine.decode, case.ids, case.skip_special)
+        if out is None:
+            continue
         if capture:
             if not _same_decode(case, out):
                 report.mismatch(Code.TEXT_CAPTURE, (*path, "text" if case.text is not None else "bytes"),
@@ -333,6 +350,22 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
             continue
         result.crosschecked += 1
         _second(report, path, case, _same_decode(case, out), out, "decode", by, result)
+        decode_bytes = getattr(engine, "decode_bytes", None)
+        if case.bytes is not None and decode_bytes is not None:  # bytes a str decoder cannot give
+            raw = _ask(report, path, decode_bytes, case.ids, case.skip_special)
+            if raw is not None and raw.hex() != case.bytes:
+                report.mismatch(Code.TEXT_CROSSCHECK, (*path, "bytes"), case.bytes, raw.hex(),
+                                "the byte-level tables: ")
+
+
+def _ask(report: _Report, path: tuple, fn, *args):
+    """An engine's answer, or None with a diagnostic: an implementation that refuses a case's input
+    (an id it cannot hold, say) is a finding about the case, never a traceback."""
+    try:
+        return fn(*args)
+    except (ValueError, TypeError, OverflowError, IndexError, KeyError, RuntimeError) as exc:
+        report(Code.TEXT_CROSSCHECK, path, f"the implementation refuses the case: {type(exc).__name__}: {exc}")
+        return None
 
 
 def check_chat(lc, definition: Definition, engine, report: _Report, result: TextResult) -> None:
@@ -384,6 +417,11 @@ def check_chat(lc, definition: Definition, engine, report: _Report, result: Text
             continue
         _second_render(lc, definition, req, path, case, r.rendered, report, result)
         ids, promoted = segment_ids(engine, r.segments, control_ids)
+        allowed = {a["id"] for a in definition.added if a["content"] in ch.controls}
+        stray = control_atoms(engine, r.segments, control_ids) - allowed
+        if stray:
+            report(Code.TEXT_SEGMENTS, ("chat", "controls"), f"case {case.name}: control segments resolve special "
+                   f"ids {sorted(stray)} that chat.controls does not name")
         if promoted:
             report(Code.TEXT_PROMOTION, (*path, "segments"), f"DATA segments yield control ids {promoted}")
         if ids != case.ids:
@@ -403,6 +441,12 @@ def segment_ids(engine, segments, control_ids: set[int]) -> tuple[list[int], lis
             promoted += [x for x in part if x in control_ids]
         ids += part
     return ids, promoted
+
+
+def control_atoms(engine, segments, control_ids: set[int]) -> set[int]:
+    """The special ids the control segments resolve."""
+    return {x for kind, text in segments if kind == "control" for x in engine.encode(text, True, False)
+            if x in control_ids}
 
 
 def _second_render(lc, definition, req, path, case, rendered, report: _Report, result: TextResult) -> None:
@@ -451,6 +495,10 @@ def verify(lc, cs, *, definition: Definition | None = None, engine=None) -> Text
     if definition is not None:
         check_facts(lc, cs, definition, report)
         try:
+            if lc.contract.producers.crosscheck is not None:
+                from charter.text.engines import require
+
+                require(lc.contract.producers.crosscheck, "producers.crosscheck")
             engine = engine or crosscheck_engine(lc, definition)
             by = "crosscheck"
             check_cases(lc, definition, engine, report, result, by=by)
