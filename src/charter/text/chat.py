@@ -21,7 +21,8 @@ text). Chunks the template yields are TRUSTED_CONTROL unless tracked. An operati
 tracking (Jinja's `~`, `join` on a literal separator, a filter that rebuilds the string) would make
 caller text look template-authored, so every render is repeated with a probe: each caller string
 but roles and types gets U+FDD0 (a Unicode noncharacter) appended; with U+FDD0 removed from its DATA
-segments, the probe's segments must equal the render's, and no control segment may contain U+FDD0. A template that moves caller text into
+segments (and DATA segments left empty dropped), the probe's control segments must equal the render's,
+and none may contain U+FDD0 (DATA itself may differ: `trim` sees the probe). A template that moves caller text into
 control output by an untracked path fails closed (TEXT_SEGMENTS), it is never labelled trusted.
 """
 
@@ -199,7 +200,8 @@ def render(source: str, variables: dict, req: dict) -> Render:
         return Render(None, None, error_text(exc))
     text = "".join(t for _, t in runs)
     unprobed = _merge_texts([(k, t.replace(PROBE, "") if k == "data" else t) for k, t in probe])
-    if unprobed != runs or any(PROBE in t for k, t in probe if k == "control"):
+    controls = [t for k, t in runs if k == "control"]
+    if [t for k, t in unprobed if k == "control"] != controls or any(PROBE in t for k, t in probe if k == "control"):
         raise SegmentError("the template moves caller text into its output by an untracked operation (for example "
                            "`~` or `join`): its control segments change when caller text does")
     return Render(text, runs, None)
