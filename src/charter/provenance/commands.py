@@ -60,7 +60,7 @@ def _load(args, *, capturing: bool):
             print(f"{len(diagnostics)} error{'s' if len(diagnostics) != 1 else ''} in contracts", file=sys.stderr)
         return cs, None, EXIT_USAGE
     if not chosen:
-        print("charter: no provenance or text contracts among the given specs", file=sys.stderr)
+        print("charter: no provenance contracts (nor text contracts) among the given specs", file=sys.stderr)
         return cs, None, EXIT_USAGE
     return cs, sorted(chosen, key=lambda lc: lc.doc.file), 0
 
