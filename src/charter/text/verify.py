@@ -466,7 +466,9 @@ def _second_render(lc, definition, req, path, case, rendered, report: _Report, r
             report(Code.TEXT_FINDING, (*path, "findings", j), "documented finding no longer happens: the second "
                                                               "renderer agrees")
         return
-    if any(f.rendered == text and f.error == (None if error is None else error.split(":")[0]) for _, f in findings):
+    # A finding names what the second renderer gives: its rendered text, or the type of its error.
+    if any((error is None and f.rendered == text) or (error is not None and f.error is not None
+                                                      and error.startswith(f.error + ":")) for _, f in findings):
         result.findings += 1
         return
     report(Code.TEXT_CROSSCHECK, (*path, "rendered" if rendered is not None else "error"),
@@ -486,6 +488,18 @@ def _definition(lc, cs, report: _Report) -> Definition | None:
         return None
 
 
+def _built(factory, lc, definition):
+    """An engine over the definition; one that cannot be built from it is a finding, not a traceback."""
+    try:
+        return factory(lc, definition)
+    except CharterError:
+        raise
+    except Exception as exc:  # the library refuses the tables (a malformed merge, say)
+        raise CharterError([Diagnostic(Code.TEXT_TOKENIZER, "tokenizer", f"the implementation cannot be built from "
+                                       f"the definition: {type(exc).__name__}: {exc}",
+                                       location=lc.doc.where(("tokenizer",)))]) from None
+
+
 def verify(lc, cs, *, definition: Definition | None = None, engine=None) -> TextResult:
     """Offline: the facts against the definition, every case against the second implementation.
     (The battery passes the definition and a memoizing engine it built once.)"""
@@ -499,7 +513,7 @@ def verify(lc, cs, *, definition: Definition | None = None, engine=None) -> Text
                 from charter.text.engines import require
 
                 require(lc.contract.producers.crosscheck, "producers.crosscheck")
-            engine = engine or crosscheck_engine(lc, definition)
+            engine = engine or _built(crosscheck_engine, lc, definition)
             by = "crosscheck"
             check_cases(lc, definition, engine, report, result, by=by)
             check_chat(lc, definition, engine, report, result)
@@ -516,7 +530,7 @@ def capture(lc, cs) -> TextResult:
     definition = _definition(lc, cs, report)
     if definition is not None:
         try:
-            engine = capture_engine(lc, definition)
+            engine = _built(capture_engine, lc, definition)
             check_cases(lc, definition, engine, report, result, by="capture", capture=True)
             capture_chat(lc, definition, engine, report, result)
         except CharterError as exc:
