@@ -119,6 +119,10 @@ def smollm2_texts():
         out.append((name + "-literal", text, False, False))
     out.append(("digits-split", "1234567890 and 42", False, False))
     out.append(("spaces-before-digits", "   123   456", False, False))
+    # Bytes that are not UTF-8, as llama.cpp's tokenizer takes them (AFN-007: replacement behaviour).
+    out += [("invalid-byte-ff", b"ok \xff end", False, False), ("truncated-2-byte", b"caf\xc3", False, False),
+            ("bad-continuation", b"\xc3(", False, False), ("utf8-surrogate", b"\xed\xa0\x80", False, False),
+            ("truncated-4-byte", b"\xf0\x9f\x99", False, False)]
     return out
 
 
@@ -130,11 +134,23 @@ def _finding(name, by, reason, **out):
     return {"by": by, **out, "reason": reason}
 
 
+INVALID_UTF8_RULE = "input that is not valid UTF-8 is refused before tokenizing"
+ENCODE_CONTROLS = [("invalid-utf8-refused", b"ok \xff end"), ("truncated-utf8-refused", b"caf\xc3")]
+
+
+def encode_controls():
+    from charter.text.verify import encode_refusal
+
+    return [{"name": name, "class": "contract_control", "rule": INVALID_UTF8_RULE, "bytes": raw.hex(),
+             "special": False, "add_special": False, "error": encode_refusal(raw)} for name, raw in ENCODE_CONTROLS]
+
+
 def encode_cases(engine, cross, texts, findings):
     cases = []
     for name, text, special, add in texts:
         ids = engine.encode(text, special, add)
-        case = {"name": name, "class": "upstream_capture", "text": text, "special": special, "add_special": add,
+        key = ("text", text) if isinstance(text, str) else ("bytes", text.hex())
+        case = {"name": name, "class": "upstream_capture", key[0]: key[1], "special": special, "add_special": add,
                 "ids": Flow(ids)}
         other = cross.encode(text, special, add)
         if other != ids:
@@ -269,7 +285,7 @@ def minilm() -> None:
         "tokenizer": tokenizer_section(definition, {"artifact": "all-minilm-l6-v2-safetensors",
                                                     "tensor": "embeddings.word_embeddings.weight", "axis": 0,
                                                     "rows": len(definition.tokens)}, gguf=False),
-        "encode": encode_cases(engine, cross, minilm_texts(), findings),
+        "encode": encode_cases(engine, cross, minilm_texts(), findings) + encode_controls(),
         "decode": decode_cases(engine, cross, MINILM_DECODE, len(definition.tokens), findings),
     }
     doc = _with_counts(doc)
@@ -320,6 +336,10 @@ SMOLLM2_DECODE = [
 ]
 
 SMOLLM2_FINDINGS = {
+    "utf8-surrogate": "llama.cpp decodes the UTF-8 form of the surrogate U+D800 as one code point and byte-encodes "
+                      "it; the cross-check's str input (Python's decoder with replacement) has one U+FFFD per byte",
+    "truncated-4-byte": "llama.cpp replaces each byte of a truncated sequence with U+FFFD; Python's decoder replaces "
+                        "the maximal invalid subpart with one U+FFFD (Unicode's recommended practice)",
     "emoji-first-piece": "tokenizers decodes to str and replaces the partial UTF-8 sequence with U+FFFD; "
                          "llama.cpp returns the bytes of the piece",
     "emoji-second-piece": "tokenizers decodes to str and replaces the partial UTF-8 sequence with U+FFFD; "
@@ -478,7 +498,7 @@ def smollm2() -> None:
         "tokenizer": tokenizer_section(definition, {"artifact": "smollm2-135m-instruct-q4_1",
                                                     "tensor": "token_embd.weight", "axis": 1,
                                                     "rows": len(definition.tokens)}, gguf=True),
-        "encode": encode_cases(engine, cross, smollm2_texts(), SMOLLM2_FINDINGS),
+        "encode": encode_cases(engine, cross, smollm2_texts(), SMOLLM2_FINDINGS) + encode_controls(),
         "decode": decode_cases(engine, cross, SMOLLM2_DECODE, len(definition.tokens), SMOLLM2_FINDINGS),
         "chat": {
             "template_sha256": hashlib.sha256(definition.template.encode("utf-8")).hexdigest(),

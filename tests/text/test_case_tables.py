@@ -22,7 +22,8 @@ def test_python_tables_are_the_contract(smollm2):
     lc, _ = smollm2
     c = lc.contract
     m = _module("smollm2_135m_instruct_text")
-    assert [e.ids for e in m.ENCODE] == [tuple(e.ids) for e in c.encode]
+    assert [e.ids for e in m.ENCODE] == [tuple(e.ids or ()) for e in c.encode]
+    assert [e.input for e in m.ENCODE] == [e.input if isinstance(e.input, bytes) else e.input.encode() for e in c.encode]
     assert [d.cls for d in m.DECODE] == [d.cls for d in c.decode]
     assert [(a.id, a.content, a.special) for a in m.ADDED] == [(t.id, t.content, t.special) for t in c.tokenizer.added]
     assert [ch.rendered for ch in m.CHAT] == [x.rendered for x in c.chat.cases]

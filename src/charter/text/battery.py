@@ -22,9 +22,13 @@ battery. Declared equivalent, with their reason, and never silently skipped:
 * a weaker `status` than the contract's: a smaller claim is not a wrong one;
 * `producers.capture` and `chat.capture`: refuted by `charter fixtures capture`, which runs the
   pinned upstream producer; the offline verify never imports it (it may not be installed);
-* an input flag (`special`, `add_special`, `skip_special`) whose flip gives the same output from the
-  second implementation (no special spelling in the text, no special id among the ids, a tokenizer
-  that adds no special): the case's expected value is unchanged, so there is nothing to notice.
+* an input (`text`, `bytes`, `special`, `add_special`, `ids`, `skip_special`, a chat request's
+  fields) whose change gives the same output from the second implementation, the renderer or the
+  policy (no special spelling in the text, no special id among the ids, a tokenizer that adds no
+  special, a field the template never reads, the same refusal): the case's expected value is
+  unchanged, so there is nothing to notice;
+* the expected ids of an encode case with a documented cross-check finding: the offline
+  implementation gives other ids there by definition, so only `capture` can refute them.
 """
 
 from __future__ import annotations
@@ -213,20 +217,43 @@ def _chat_equivalent(m: TextMutant, lc, definition) -> str | None:
     return "the template gives the same outcome without reading this input" if same else None
 
 
+def _capture_only(m: TextMutant, lc) -> str | None:
+    """The expected ids of an encode case whose documented finding says the offline implementation
+    gives other ids: only `capture` (the pinned producer) can refute them."""
+    if m.path[0] != "encode" or len(m.path) < 3 or m.path[2] != "ids":
+        return None
+    case = lc.contract.encode[m.path[1]]
+    if any(f.by == "crosscheck" and f.ids is not None for f in case.findings):
+        return "refuted by `charter fixtures capture`: a documented finding says the offline implementation differs"
+    return None
+
+
 def _input_equivalent(m: TextMutant, engine) -> str | None:
     """An input change after which the second implementation still gives the case's stated output
     (Note [Text mutants]): the expected value is still right, there is nothing to notice."""
     if m.path[0] not in ("encode", "decode") or len(m.path) < 3 or m.path[2] not in INPUTS[m.path[0]]:
         return None
     case = m.data[m.path[0]][m.path[1]]
+    if isinstance(case, dict) and case.get("class") == "contract_control" and m.path[0] == "encode":
+        try:
+            raw = case["text"] if case.get("text") is not None else bytes.fromhex(case.get("bytes") or "")
+        except (ValueError, TypeError):
+            return None
+        if tv.encode_refusal(raw) == case.get("error"):
+            return "the policy refuses the changed input in the same words (a refused input reaches no tokenizer)"
+        return None
     if not isinstance(case, dict) or case.get("class") != "upstream_capture":
         if m.path[0] == "decode" and m.path[2] == "skip_special" and case.get("error") is not None:
             return "a refused decode control never reaches a decoder: skipping specials cannot matter"
         return None
     try:
         if m.path[0] == "encode" and case.get("ids") is not None:
-            if engine.encode(case["text"], case["special"], case["add_special"]) == case["ids"]:
+            raw = case["text"] if case.get("text") is not None else bytes.fromhex(case["bytes"])
+            out = engine.encode(raw, case["special"], case["add_special"])
+            if out == case["ids"]:
                 return "the changed input gives the same ids from the second implementation"
+            if any(f.get("by") == "crosscheck" and f.get("ids") == out for f in case.get("findings") or []):
+                return "the changed input gives the second implementation's documented ids again"
         if m.path[0] == "decode" and case.get("error") is None:
             decode = getattr(engine, "decode_bytes", engine.decode)
             if tv._same_decode(_Case(case), decode(case["ids"], case["skip_special"])):
@@ -236,7 +263,7 @@ def _input_equivalent(m: TextMutant, engine) -> str | None:
     return None
 
 
-INPUTS = {"encode": ("text", "special", "add_special"), "decode": ("ids", "skip_special")}
+INPUTS = {"encode": ("text", "bytes", "special", "add_special"), "decode": ("ids", "skip_special")}
 
 
 class _Case:
@@ -259,7 +286,8 @@ def run(lc: LoadedContract, cs) -> list[Outcome]:
     try:
         for m in mutants(lc):
             if m.equivalent is None:
-                m.equivalent = _input_equivalent(m, engine) or _chat_equivalent(m, lc, definition)
+                m.equivalent = (_capture_only(m, lc) or _input_equivalent(m, engine)
+                                or _chat_equivalent(m, lc, definition))
             if m.equivalent:
                 outcomes.append(Outcome(m, "equivalent", m.equivalent))
                 continue

@@ -134,7 +134,8 @@ class Case(Strict):
 
 
 class EncodeCase(Case):
-    text: str
+    text: str | None = None
+    bytes: HexBytes | None = Field(None, description="The input as bytes, when it is not valid UTF-8.")
     special: StrictBool = Field(description="Parse special-token spellings in the text as their ids.")
     add_special: StrictBool = Field(description="Add the tokenizer's own specials (BOS, [CLS] ... [SEP]).")
     ids: list[StrictInt] | None = None
@@ -142,9 +143,15 @@ class EncodeCase(Case):
 
     @model_validator(mode="after")
     def _one(self) -> "EncodeCase":
+        if (self.text is None) == (self.bytes is None):
+            raise located(("text",), "an encode case states exactly one of text or bytes")
         if (self.ids is None) == (self.error is None):
             raise located(("ids",), "an encode case states exactly one of ids or error")
         return self
+
+    @property
+    def input(self) -> "str | bytes":
+        return self.text if self.text is not None else bytes.fromhex(self.bytes)
 
 
 class DecodeCase(Case):

@@ -44,6 +44,13 @@ def require(producer, where: str) -> None:
                                        producer.version, installed)])
 
 
+def as_text(text: "str | bytes") -> str:
+    """A str-only tokenizer's input: bytes that are not UTF-8 pass through Python's decoder with
+    replacement (one U+FFFD per maximal invalid subpart). That is this adapter's choice, not the
+    tokenizer's: where it differs from a bytes tokenizer, the case documents a finding."""
+    return text if isinstance(text, str) else text.decode("utf-8", "replace")
+
+
 def _smollm():
     from tokenizers import pre_tokenizers
 
@@ -85,9 +92,9 @@ class HFTokenizer:
                                    for t in definition.added if t["type"] == "control"])
         self.tk = tk
 
-    def encode(self, text: str, special: bool, add_special: bool) -> list[int]:
+    def encode(self, text: "str | bytes", special: bool, add_special: bool) -> list[int]:
         self.tk.encode_special_tokens = not special
-        return self.tk.encode(text, add_special_tokens=add_special).ids
+        return self.tk.encode(as_text(text), add_special_tokens=add_special).ids
 
     def decode(self, ids: list[int], skip_special: bool) -> str:
         return self.tk.decode(ids, skip_special_tokens=skip_special)
@@ -138,8 +145,9 @@ class LlamaCppTokenizer:
 
         self.llm = llama_cpp.Llama(model_path=str(gguf_path), vocab_only=True, verbose=False)
 
-    def encode(self, text: str, special: bool, add_special: bool) -> list[int]:
-        return list(self.llm.tokenize(text.encode("utf-8"), add_bos=add_special, special=special))
+    def encode(self, text: "str | bytes", special: bool, add_special: bool) -> list[int]:
+        raw = text.encode("utf-8") if isinstance(text, str) else text  # llama.cpp takes bytes as they are
+        return list(self.llm.tokenize(raw, add_bos=add_special, special=special))
 
     def decode(self, ids: list[int], skip_special: bool) -> bytes:
         return bytes(self.llm.detokenize(ids, special=not skip_special))

@@ -266,6 +266,18 @@ def _check_added(c, definition: Definition, report: _Report) -> None:
 # --- cases ----------------------------------------------------------------------------------
 
 
+def encode_refusal(raw: "str | bytes") -> str | None:
+    """charter's encode policy: input that is not valid UTF-8 is refused before any tokenizer sees it
+    (an upstream tokenizer's own handling of such bytes is pinned by upstream cases)."""
+    if isinstance(raw, str):
+        return None
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"TextPolicyError: the input is not valid UTF-8 (byte {exc.start}: {exc.reason})"
+    return None
+
+
 def decode_refusal(ids: list[int], domain: int) -> str | None:
     """charter's decode policy: an id outside [0, ids) is refused before any decoder sees it."""
     for i, x in enumerate(ids):
@@ -315,11 +327,15 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
     for i, case in enumerate(c.encode):
         path = ("encode", i)
         result.cases += not capture or case.cls == "upstream_capture"
-        if case.cls == "contract_control" or case.ids is None:
-            report(Code.TEXT_ENCODE, (*path, "class"), "no encode policy refuses text: an encode case is an "
-                                                       "upstream capture with ids")
+        if case.cls == "contract_control":
+            refusal = encode_refusal(case.input)
+            if refusal != case.error:
+                report.mismatch(Code.TEXT_ENCODE, (*path, "error"), case.error, refusal, "the encode policy: ")
             continue
-        out = _ask(report, path, engine.encode, case.text, case.special, case.add_special)
+        if case.error is not None:
+            report(Code.TEXT_ENCODE, (*path, "error"), "an upstream encode case states ids, not a policy's refusal")
+            continue
+        out = _ask(report, path, engine.encode, case.input, case.special, case.add_special)
         if out is None:
             continue
         if capture:

@@ -132,7 +132,9 @@ class WordPiece:
             pieces.append((text[plain:], None))
         return pieces
 
-    def encode(self, text: str, special: bool, add_special: bool) -> list[int]:
+    def encode(self, text: "str | bytes", special: bool, add_special: bool) -> list[int]:
+        if isinstance(text, bytes):  # as charter.text.engines.as_text: Python's replacement decoding
+            text = text.decode("utf-8", "replace")
         ids: list[int] = []
         for piece, added in self._split_added(text, special):
             if added is not None:

@@ -75,11 +75,14 @@ def build(loaded: LoadedContract, spec_display_path: str) -> CasesView:
     encode = []
     for i, e in enumerate(c.encode):
         start, n = ids.add([cpp_int64(x) for x in e.ids or []])
+        raw = e.input if isinstance(e.input, bytes) else e.input.encode("utf-8")
         encode.append(Row(
-            py=f"EncodeCase({py_literal(e.name)}, {py_literal(e.cls)}, {py_literal(e.text)}, {e.special}, "
-               f"{e.add_special}, {py_literal(tuple(e.ids or ()))}, {py_literal(where(('encode', i)))})",
-            cpp=f"{{{cpp_sv(e.name)}, {CPP_CLASS[e.cls]}, {cpp_sv(e.text)}, {cpp_bool(e.special)}, "
-                f"{cpp_bool(e.add_special)}, {{{start}, {n}}}, {cpp_sv(where(('encode', i)))}}}"))
+            py=f"EncodeCase({py_literal(e.name)}, {py_literal(e.cls)}, bytes.fromhex({raw.hex()!r}), {e.special}, "
+               f"{e.add_special}, {py_literal(tuple(e.ids or ()))}, {py_literal(e.error)}, "
+               f"{py_literal(where(('encode', i)))})",
+            cpp=f"{{{cpp_sv(e.name)}, {CPP_CLASS[e.cls]}, {cpp_sv(raw.hex())}, {cpp_bool(e.special)}, "
+                f"{cpp_bool(e.add_special)}, {cpp_bool(e.error is not None)}, {{{start}, {n}}}, "
+                f"{cpp_sv(e.error or '')}, {cpp_sv(where(('encode', i)))}}}"))
     decode = []
     for i, d in enumerate(c.decode):
         start, n = ids.add([cpp_int64(x) for x in d.ids])
