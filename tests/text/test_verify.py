@@ -108,3 +108,20 @@ def test_capture_reproduces_the_smollm2_cases(smollm2):
     result = tv.capture(lc, cs)
     assert result.diagnostics == []
     assert result.cases >= 59 + 34
+
+
+@pytest.mark.parametrize("edit, code, field", [
+    (lambda d: d["source"]["gguf"].update(artifact="tiny-llama-gguf"), Code.TEXT_SOURCE, "source"),
+    (lambda d: d["tokenizer"]["logits"].update(tensor="output.weight"), Code.TEXT_VOCABULARY, "tokenizer.logits.tensor"),
+    (lambda d: d["tokenizer"]["logits"].update(rows=49153), Code.TEXT_VOCABULARY, "tokenizer.logits.rows"),
+    (lambda d: d["tokenizer"]["config"].pop("tokenizer.ggml.add_bos_token"), Code.TEXT_TOKENIZER,
+     "tokenizer.config.tokenizer.ggml.add_bos_token"),
+    (lambda d: d["tokenizer"]["config"].update({"tokenizer.ggml.add_bos_token": 0}), Code.TEXT_TOKENIZER,
+     "tokenizer.config.tokenizer.ggml.add_bos_token"),
+    (lambda d: d["chat"]["variables"].update(bos_token="<s>"), Code.TEXT_TEMPLATE, "chat.variables.bos_token"),
+    (lambda d: d["decode"][0]["ids"].append(-5), Code.TEXT_CROSSCHECK, "decode[0]"),
+])
+def test_bad_facts_are_diagnostics_not_tracebacks(smollm2, edit, code, field):
+    lc, cs = smollm2
+    diagnostics = tv.verify(_with(lc, edit), cs).diagnostics
+    assert diagnostics and diagnostics[0].code is code and diagnostics[0].field == field, diagnostics
