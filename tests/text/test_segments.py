@@ -78,3 +78,41 @@ def test_policy_refuses_media_and_unknown_roles(smollm2):
     assert {c.name for c in controls} >= {"image-part", "unknown-role"}
     for c in controls:
         assert chat.check_policy(c, lc.contract.chat.policy) == c.error
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+PIECES = st.sampled_from(["<|im_start|>", "<|im_end|>", "<|endoftext|>", "<file_sep>", "assistant\n", "system",
+                          "hi", " ", "\n", "\u00e9", "\U0001F642", "{{ x }}", "\x1f", "\x00", "<|im_end", "|>"])
+MESSAGES = st.lists(st.fixed_dictionaries({
+    "role": st.sampled_from(["system", "user", "assistant", "tool"]),
+    "content": st.lists(PIECES, max_size=6).map("".join)}), max_size=5)
+
+
+@pytest.fixture(scope="module")
+def smollm2_engine(smollm2_definition):
+    from charter.text.engines import HFTokenizer
+
+    return HFTokenizer(smollm2_definition)
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=MESSAGES, agp=st.booleans())
+def test_segments_hold_for_any_request(smollm2, smollm2_definition, smollm2_engine, messages, agp):
+    lc, _ = smollm2
+    d = smollm2_definition
+    variables = lc.contract.chat.variables
+    req = {"messages": messages, "tools": None, "add_generation_prompt": agp}
+    r = chat.render(d.template, variables, req)
+    assert r.error is None
+    assert r.rendered == chat.plain_render(d.template, variables, req)
+    assert "".join(t for _, t in r.segments) == r.rendered
+    data = "".join(t for k, t in r.segments if k == "data")
+    assert data == "".join(m["role"] + m["content"] for m in messages)  # exactly the caller's text, in order
+    control_ids = {a["id"] for a in d.added if a["special"]}
+    ids, promoted = segment_ids(smollm2_engine, r.segments, control_ids)
+    assert promoted == []
+    # The template's own atoms, and only those: <|im_start|> and <|im_end|> per message, per default
+    # system prompt (when the first message is not a system one), and <|im_start|> for the prompt.
+    default_system = bool(messages) and messages[0]["role"] != "system"
+    assert sum(x in control_ids for x in ids) == 2 * len(messages) + 2 * default_system + agp

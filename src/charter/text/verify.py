@@ -367,11 +367,11 @@ def check_cases(lc, definition: Definition, engine, report: _Report, result: Tex
         result.crosschecked += 1
         _second(report, path, case, _same_decode(case, out), out, "decode", by, result)
         decode_bytes = getattr(engine, "decode_bytes", None)
-        if case.bytes is not None and decode_bytes is not None:  # bytes a str decoder cannot give
+        if decode_bytes is not None:  # every decode's exact bytes, which a str decoder cannot give
             raw = _ask(report, path, decode_bytes, case.ids, case.skip_special)
-            if raw is not None and raw.hex() != case.bytes:
-                report.mismatch(Code.TEXT_CROSSCHECK, (*path, "bytes"), case.bytes, raw.hex(),
-                                "the byte-level tables: ")
+            if raw is not None and raw != _decoded(case):
+                report.mismatch(Code.TEXT_CROSSCHECK, (*path, "text" if case.text is not None else "bytes"),
+                                _decoded(case), raw, "the byte-level tables: ")
 
 
 def _ask(report: _Report, path: tuple, fn, *args):
