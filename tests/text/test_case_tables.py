@@ -30,7 +30,7 @@ def test_python_tables_are_the_contract(smollm2):
     assert all("".join(t for _, t in ch.segments) == ch.rendered for ch in m.CHAT if ch.rendered is not None)
     assert m.IDS == c.tokenizer.ids and m.LOGITS_ROWS == c.tokenizer.logits.rows
     assert all(x.where.startswith("specs/text/smollm2-135m-instruct-text.yaml:") for x in m.ENCODE + m.CHAT)
-    assert len(m.upstream(m.CHAT)) == 34
+    assert len(m.upstream(m.CHAT)) == 36
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
@@ -50,7 +50,7 @@ constexpr bool spans_inside() {
 static_assert(spans_inside());
 static_assert(s::kIds == 49152 && s::kLogitsRows == 49152 && m::kIds == 30522);
 static_assert(s::kAdded.size() == 17 && m::kAdded.size() == 5);
-static_assert(s::kChat.size() == 39 && s::kChat[34].cls == CaseClass::ContractControl && s::kChat[34].failed);
+static_assert(s::kChat.size() == 41 && s::kChat[36].cls == CaseClass::ContractControl && s::kChat[36].failed);
 static_assert(m::kDecode[0].output_hex == "5b434c535d2068656c6c6f2c20776f726c6421205b5345505d");
 """)
     proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",

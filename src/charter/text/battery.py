@@ -195,7 +195,7 @@ def _chat_equivalent(m: TextMutant, lc, definition) -> str | None:
     from charter.text import chat as chatmod
     from charter.text.contract import ChatCase
 
-    if m.path[:2] != ("chat", "cases") or len(m.path) < 4 or m.path[3] not in ("messages", "tools",
+    if m.path[:2] != ("chat", "cases") or len(m.path) < 4 or m.path[3] not in ("messages", "tools", "kwargs",
                                                                              "add_generation_prompt"):
         return None
     try:

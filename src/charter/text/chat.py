@@ -183,8 +183,9 @@ def request(case, defaults: dict) -> dict:
     """The template variables of a chat case: messages (only the fields the case sets), tools, flags."""
     messages = [m.model_dump(mode="json", exclude_unset=True) for m in case.messages]
     agp = case.add_generation_prompt if case.add_generation_prompt is not None else defaults.get("add_generation_prompt")
-    out = {"messages": messages, "tools": case.tools, "add_generation_prompt": agp}
-    return out
+    reserved = {"messages", "tools", "add_generation_prompt"}
+    return {**{k: v for k, v in case.kwargs.items() if k not in reserved},
+            "messages": messages, "tools": case.tools, "add_generation_prompt": agp}
 
 
 def render(source: str, variables: dict, req: dict) -> Render:
@@ -195,7 +196,9 @@ def render(source: str, variables: dict, req: dict) -> Render:
         return Render(None, None, error_text(exc))
     try:
         runs = _runs(template, variables, track(req))
-        probe = _runs(template, variables, track(req, probe=True))
+        # Only message and tool text is probed: flags and switches steer the template's control flow.
+        probed = {k: track(v, probe=k in ("messages", "tools")) for k, v in req.items()}
+        probe = _runs(template, variables, probed)
     except Exception as exc:  # the template's own error (TemplateError, TypeError, UndefinedError, ...)
         return Render(None, None, error_text(exc))
     text = "".join(t for _, t in runs)

@@ -212,6 +212,9 @@ class ChatCase(Case):
     messages: list[Message]
     tools: list[JsonValue] | None = None
     add_generation_prompt: StrictBool | None = Field(None, description="Unset: the contract's default.")
+    kwargs: dict[str, JsonValue] = Field(default_factory=dict, description=(
+        "Other template keyword arguments of the request (apply_chat_template's **kwargs): reasoning "
+        "switches such as enable_thinking."))
     rendered: str | None = None
     segments: list[Segment] | None = None
     ids: list[StrictInt] | None = Field(None, description="The segments tokenized by provenance, concatenated.")

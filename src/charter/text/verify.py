@@ -586,7 +586,8 @@ def upstream_render(template: str, ch, req: dict) -> tuple[str | None, str | Non
     v = ch.variables
     fmt = Jinja2ChatFormatter(template=template, eos_token=v.get("eos_token", ""), bos_token=v.get("bos_token", ""),
                               add_generation_prompt=bool(req["add_generation_prompt"]))
+    extra = {k: v for k, v in req.items() if k not in ("messages", "tools", "add_generation_prompt")}
     try:
-        return fmt(messages=req["messages"], tools=req["tools"]).prompt, None
+        return fmt(messages=req["messages"], tools=req["tools"], **extra).prompt, None
     except Exception as exc:  # the template's own error, as a case states it
         return None, chatmod.error_text(exc)
