@@ -116,3 +116,20 @@ def test_segments_hold_for_any_request(smollm2, smollm2_definition, smollm2_engi
     # system prompt (when the first message is not a system one), and <|im_start|> for the prompt.
     default_system = bool(messages) and messages[0]["role"] != "system"
     assert sum(x in control_ids for x in ids) == 2 * len(messages) + 2 * default_system + agp
+
+
+def test_raise_exception_type_differs_between_transformers_and_llama_cpp_python():
+    """A documented difference of the two Jinja2 environments (docs/provenance.md): transformers'
+    `raise_exception` raises TemplateError, llama-cpp-python's raises ValueError. SmolLM2's template
+    never raises, so no shipped case depends on it."""
+    pytest.importorskip("llama_cpp")
+    from types import SimpleNamespace
+
+    from charter.text.verify import upstream_render
+
+    template = "{{ raise_exception('only user and assistant roles are supported') }}"
+    req = {"messages": [], "tools": None, "add_generation_prompt": False}
+    ours = chat.render(template, {}, req).error
+    theirs = upstream_render(template, SimpleNamespace(variables={}), req)[1]
+    assert ours == "TemplateError: only user and assistant roles are supported"
+    assert theirs == "ValueError: only user and assistant roles are supported"
