@@ -254,8 +254,6 @@ MINILM_DECODE = [
 
 
 def minilm() -> None:
-    import shutil
-    import tempfile
 
     from charter.conforming.folders import MINILM_ZIP
     from charter.text.engines import HFTokenizer
