@@ -254,7 +254,6 @@ MINILM_DECODE = [
 
 
 def minilm() -> None:
-
     from charter.conforming.folders import MINILM_ZIP
     from charter.text.engines import HFTokenizer
     from charter.text.tables import from_tokenizer_json
