@@ -117,6 +117,10 @@ def smollm2_texts():
     for name, text in controls:
         out.append((name, text, True, False))
         out.append((name + "-literal", text, False, False))
+    # The pre-tokenizer's signature: where SmolLM2's individual digits differ from GPT-2's regex.
+    out += [("pre-space-digits", "in 2024 and 1999", False, False), ("pre-mixed-alnum", "x1y22z333 v1.2.3", False, False),
+            ("pre-other-numerals", "\u2166 \u0661\u0662\u0663 \u00bd \u2460", False, False),
+            ("pre-money", "price: $1,234.56 (1st, 2nd)", False, False)]
     out.append(("digits-split", "1234567890 and 42", False, False))
     out.append(("spaces-before-digits", "   123   456", False, False))
     # Bytes that are not UTF-8, as llama.cpp's tokenizer takes them (AFN-007: replacement behaviour).

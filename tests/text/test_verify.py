@@ -125,3 +125,19 @@ def test_bad_facts_are_diagnostics_not_tracebacks(smollm2, edit, code, field):
     lc, cs = smollm2
     diagnostics = tv.verify(_with(lc, edit), cs).diagnostics
     assert diagnostics and diagnostics[0].code is code and diagnostics[0].field == field, diagnostics
+
+
+def test_a_gguf_converted_with_the_wrong_pre_tokenizer_is_caught_by_behaviour(smollm2, smollm2_definition):
+    """llama.cpp#7476's class of bug: the same tables with another pre-tokenizer. Beyond the `pre`
+    fact, the cases themselves fail. Not where one would guess: SmolLM2's vocabulary has no multi-digit
+    tokens, so a digit run comes out as single digits either way (`numbers`, `digits-split` agree);
+    a space before digits does not (GPT-2's regex glues it to the run, SmolLM2's splits digits first)."""
+    import dataclasses
+
+    lc, cs = smollm2
+    wrong = dataclasses.replace(smollm2_definition, pre="gpt2", _digests={})
+    diagnostics = tv.verify(lc, cs, definition=wrong).diagnostics
+    assert diagnostics[0].code is Code.TEXT_TOKENIZER and diagnostics[0].field == "tokenizer.pre"
+    failed = {lc.contract.encode[int(d.field.split("[")[1].split("]")[0])].name
+              for d in diagnostics if d.code is Code.TEXT_CROSSCHECK}
+    assert failed == {"spaces-before-digits", "pre-other-numerals", "math-letters"}
