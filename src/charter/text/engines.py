@@ -151,3 +151,6 @@ class LlamaCppTokenizer:
 
     def decode(self, ids: list[int], skip_special: bool) -> bytes:
         return bytes(self.llm.detokenize(ids, special=not skip_special))
+
+    def close(self) -> None:
+        self.llm.close()

@@ -547,8 +547,11 @@ def capture(lc, cs) -> TextResult:
     if definition is not None:
         try:
             engine = _built(capture_engine, lc, definition)
-            check_cases(lc, definition, engine, report, result, by="capture", capture=True)
-            capture_chat(lc, definition, engine, report, result)
+            try:
+                check_cases(lc, definition, engine, report, result, by="capture", capture=True)
+                capture_chat(lc, definition, engine, report, result)
+            finally:
+                getattr(engine, "close", lambda: None)()
         except CharterError as exc:
             report.diagnostics.extend(exc.diagnostics)
     result.diagnostics = report.diagnostics
