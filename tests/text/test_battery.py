@@ -42,3 +42,18 @@ def test_operators_cover_every_case_field(smollm2):
     assert {"messages", "rendered", "segments", "ids", "flattened_controls", "error", "add_generation_prompt",
             "class", "rule", "tools"} <= chat_fields
     assert any(m.op == "segment kind" for m in mutants)
+
+
+def test_cli_runs_the_text_battery_and_refuses_what_does_not_apply(tmp_path, capsys):
+    from charter.cli import main
+    from tests.text.conftest import MINILM
+
+    out = tmp_path / "m.json"
+    assert main(["mutate", "--contract", str(MINILM), "--json", str(out)]) == 0
+    assert "mutations rejected" in capsys.readouterr().out
+    import json
+
+    report = json.loads(out.read_text())
+    assert report["outcomes"] and {o["verdict"] for o in report["outcomes"]} <= {"killed", "equivalent"}
+    assert main(["mutate", "--contract", str(MINILM), "--engine", "both"]) == 2
+    assert "do not apply" in capsys.readouterr().err

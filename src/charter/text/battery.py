@@ -354,6 +354,13 @@ def run_command(args, cs, contract_id: str) -> int:
     from charter.console import EXIT_OK, EXIT_REJECTED, print_diagnostics
 
     lc = cs.contracts[contract_id]
+    refused = [flag for flag, on in (("--artifact", getattr(args, "artifact", None)), ("--html", getattr(args, "html", None)),
+                                     ("--trace", getattr(args, "trace", False)), ("--only", getattr(args, "only", None)),
+                                     ("--engine both", getattr(args, "engine", "python") != "python")) if on]
+    if refused:
+        print(f"charter: a text battery mutates the contract and runs the offline verify; {', '.join(refused)} "
+              "do not apply", file=sys.stderr)
+        return 2
     start = time.monotonic()
     try:
         outcomes = run(lc, cs)
@@ -366,4 +373,13 @@ def run_command(args, cs, contract_id: str) -> int:
         print(f"{o.verdict}: {o.mutant.label}" + (f" ({o.diagnostic})" if o.diagnostic else ""))
     print(table(outcomes))
     print(f"{summary_line(outcomes)} in {time.monotonic() - start:.1f}s")
+    if getattr(args, "json", None):
+        import json
+
+        from charter import atomic
+
+        atomic.write_text(args.json, json.dumps({
+            "contract": contract_id, "summary": summary_line(outcomes),
+            "outcomes": [{"mutant": o.mutant.label, "group": group(o.mutant), "verdict": o.verdict,
+                          "diagnostic": o.diagnostic} for o in outcomes]}, indent=2, ensure_ascii=False) + "\n")
     return EXIT_REJECTED if failed else EXIT_OK
