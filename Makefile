@@ -25,7 +25,7 @@ QWEN4EXP := specs/artifacts/qwen4exp-text.yaml
 demo: $(STAMP)
 	$(BIN)/charter check specs/
 	$(BIN)/charter generate --check
-	$(BIN)/charter fixtures verify specs/provenance
+	$(BIN)/charter fixtures verify specs/provenance specs/text
 	$(BIN)/charter admit --contract $(SMOLLM2) --verify-payload
 	$(BIN)/charter admit --contract $(SMOLLM2) --engine cpp
 	rm -rf .demo && $(BIN)/charter freeze "$$($(BIN)/charter locate $(SMOLLM2))" --id smollm2-frozen -o .demo
@@ -45,6 +45,8 @@ battery: $(STAMP)
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 -q --engine both
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine both --only artifact
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine python --only contract
+	$(BIN)/charter mutate --contract specs/text/smollm2-135m-instruct-text.yaml
+	$(BIN)/charter mutate --contract specs/text/all-minilm-l6-v2-text.yaml
 	rm -rf .battery-folders && $(BIN)/python -m charter.conforming.folders .battery-folders
 	$(BIN)/charter mutate --contract specs/bundles/all-minilm-l6-v2-5-shards.yaml --artifact .battery-folders/minilm-5 -j 2 -q
 	rm -rf .battery-folders

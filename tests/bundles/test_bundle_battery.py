@@ -39,8 +39,8 @@ def test_the_battery_rejects_every_mutant(minilm_folders, shards):
 
 
 def test_workers_give_the_outcomes_of_one_process(minilm_folders):
-    serial = _battery(minilm_folders[2], CONTRACTS[2], companions=())
-    forked = _battery(minilm_folders[2], CONTRACTS[2], companions=(), jobs=2)
+    serial = _battery(minilm_folders[2], CONTRACTS[2], only="artifact", companions=())
+    forked = _battery(minilm_folders[2], CONTRACTS[2], only="artifact", companions=(), jobs=2)
     assert [(o.mutant.id, o.verdict, o.stage, o.code, o.field) for o in forked] == \
         [(o.mutant.id, o.verdict, o.stage, o.code, o.field) for o in serial] and len(serial) > 40
 

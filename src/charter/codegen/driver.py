@@ -97,6 +97,11 @@ def _label_outputs(cs: ContractSet) -> list[Output]:
     for lc in cs.of_kind("provenance"):
         for path, text in labels.render(lc, lc.doc.file):
             out.append(Output(path, normalize(text), {lc.doc.file: sha256_text(lc.doc.source)}))
+    from charter.codegen import textcases  # text contracts: case tables (charter.codegen.textcases)
+
+    for lc in cs.of_kind("text"):
+        for path, text in textcases.render(lc, lc.doc.file):
+            out.append(Output(path, normalize(text), {lc.doc.file: sha256_text(lc.doc.source)}))
     return out
 
 

@@ -19,6 +19,7 @@ from charter.contract.resolve import check_kernel, resolve_artifact, resolve_mod
 from charter.bundles.contract import BundleContract
 from charter.bundles.plan import BundlePlan
 from charter.bundles.resolve import resolve_bundle
+from charter.text.contract import TextContract, text_references
 from charter.language import STATUSES
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -144,6 +145,8 @@ def _check_references(cs: ContractSet, primary: set[str]) -> None:
                 cs.diagnostics.append(Diagnostic(
                     Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
                     location=lc.doc.where(("fixture",))))
+        elif isinstance(c, TextContract):
+            refs += text_references(c)
         for path, target, kind in refs:
             found = cs.contracts.get(target)
             if found is None or found.kind != kind:

@@ -1,4 +1,4 @@
-"""Every contract kind by its `kind:` name (the bundle kind lives in charter.bundles.contract)."""
+"""Every contract kind by its `kind:` name (the bundle kind lives in charter.bundles.contract, the text kind in charter.text.contract)."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ from typing import Union
 
 from charter.bundles.contract import BundleContract
 from charter.contract.models import ArtifactContract, Header, KernelContract, ModelContract, ProvenanceContract
+from charter.text.contract import TextContract
 
 CONTRACT_KINDS: dict[str, type[Header]] = {
     "model": ModelContract,
@@ -13,6 +14,7 @@ CONTRACT_KINDS: dict[str, type[Header]] = {
     "provenance": ProvenanceContract,
     "kernel": KernelContract,
     "bundle": BundleContract,
+    "text": TextContract,
 }
 
-Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract]
+Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract, TextContract]

@@ -51,6 +51,11 @@ def run_mutate(args) -> int:
         from charter.mutation.provenance_run import run_command
 
         return run_command(args, cs, provenance[0])
+    texts = [i for i in cs.primary if cs.contracts[i].kind == "text"]
+    if len(texts) == 1 and len(cs.primary) == 1:  # tokenizer and chat cases: the text battery
+        from charter.text.battery import run_command as run_text_command
+
+        return run_text_command(args, cs, texts[0])
     if len(cs.primary) == 1 and next(iter(cs.primary)) in cs.bundles:  # a model folder: the bundle battery
         from charter.mutation.bundle_run import run_command as run_bundle_command
 

@@ -49,7 +49,8 @@ def _load(args, *, capturing: bool):
 
     cs = load_set(args.paths, search_paths(args.paths, args.search))
     primary = {p.resolve() for p in discover(args.paths)}
-    chosen = [lc for lc in cs.of_kind("provenance") if lc.path is not None and lc.path.resolve() in primary]
+    chosen = [lc for lc in cs.of_kind("provenance") + cs.of_kind("text")  # text: charter.text.verify
+              if lc.path is not None and lc.path.resolve() in primary]
     diagnostics = cs.diagnostics
     if capturing:  # the fixture file is what capture makes: its absence is not an error here
         diagnostics = [d for d in diagnostics if not (d.code is Code.REF_DANGLING and d.field == "fixture")]
@@ -59,7 +60,7 @@ def _load(args, *, capturing: bool):
             print(f"{len(diagnostics)} error{'s' if len(diagnostics) != 1 else ''} in contracts", file=sys.stderr)
         return cs, None, EXIT_USAGE
     if not chosen:
-        print("charter: no provenance contracts among the given specs", file=sys.stderr)
+        print("charter: no provenance contracts (nor text contracts) among the given specs", file=sys.stderr)
         return cs, None, EXIT_USAGE
     return cs, sorted(chosen, key=lambda lc: lc.doc.file), 0
 
@@ -84,14 +85,22 @@ def cmd_verify(args: argparse.Namespace) -> int:
     cs, chosen, code = _load(args, capturing=False)
     if chosen is None:
         return code
+    from charter.text.commands import text_results
+
+    texts, chosen = text_results(chosen, cs, capture=False)
     results = [verify(lc, cs) for lc in chosen]
-    diagnostics = [d for r in results for d in r.diagnostics]
+    diagnostics = [d for r in results + texts for d in r.diagnostics]
     failed = sum(1 for r in results if r.diagnostics)
     arrays = sum(r.arrays for r in results)
     n = len(results)
-    payload = {"verified": not diagnostics, "fixtures": {r.contract_id: not r.diagnostics for r in results}}
+    payload = {"verified": not diagnostics, "fixtures": {r.contract_id: not r.diagnostics for r in results},
+               "text": {r.contract_id: not r.diagnostics for r in texts}}
+    failed += sum(1 for r in texts if r.diagnostics)
+    n += len(texts)
     return _report(diagnostics, args, payload,
-                   f"ok: {n} fixture{'s' if n != 1 else ''} verified ({arrays} arrays)",
+                   f"ok: {n} fixture{'s' if n != 1 else ''} verified ({arrays} arrays"
+                   + (f"; {sum(r.cases for r in texts)} text cases, {sum(r.crosschecked for r in texts)} "
+                      f"cross-checked, {sum(r.findings for r in texts)} documented findings" if texts else "") + ")",
                    f"{len(diagnostics)} problem{'s' if len(diagnostics) != 1 else ''} "
                    f"in {failed} of {n} fixture{'s' if n != 1 else ''}")
 
@@ -107,18 +116,25 @@ def cmd_capture(args: argparse.Namespace) -> int:
     if args.output and len(chosen) != 1:
         print("charter: --output needs exactly one provenance spec", file=sys.stderr)
         return EXIT_USAGE
+    from charter.text.commands import text_results
+
+    texts, chosen = text_results(chosen, cs, capture=True)
     results = [capture(lc, cs, output=Path(args.output) if args.output else None,
                        update_digests=args.update_digests) for lc in chosen]
-    diagnostics = [d for r in results for d in r.diagnostics]
+    diagnostics = [d for r in results + texts for d in r.diagnostics]
+    if args.format == "text":
+        for r in texts:
+            if not r.diagnostics:
+                print(f"reproduced {r.contract_id}: {r.cases} upstream cases byte for byte")
     if args.format == "text":
         for r in results:
             if not r.diagnostics:
                 state = "wrote" if r.wrote else "unchanged"
                 extra = f"; updated digests of {', '.join(r.updated)}" if r.updated else ""
                 print(f"{state} {display_path(r.output)} ({len(r.arrays)} arrays){extra}")
-    failed = sum(1 for r in results if r.diagnostics)
-    n = len(results)
-    payload = {"captured": not diagnostics,
+    failed = sum(1 for r in results + texts if r.diagnostics)
+    n = len(results) + len(texts)
+    payload = {"captured": not diagnostics, "text": {r.contract_id: not r.diagnostics for r in texts},
                "fixtures": {r.contract_id: {"output": str(r.output), "wrote": r.wrote, "updated": r.updated}
                             for r in results}}
     return _report(diagnostics, args, payload,
