@@ -3,6 +3,8 @@
 // NaN, quiet or signalling; e8m0's 0xff), ggml's `ggml_validate_row_data` verdict. The field
 // table (offsets and kinds per codec) is charter.formats.values'; the caller passes it.
 //
+// Integer tensors with bounds are scanned by first_out_of_bounds, below.
+//
 // Blocks are scanned in groups: a group is first tested without branches (the loop the compiler
 // vectorizes), and only a group holding a bad value is scanned again, block by block and field by
 // field in offset order, for the first one.
@@ -116,6 +118,45 @@ inline Bad first_bad(const unsigned char* data, std::uint64_t size, std::uint32_
           out.raw = raw;
           return out;
         }
+      }
+    }
+  }
+  return out;
+}
+
+// --- bounds (Note [Value bounds] in charter/formats/values.py) -----------------------------------
+// The first element of an integer tensor's run outside [lo, hi], both inclusive. T is the
+// element's type (std::int8_t ... std::uint64_t); a side left open is passed as T's extreme.
+
+template <class T>
+struct OutOfBounds {
+  bool found = false;
+  std::uint64_t index = 0;  // the element's index in the run
+  T value = 0;
+};
+
+template <class T>
+inline OutOfBounds<T> first_out_of_bounds(const unsigned char* data, std::uint64_t size, T lo, T hi) {
+  OutOfBounds<T> out;
+  const std::uint64_t n = size / sizeof(T);
+  constexpr std::uint64_t kGroup = 4096;
+  for (std::uint64_t first = 0; first < n; first += kGroup) {
+    const std::uint64_t last = first + kGroup < n ? first + kGroup : n;
+    bool bad = false;
+    for (std::uint64_t i = first; i < last; ++i) {  // no branch: the loop the compiler vectorizes
+      T v;
+      std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+      bad |= (v < lo) | (v > hi);
+    }
+    if (!bad) continue;
+    for (std::uint64_t i = first; i < last; ++i) {
+      T v;
+      std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+      if (v < lo || v > hi) {
+        out.found = true;
+        out.index = i;
+        out.value = v;
+        return out;
       }
     }
   }

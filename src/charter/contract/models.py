@@ -421,6 +421,24 @@ class ValueException(Strict):
     reason: str = Field(min_length=1, description="Why these tensors may hold non-finite values.")
 
 
+class ValueBound(Strict):
+    """Inclusive bounds on the elements of integer tensors (docs/contracts.md#value-bounds)."""
+
+    tensors: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        min_length=1, description="fnmatch patterns over the contract's tensor names; each must match one, and "
+                                  "every tensor matched must have an integer codec.")
+    min: IntOrExpr | None = Field(None, description="The least value an element may hold (inclusive); a literal or "
+                                                    "an expression over the constants. Must fit the codec.")
+    max: IntOrExpr | None = Field(None, description="The greatest value an element may hold (inclusive); a literal "
+                                                    "or an expression over the constants. Must fit the codec.")
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> "ValueBound":
+        if self.min is None and self.max is None:
+            raise located(("tensors",), "a bound states min, max or both")
+        return self
+
+
 class ValuePolicy(Strict):
     """What the payload stage checks in the values of tensors (docs/contracts.md#values): ggml's own
     verdict (`ggml_validate_row_data`), streamed with the payload digests. Finite is not correct:
@@ -434,6 +452,9 @@ class ValuePolicy(Strict):
                                           "under `default: unchecked`; each must match a tensor.")
     exceptions: dict[Name, ValueException] = Field(
         default_factory=dict, description="Named classes of tensors left unchecked, each with its reason.")
+    bounds: dict[Name, ValueBound] = Field(
+        default_factory=dict, description="Named classes of integer tensors whose every element must lie in "
+                                          "[min, max], whatever `default` says.")
 
     @model_validator(mode="after")
     def _finite_needs_unchecked_default(self) -> "ValuePolicy":
