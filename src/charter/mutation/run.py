@@ -147,7 +147,8 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
             plan = _resolve(b, *m.make())
         except CharterError:
             continue
-        if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent).changed:
+        if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent,
+                   b.artifact_path).changed:
             plans[library.checker_key(plan)] = plan
     if plans:
         b.cpp_keys = library.load(plans, cache, jobs)
@@ -274,7 +275,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
     after = checks_of(plan)
-    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent)
+    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent, b.artifact_path)
     if not prediction.changed:
         if m.equivalent:
             return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
