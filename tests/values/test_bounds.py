@@ -26,7 +26,6 @@ from charter.mutation.run import all_mutants, load_battery, run_mutant
 from tests.admission.conftest import admit, assert_admitted, assert_rejected
 from tests.conftest import ROOT
 from tests.frozen import freeze
-from tests.mutmut.views import ctx, diag, rejection, tensor, view
 
 MINILM = "specs/artifacts/all-minilm-l6-v2-safetensors.yaml"
 ENGINES = ("python", "cpp")
@@ -178,36 +177,6 @@ def test_numpy_and_cpp_scanners_agree(kind, width, lo, hi):
         _native.first_out_of_bounds(b"", kind, lo - 1, hi)
     with pytest.raises(ValueError):
         _native.first_out_of_bounds(b"", kind, lo, hi + 1)
-
-
-@pytest.mark.parametrize("native", (False, True))
-def test_the_first_element_out_whatever_the_chunks(tmp_path, monkeypatch, native):
-    """Context.payload over a two-tensor view: bounds with one open side, the first finding in
-    file order, the side's own location, whole elements per chunk."""
-    from charter.admission import runtime
-
-    monkeypatch.setattr(runtime, "PAYLOAD_CHUNK", 7)
-    data = bytearray(b"H" * 64 + struct.pack("<4h", 3, 4, 5, 6) + bytes([0, 1, 1, 0]))
-    path = tmp_path / "b.bin"
-    ts = [tensor("a", (4,), "I16", 64, 72), tensor("m", (4,), "BOOL", 72, 76)]
-    bounds = (("a", ("a",), None, 5, None, "V:3:3"), ("m", ("m",), None, 1, None, "V:4:4"))
-
-    def payload():
-        path.write_bytes(bytes(data))
-        c = ctx(view(tensors=ts, fmt="safetensors", header_end=64, data_offset=64), path=str(path))
-        c._native_values = native
-        return c.payload(file_sha256=None, tensors=(), padding="any", at=None, padding_at=None, bounds=bounds)
-
-    assert rejection(payload) == diag("PAYLOAD_BOUND", "values.a[3]",
-                                      "a: element 3 (I16) is 6 at byte 70, above the bound max 5", "<= 5", "6",
-                                      "V:3:3", 70)
-    data[70:72] = struct.pack("<h", -32768)  # min is open: the I16's own least value is in bounds
-    data[74] = 7
-    assert rejection(payload) == diag("PAYLOAD_BOUND", "values.m[2]",
-                                      "m: element 2 (BOOL) is 7 at byte 74, above the bound max 1", "<= 1", "7",
-                                      "V:4:4", 74)
-    data[74] = 1
-    assert payload() is None
 
 
 # --- the battery ---------------------------------------------------------------------------------
