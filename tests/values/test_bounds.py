@@ -247,3 +247,25 @@ def test_a_cpp_scanner_that_disagrees_is_an_error(battery, monkeypatch):
     m = next(m for m in _bound_mutants(b) if m.side == "artifact" and m.expect is not None)
     outcome = run_mutant(b, m)
     assert outcome.verdict is Verdict.ERROR and "engines disagree" in outcome.detail, outcome
+
+
+@pytest.mark.slow
+def test_contract_bound_mutants_with_both_engines(battery, tmp_path, monkeypatch):
+    """The checkers of the mutated contracts compiled (about 20 s): each bound leaf's mutant gets
+    the same verdict from the C++ engine, whose payload stage scans with charter/values.hpp; a C++
+    scanner naming another element is an engine disagreement."""
+    from charter import _native
+    from charter.mutation.run import prepare_cpp
+
+    b = dataclasses.replace(battery, engines="both")
+    mutants = [m for m in _bound_mutants(b) if m.side == "contract"]
+    prepare_cpp(b, mutants, tmp_path / "cache")
+    for m in mutants:
+        outcome = run_mutant(b, m)
+        assert outcome.verdict.passes, (m.id, outcome)
+    real = _native.first_out_of_bounds
+    monkeypatch.setattr(_native, "first_out_of_bounds",
+                        lambda *a: None if (hit := real(*a)) is None else (hit[0] + 1, hit[1]))
+    tightened = next(m for m in mutants if m.operator == "+1")
+    outcome = run_mutant(b, tightened)
+    assert outcome.verdict is Verdict.ERROR and "engines disagree" in outcome.detail, outcome
