@@ -204,6 +204,7 @@ def test_the_bound_mutants(battery):
         *(f"contract:artifact:values.bounds.positions.tensors[0]:{op}" for op in ("empty", "case", "edit one char")),
         *(f"contract:artifact:values.bounds.positions.min:{op}" for op in ("+1", "-1", "uint32 max")),
         *(f"contract:artifact:values.bounds.positions.max:expression {op}" for op in ("+1", "-1")),
+        "contract:artifact:values.bounds.positions:rename key", "contract:artifact:values.bounds.positions:drop entry",
     ])
 
 

@@ -441,8 +441,9 @@ class ValueBound(Strict):
 
 class ValuePolicy(Strict):
     """What the payload stage checks in the values of tensors (docs/contracts.md#values): ggml's own
-    verdict (`ggml_validate_row_data`), streamed with the payload digests. Finite is not correct:
-    the policy proves no value is an infinity or a NaN, nothing about what the values are."""
+    verdict (`ggml_validate_row_data`), and bounds on integer tensors, streamed with the payload
+    digests. Finite is not correct, nor is in bounds: the policy proves no value is an infinity or
+    a NaN and no bounded element is out of its range, nothing about what the values are."""
 
     default: Literal["finite", "unchecked"] = Field(
         "finite", description="The rule of every tensor that `finite` and `exceptions` do not name: `finite` "
@@ -482,7 +483,8 @@ class ArtifactContract(Header):
     exclusions: list[Exclusion] = Field(default_factory=list)
     payload: Payload | None = None
     values: ValuePolicy | None = Field(None, description="Value policy checked by the payload stage (finite "
-                                                         "floats and block scales); none: values are not checked.")
+                                                         "floats and block scales, bounds on integer tensors); "
+                                                         "none: values are not checked.")
 
     @model_validator(mode="after")
     def _gguf_names_and_ranks(self) -> "ArtifactContract":

@@ -308,8 +308,9 @@ def _containers(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
 
 
 _RENAMABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "constants", "derived", "tokenizer.special",
-              "config.keys")
-_DROPPABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "tokenizer.special", "config.keys")
+              "config.keys", "values.bounds")
+_DROPPABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "tokenizer.special", "config.keys",
+              "values.bounds")
 _LISTS = ("tensors", "tokenizer.stop", "tokenizer.stop_ids", "invariants", "metadata.forbidden", "exclusions")
 
 
