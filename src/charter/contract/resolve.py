@@ -328,11 +328,15 @@ def _value_bounds(c: _Collector, a: ArtifactContract, env: dict, tensors: tuple[
             hits = [t for t in tensors if fnmatch.fnmatchcase(t.name, pattern)]
             if not hits:
                 c.error(Code.SPEC_INVALID, (*where, "tensors", i), f"pattern {pattern!r} matches no tensor of the contract")
+            floats = [t for t in hits if t.codec not in integers]
+            if floats:  # once per pattern: `*` over a model of floats is one mistake, not thousands
+                more = f" (and {len(floats) - 1} more)" if len(floats) > 1 else ""
+                c.error(Code.SPEC_INVALID, (*where, "tensors", i),
+                        f"tensor {floats[0].name!r}{more} is {floats[0].codec}: bounds apply to integer tensors "
+                        f"({', '.join(integers)})")
+                continue
             for t in hits:
-                if t.codec not in integers:
-                    c.error(Code.SPEC_INVALID, (*where, "tensors", i),
-                            f"tensor {t.name!r} is {t.codec}: bounds apply to integer tensors ({', '.join(integers)})")
-                elif t.name in bounded and bounded[t.name] != name:
+                if t.name in bounded and bounded[t.name] != name:
                     c.error(Code.SPEC_INVALID, (*where, "tensors", i),
                             f"tensor {t.name!r} is bounded twice ({bounded[t.name]} and {name})")
                 elif t.name in excepted:
