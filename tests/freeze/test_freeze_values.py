@@ -59,3 +59,12 @@ def test_tensors_that_cannot_be_finite_are_named_exceptions(capsys, tmp_path):
 def test_a_folder_is_refused(capsys, tmp_path):
     (tmp_path / "folder").mkdir()
     assert _freeze(capsys, tmp_path / "folder", tmp_path / "out", "--values") == 2
+
+
+def test_an_empty_tensor_name_that_would_be_excepted_is_refused(capsys, tmp_path):
+    from safetensors.numpy import save_file
+
+    path = tmp_path / "model.safetensors"
+    save_file({"": np.array([np.inf], np.float32), "w": np.ones(2, np.float32)}, str(path))
+    assert _freeze(capsys, path, tmp_path / "specs", "--values") == 2
+    assert not (tmp_path / "specs").exists()

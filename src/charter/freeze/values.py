@@ -41,6 +41,10 @@ def value_policy(path: Path, fmt: str) -> dict:
                 if rule.first_bad(f.read(min(step, t.end - pos)), 0) is not None:
                     bad.append(t.name)
                     break
+    if "" in no_rule + bad:  # safetensors allows the empty name; a pattern cannot be empty
+        from charter.freeze import FreezeRefused
+
+        raise FreezeRefused(f"{path}: --values would except the tensor with the empty name, which no pattern states")
     exceptions = {}
     if no_rule:
         exceptions["no_value_rule"] = {"tensors": [_literal(n) for n in no_rule],
