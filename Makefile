@@ -40,7 +40,9 @@ demo: $(STAMP)
 # the real SmolLM2 contract with both engines; of the Qwen4Exp store contract, the artifact mutants
 # (store bytes included) with both engines and the contract mutants with the Python engine (their
 # C++ side, a library of 1,104 mutated checkers to compile, is in make test-slow and make demo).
-# Then the bundle battery over the real MiniLM folder in 5 shards (Python engine; docs/bundles.md).
+# Then the real MiniLM weights against their artifact contract with both engines (its value policy:
+# finite F32 elements, the bound on embeddings.position_ids), and the bundle battery over the real
+# MiniLM folder in 5 shards (Python engine; docs/bundles.md).
 battery: $(STAMP)
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 -q --engine both
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine both --only artifact
@@ -48,6 +50,7 @@ battery: $(STAMP)
 	$(BIN)/charter mutate --contract specs/text/smollm2-135m-instruct-text.yaml
 	$(BIN)/charter mutate --contract specs/text/all-minilm-l6-v2-text.yaml
 	rm -rf .battery-folders && $(BIN)/python -m charter.conforming.folders .battery-folders
+	$(BIN)/charter mutate --contract specs/artifacts/all-minilm-l6-v2-safetensors.yaml --artifact .battery-folders/minilm/model.safetensors -j 2 -q --engine both
 	$(BIN)/charter mutate --contract specs/bundles/all-minilm-l6-v2-5-shards.yaml --artifact .battery-folders/minilm-5 -j 2 -q
 	rm -rf .battery-folders
 

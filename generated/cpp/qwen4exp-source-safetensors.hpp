@@ -287,7 +287,7 @@ inline bool check_policy([[maybe_unused]] rt::Context& ctx) {
 
 // Opt-in: streams the file once (bounded memory) for digests, zero padding and the value policy.
 inline bool check_payload([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.payload({}, rt::Span<rt::KeyAt>{}, "any"sv, {}, "specs/artifacts/qwen4exp-source-safetensors.yaml:170:3"sv, rt::Span<rt::ValueRuleRow>{})) return false;
+  if (!ctx.payload({}, rt::Span<rt::KeyAt>{}, "any"sv, {}, "specs/artifacts/qwen4exp-source-safetensors.yaml:170:3"sv, rt::Span<rt::ValueRuleRow>{}, rt::Span<rt::ValueBoundRow>{})) return false;
   return true;
 }
 

@@ -282,7 +282,7 @@ inline bool check_policy([[maybe_unused]] rt::Context& ctx) {
 // Opt-in: streams the file once (bounded memory) for digests, zero padding and the value policy.
 inline bool check_payload([[maybe_unused]] rt::Context& ctx) {
   // specs/artifacts/smollm2-135m-instruct-q4_1.yaml:105:3
-  if (!ctx.payload("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"sv, rt::Span<rt::KeyAt>{}, "zero"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:105:3"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12"sv, rt::span(kValueRules))) return false;
+  if (!ctx.payload("b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"sv, rt::Span<rt::KeyAt>{}, "zero"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:105:3"sv, "specs/artifacts/smollm2-135m-instruct-q4_1.yaml:101:12"sv, rt::span(kValueRules), rt::Span<rt::ValueBoundRow>{})) return false;
   return true;
 }
 

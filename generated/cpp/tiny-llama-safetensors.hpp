@@ -144,7 +144,7 @@ inline bool check_policy([[maybe_unused]] rt::Context& ctx) {
 
 // Opt-in: streams the file once (bounded memory) for digests, zero padding and the value policy.
 inline bool check_payload([[maybe_unused]] rt::Context& ctx) {
-  if (!ctx.payload({}, rt::Span<rt::KeyAt>{}, "zero"sv, {}, "specs/artifacts/tiny-llama-safetensors.yaml:43:12"sv, rt::Span<rt::ValueRuleRow>{})) return false;
+  if (!ctx.payload({}, rt::Span<rt::KeyAt>{}, "zero"sv, {}, "specs/artifacts/tiny-llama-safetensors.yaml:43:12"sv, rt::Span<rt::ValueRuleRow>{}, rt::Span<rt::ValueBoundRow>{})) return false;
   return true;
 }
 

@@ -207,6 +207,7 @@ def check_payload(ctx):
         at=None,
         padding_at='specs/artifacts/qwen4exp-source-safetensors.yaml:170:3',
         values=(),
+        bounds=(),
     )
 
 

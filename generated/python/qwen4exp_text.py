@@ -353,6 +353,7 @@ def check_payload(ctx):
         at=None,
         padding_at='specs/artifacts/qwen4exp-text.yaml:141:12',
         values=(),
+        bounds=(),
     )
 
 

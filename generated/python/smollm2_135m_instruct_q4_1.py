@@ -363,6 +363,7 @@ def check_payload(ctx):
         values=(
             ('default', ('*',), True, 'specs/artifacts/smollm2-135m-instruct-q4_1.yaml:103:12'),
         ),
+        bounds=(),
     )
 
 

@@ -301,6 +301,7 @@ def check_payload(ctx):
         at=None,
         padding_at='specs/artifacts/tiny-llama-gguf.yaml:116:12',
         values=(),
+        bounds=(),
     )
 
 

@@ -122,6 +122,7 @@ def check_payload(ctx):
         at=None,
         padding_at='specs/artifacts/tiny-llama-safetensors.yaml:43:12',
         values=(),
+        bounds=(),
     )
 
 

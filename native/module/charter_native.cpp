@@ -14,10 +14,12 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
+#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "charter/admission.hpp"
@@ -478,6 +480,36 @@ NB_MODULE(_native, m) {
     return nb::make_tuple(bad.block, bad.field, bad.raw);
   }, nb::arg("data"), nb::arg("block_bytes"), nb::arg("fields"),
      "The first bad value of the whole blocks of `data` (charter/values.hpp): (block, field index, raw bits), or None.");
+
+  m.def("first_out_of_bounds", [](nb::handle data, const std::string& kind, nb::int_ lo, nb::int_ hi) -> nb::object {
+    Buffer buf(data);
+    auto scan = [&](auto zero) -> nb::object {
+      using T = decltype(zero);
+      using Wide = std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>;
+      Wide low = 0, high = 0;
+      if (!nb::try_cast<Wide>(lo, low) || !nb::try_cast<Wide>(hi, high) || low < std::numeric_limits<T>::min() ||
+          high > std::numeric_limits<T>::max()) {
+        throw nb::value_error(("a bound does not fit " + kind).c_str());
+      }
+      rt::values::OutOfBounds<T> bad;
+      {
+        nb::gil_scoped_release release;
+        bad = rt::values::first_out_of_bounds<T>(buf.data(), buf.size(), static_cast<T>(low), static_cast<T>(high));
+      }
+      if (!bad.found) return nb::none();
+      return nb::make_tuple(bad.index, static_cast<Wide>(bad.value));
+    };
+    if (kind == "i8") return scan(std::int8_t{});
+    if (kind == "u8") return scan(std::uint8_t{});
+    if (kind == "i16") return scan(std::int16_t{});
+    if (kind == "u16") return scan(std::uint16_t{});
+    if (kind == "i32") return scan(std::int32_t{});
+    if (kind == "u32") return scan(std::uint32_t{});
+    if (kind == "i64") return scan(std::int64_t{});
+    if (kind == "u64") return scan(std::uint64_t{});
+    throw nb::value_error(("unknown integer kind " + kind).c_str());
+  }, nb::arg("data"), nb::arg("kind"), nb::arg("lo"), nb::arg("hi"),
+     "The first element of the whole elements of `data` outside [lo, hi] (charter/values.hpp): (index, value), or None.");
 
   m.attr("JSON_MAX_DEPTH") = rt::json::kMaxDepth;
   m.attr("GGUF_MAX_HEADER_BYTES") = rt::gguf::kMaxHeaderBytes;

@@ -69,6 +69,11 @@ def first_bad_value(data: object, block_bytes: int, fields: object) -> object:
     The first bad value of the whole blocks of `data` (charter/values.hpp): (block, field index, raw bits), or None.
     """
 
+def first_out_of_bounds(data: object, kind: str, lo: int, hi: int) -> object:
+    """
+    The first element of the whole elements of `data` outside [lo, hi] (charter/values.hpp): (index, value), or None.
+    """
+
 JSON_MAX_DEPTH: int = 800
 
 GGUF_MAX_HEADER_BYTES: int = 67108864

@@ -159,6 +159,7 @@ class Code(str, Enum):
     PAYLOAD_PADDING = "PAYLOAD_PADDING"
     PAYLOAD_FILE_DIGEST = "PAYLOAD_FILE_DIGEST"
     PAYLOAD_VALUE = "PAYLOAD_VALUE"
+    PAYLOAD_BOUND = "PAYLOAD_BOUND"
     # --- bundles: the file set (charter.bundles.files) ---------------------------------------
     BUNDLE_FILE_MISSING = "BUNDLE_FILE_MISSING"
     BUNDLE_FILE_UNEXPECTED = "BUNDLE_FILE_UNEXPECTED"

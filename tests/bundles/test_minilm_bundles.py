@@ -64,7 +64,11 @@ def test_freeze_writes_one_model_and_one_artifact_contract_for_every_sharding(mi
     capsys.readouterr()
     assert texts[1] == texts[2] == texts[5]  # the inventory is stated once, whatever the sharding
     shipped = (SPECS / "artifacts" / "all-minilm-l6-v2-safetensors.yaml").read_text()
-    assert _facts(texts[1]) == _facts(shipped.replace("all-minilm-l6-v2-", "m-"))
+    # The shipped value policy (finite floats, the bound on embeddings.position_ids) is written by
+    # hand: freeze states what the header says, never a policy over the values.
+    head, policy = shipped.split("\nvalues:\n")
+    assert "\n" not in policy.strip("\n").replace("\n  ", "  ")  # the policy is the last section
+    assert _facts(texts[1]) == _facts(head.replace("all-minilm-l6-v2-", "m-") + "\n")
 
 
 def _facts(text: str) -> list[str]:
@@ -175,6 +179,38 @@ def test_a_weight_file_digest_is_a_payload_fact(minilm_folders, tmp_path):
     assert admit(folder, CONTRACTS[2]).admitted  # header-only: the payload is not read
     rejected(admit(folder, CONTRACTS[2], verify_payload=True), "payload", "PAYLOAD_FILE_DIGEST",
              "model-00002-of-00002.safetensors")
+
+
+@pytest.mark.parametrize("engine", ("python", "cpp"))
+def test_a_position_id_out_of_bounds_is_found_before_the_digest(minilm_folders, tmp_path, monkeypatch, engine):
+    """The weight file's value policy runs before the bundle's digest of it (the more precise
+    finding), with the C++ engine's scanner for --engine cpp."""
+    import struct
+
+    from charter.formats.safetensors import read_safetensors
+
+    folder = linked_copy(minilm_folders[5], tmp_path / "f")
+    shard = next(name for name in sorted(os.listdir(folder)) if name.endswith(".safetensors")
+                 and any(t.name == "embeddings.position_ids" for t in read_safetensors(str(folder / name)).tensors))
+    h = read_safetensors(str(folder / shard))
+    t = next(t for t in h.tensors if t.name == "embeddings.position_ids")
+    data = bytearray((folder / shard).read_bytes())
+    offset = h.data_offset + t.begin + 8 * 511
+    data[offset:offset + 8] = struct.pack("<q", 512)
+    replace(folder / shard, bytes(data))
+    cs = load_set([CONTRACTS[5]], [SPECS])
+    plan = next(iter(cs.bundles.values()))
+    checker = choose.python_checker(cs, plan.artifact.id, ROOT / "generated").module
+    key = choose.cpp_checker(cs, plan.artifact, tmp_path / "cache").key if engine == "cpp" else None
+    from charter import _native
+
+    scans = []
+    real = _native.first_out_of_bounds
+    monkeypatch.setattr(_native, "first_out_of_bounds", lambda *a: scans.append(a[1]) or real(*a))
+    report = admit_bundle(folder, plan, checker, verify_payload=True, cpp_key=key)
+    assert scans == (["i64"] if engine == "cpp" else [])
+    d = rejected(report, "payload", "PAYLOAD_BOUND", shard)
+    assert (d.field, d.offset, d.expected, d.actual) == ("values.embeddings.position_ids[511]", offset, "<= 511", "512")
 
 
 # --- the shards stage --------------------------------------------------------------------------

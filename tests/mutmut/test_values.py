@@ -143,3 +143,41 @@ def test_a_safetensors_element_is_its_dtype_in_whole_bytes():
     width = runtime._block_bytes("safetensors")
     assert [width(d) for d in ("F32", "BF16", "F64", "U8")] == [4, 2, 8, 1]
     assert type(width("F32")) is int
+
+
+@pytest.mark.parametrize("native", (False, True))
+def test_the_first_element_out_whatever_the_chunks(tmp_path, monkeypatch, native):
+    """Context.payload over a two-tensor view: bounds with one open side, the first finding in
+    file order, the side's own location, whole elements per chunk."""
+    from charter import _native
+
+    monkeypatch.setattr(runtime, "PAYLOAD_CHUNK", 7)
+    scanned = []
+    real = _native.first_out_of_bounds
+    monkeypatch.setattr(_native, "first_out_of_bounds", lambda *a: scanned.append(a[1:]) or real(*a))
+    data = bytearray(b"H" * 64 + struct.pack("<4h", 3, 4, 5, 6) + bytes([0, 1, 1, 0]))
+    path = tmp_path / "b.bin"
+    ts = [tensor("a", (4,), "I16", 64, 72), tensor("m", (4,), "BOOL", 72, 76)]
+    bounds = (("a", ("a",), None, 5, None, "V:3:3"), ("m", ("m",), None, 1, None, "V:4:4"))
+
+    def payload():
+        path.write_bytes(bytes(data))
+        c = ctx(view(tensors=ts, fmt="safetensors", header_end=64, data_offset=64), path=str(path))
+        c._native_values = native
+        return c.payload(file_sha256=None, tensors=(), padding="any", at=None, padding_at=None, bounds=bounds)
+
+    assert rejection(payload) == diag("PAYLOAD_BOUND", "values.a[3]",
+                                      "a: element 3 (I16) is 6 at byte 70, above the bound max 5", "<= 5", "6",
+                                      "V:3:3", 70)
+    data[70:72] = struct.pack("<h", -32768)  # min is open: the I16's own least value is in bounds
+    data[74] = 7
+    assert rejection(payload) == diag("PAYLOAD_BOUND", "values.m[2]",
+                                      "m: element 2 (BOOL) is 7 at byte 74, above the bound max 1", "<= 1", "7",
+                                      "V:4:4", 74)
+    data[74] = 1
+    assert payload() is None
+    a, m = ("i16", -32768, 5), ("u8", 0, 1)  # a in chunks of 6 bytes, then 2; m in one
+    assert scanned == [a, a] + [a, a, m] * 2 if native else not scanned
+    bounds = ()
+    data[70:72] = struct.pack("<h", 9)
+    assert payload() is None  # no bound, nothing scanned

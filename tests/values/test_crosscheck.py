@@ -69,9 +69,36 @@ REENCODED = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ2_S
              "IQ1_M", "IQ4_NL", "IQ4_XS", "NVFP4")
 
 
+def quantize_q8_k(x: np.ndarray) -> np.ndarray:
+    """Q8_K blocks of `x` (rows of 256), as ggml's quantize_row_q8_K_ref writes them: f32 d, int8
+    qs[256], int16 bsums[16]; gguf-py has no Q8_K quantizer."""
+    x = x.reshape(-1, 256).astype(np.float32)
+    at = np.abs(x).argmax(axis=1)
+    peak = x[np.arange(len(x)), at]
+    iscale = np.where(peak != 0, np.float32(-127) / np.where(peak != 0, peak, 1), 0).astype(np.float32)
+    q = np.minimum(127, np.rint(iscale[:, None] * x)).astype(np.int8)
+    d = np.where(iscale != 0, 1 / np.where(iscale != 0, iscale, 1), 0).astype("<f4")
+    bsums = q.reshape(-1, 16, 16).astype(np.int16).sum(axis=2).astype("<i2")
+    return np.concatenate([d[:, None].view(np.uint8), q.view(np.uint8), bsums.view(np.uint8)], axis=1)
+
+
+def quantize_q1_0(x: np.ndarray) -> np.ndarray:
+    """Q1_0 blocks of `x` (rows of 128), as ggml's quantize_row_q1_0_ref writes them: f16 d (the
+    block's mean magnitude), one sign bit per element, LSB first; gguf-py has no Q1_0."""
+    x = x.reshape(-1, 128).astype(np.float32)
+    d = np.abs(x).mean(axis=1).astype("<f2")
+    bits = np.packbits((x >= 0).astype(np.uint8).reshape(-1, 16, 8), axis=2, bitorder="little").reshape(-1, 16)
+    return np.concatenate([d[:, None].view(np.uint8), bits], axis=1)
+
+
+REFERENCE = {"Q8_K": quantize_q8_k, "Q1_0": quantize_q1_0}  # codecs gguf-py can neither quantize nor dequantize
+
+
 def _blocks(payload, codec: str, n_blocks: int) -> np.ndarray:
     """n_blocks real-format blocks of `codec`, as rows of bytes."""
     t = GGML_TYPES_BY_NAME[codec]
+    if codec in REFERENCE:
+        return REFERENCE[codec](_weights(payload, n_blocks * t.block_size))
     if codec in QUANTIZED or codec in ("Q4_1", "Q8_0", "F32"):
         q = quantize(_weights(payload, n_blocks * t.block_size), GGMLQuantizationType[codec])
         return np.ascontiguousarray(q).view(np.uint8).reshape(n_blocks, t.block_bytes)

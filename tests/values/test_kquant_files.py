@@ -1,5 +1,5 @@
-"""GGUF files of every k-quant and i-quant, written by gguf's GGUFWriter from real SmolLM2 bytes
-(re-encoded blocks: tests/values/test_crosscheck.py `_blocks`), frozen by `charter freeze` and given
+"""GGUF files of every k-quant and i-quant, Q8_K and Q1_0, written by gguf's GGUFWriter from real
+SmolLM2 bytes (re-encoded or quantized blocks: tests/values/test_crosscheck.py `_blocks`), frozen by `charter freeze` and given
 `values: {default: finite}`: admitted with --verify-payload, and a NaN in the last block's last
 scale field of each is rejected with its tensor, block, field and byte, by both engines."""
 
@@ -19,7 +19,8 @@ from tests.frozen import freeze
 from tests.values.test_crosscheck import _blocks, payload  # noqa: F401  (the real SmolLM2 tensors)
 
 CODECS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S",
-          "IQ1_M", "IQ4_NL", "IQ4_XS", "Q4_0", "Q5_0", "Q5_1", "TQ1_0", "TQ2_0", "MXFP4", "BF16", "F16")
+          "IQ1_M", "IQ4_NL", "IQ4_XS", "Q4_0", "Q5_0", "Q5_1", "TQ1_0", "TQ2_0", "MXFP4", "BF16", "F16",
+          "Q8_K", "Q1_0")  # the last two quantized from real weights by ggml's reference rule (test_crosscheck)
 
 
 @pytest.fixture(scope="module")
@@ -68,6 +69,8 @@ def test_a_nan_in_the_last_scale_is_rejected(capsys, tmp_path, quants_file, code
                                                 for k, w in enumerate(words)))
     elif field.kind == "e8m0":
         data[offset] = 0xFF
+    elif field.kind == "f32":  # Q8_K's d
+        struct.pack_into("<I", data, offset, 0x7FC00000)
     else:
         struct.pack_into("<H", data, offset, 0x7E00 if field.kind == "f16" else 0x7FC0)
     copy.write_bytes(bytes(data))

@@ -947,11 +947,13 @@ class Context {
   // --- payload -------------------------------------------------------------------------------
   // The payload stage streams the file; a C++ checker works over a header span and never reads
   // the file, so it only carries the facts (digests, padding, value rules) for a caller that can
-  // stream: charter.engines.cpp runs the payload stage, values included, with the Python runtime.
+  // stream: charter.engines.cpp runs the payload stage, values and bounds included, with the Python
+  // runtime, which scans them with charter/values.hpp.
   bool payload(std::string_view file_sha256, Span<KeyAt> tensor_sha256, std::string_view padding,
-               std::string_view at_file_sha256, std::string_view at_padding, Span<ValueRuleRow> values) {
+               std::string_view at_file_sha256, std::string_view at_padding, Span<ValueRuleRow> values,
+               Span<ValueBoundRow> bounds) {
     (void)file_sha256; (void)tensor_sha256; (void)padding; (void)at_file_sha256; (void)at_padding;
-    (void)values;
+    (void)values; (void)bounds;
     return true;
   }
 

@@ -136,6 +136,18 @@ struct ValueRuleRow {
   std::string_view at;
 };
 
+// One bound of the value policy (Note [Value bounds] in charter/formats/values.py): every element
+// of the integer tensors its patterns match lies in [min, max] (a side with has_* false is open).
+struct ValueBoundRow {
+  std::string_view name;
+  Span<Glob> patterns;
+  bool has_min;
+  Int min;
+  bool has_max;
+  Int max;
+  std::string_view min_at, max_at;
+};
+
 struct ExclusionRow {
   std::string_view name;
   Span<Glob> patterns;

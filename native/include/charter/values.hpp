@@ -3,6 +3,8 @@
 // NaN, quiet or signalling; e8m0's 0xff), ggml's `ggml_validate_row_data` verdict. The field
 // table (offsets and kinds per codec) is charter.formats.values'; the caller passes it.
 //
+// Integer tensors with bounds are scanned by first_out_of_bounds, below.
+//
 // Blocks are scanned in groups: a group is first tested without branches (the loop the compiler
 // vectorizes), and only a group holding a bad value is scanned again, block by block and field by
 // field in offset order, for the first one.
@@ -11,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "charter/tables.hpp"
 
@@ -120,6 +123,67 @@ inline Bad first_bad(const unsigned char* data, std::uint64_t size, std::uint32_
     }
   }
   return out;
+}
+
+// --- bounds (Note [Value bounds] in charter/formats/values.py) -----------------------------------
+// The first element of an integer tensor's run outside [lo, hi], both inclusive. T is the
+// element's type (std::int8_t ... std::uint64_t); a side left open is passed as T's extreme.
+
+template <class T>
+struct OutOfBounds {
+  bool found = false;
+  std::uint64_t index = 0;  // the element's index in the run
+  T value = 0;
+};
+
+// Whether any of the N elements at p lies outside [lo, lo + range]: v - lo, wrapped to U, is at
+// most range exactly when v is in bounds, so one unsigned compare per element, accumulated in U.
+// N is a constant, so GCC vectorizes the loop even at -O2 (its cheap cost model refuses loops of
+// unknown trip count, and a bool accumulator in the 8-bit loop).
+template <class T, std::uint64_t N>
+inline bool any_out_of_bounds(const unsigned char* p, T lo, std::make_unsigned_t<T> range) {
+  using U = std::make_unsigned_t<T>;
+  U bad = 0;
+  for (std::uint64_t i = 0; i < N; ++i) {
+    T v;
+    std::memcpy(&v, p + i * sizeof(T), sizeof(T));
+    bad |= static_cast<U>(static_cast<U>(static_cast<U>(v) - static_cast<U>(lo)) > range);
+  }
+  return bad != 0;
+}
+
+// The first element of [first, last) outside [lo, hi], element by element.
+template <class T>
+inline OutOfBounds<T> first_out_of_bounds_in(const unsigned char* data, std::uint64_t first, std::uint64_t last,
+                                             T lo, T hi) {
+  OutOfBounds<T> out;
+  for (std::uint64_t i = first; i < last; ++i) {
+    T v;
+    std::memcpy(&v, data + i * sizeof(T), sizeof(T));
+    if (v < lo || v > hi) {
+      out.found = true;
+      out.index = i;
+      out.value = v;
+      return out;
+    }
+  }
+  return out;
+}
+
+template <class T>
+inline OutOfBounds<T> first_out_of_bounds(const unsigned char* data, std::uint64_t size, T lo, T hi) {
+  static_assert(std::is_integral_v<T>, "bounds are on integer elements");
+  using U = std::make_unsigned_t<T>;
+  const std::uint64_t n = size / sizeof(T);
+  const U range = static_cast<U>(static_cast<U>(hi) - static_cast<U>(lo));
+  constexpr std::uint64_t kGroup = 4096;
+  std::uint64_t first = 0;
+  for (; first + kGroup <= n; first += kGroup) {  // whole groups: tested without branches first
+    if (any_out_of_bounds<T, kGroup>(data + first * sizeof(T), lo, range)) {
+      return first_out_of_bounds_in(data, first, first + kGroup, lo, hi);
+    }
+  }
+  return first_out_of_bounds_in(data, first, n, lo, hi);  // the last, partial group
 }
 
 }  // namespace charter::rt::values

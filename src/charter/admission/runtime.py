@@ -474,13 +474,19 @@ class Context:
     # --- payload -----------------------------------------------------------------------------
 
     def payload(self, *, file_sha256: str | None, tensors: Iterable[tuple[str, str, str | None]], padding: str,
-                at: str | None, padding_at: str | None, values: Iterable[tuple] = ()) -> None:
+                at: str | None, padding_at: str | None, values: Iterable[tuple] = (),
+                bounds: Iterable[tuple] = ()) -> None:
         """Stream the file once with a bounded buffer: whole-file digest, tensor digests, zero padding,
-        and the value policy (rows (name, patterns, check, at); Note [Value rules]). A bad value is
-        found while its tensor streams, so it is reported before that tensor's digest is compared."""
+        and the value policy (rows (name, patterns, check, at), Note [Value rules]; bounds (name,
+        patterns, min, max, min_at, max_at), Note [Value bounds]). A bad value is found while its
+        tensor streams, so it is reported before that tensor's digest is compared."""
         v = self.view
         wanted = {name: (sha, where) for name, sha, where in tensors}
         checked = self._value_rules(tuple(values))
+        if bounds:
+            from charter.admission.values import tensor_bounds
+
+            checked.update(tensor_bounds(v.tensors, tuple(bounds), v.format, self._native_values))
         zero = padding == "zero"
         whole = hashlib.sha256() if file_sha256 is not None else None  # no digest pinned: nothing to hash
         with open(self.path, "rb") if self._payload_reader is None else _ReaderFile(self._payload_reader) as f:
@@ -521,9 +527,7 @@ class Context:
             if values is not None:
                 bad = values.first_bad(chunk, (pos - start) // values.block_bytes)
                 if bad is not None:
-                    offset = start + bad.index * values.block_bytes + bad.field.offset
-                    self.fail(Code.PAYLOAD_VALUE, values.field_path(bad), values.message(bad, offset), values.at,
-                              "finite", describe_value(bad), offset)
+                    self.fail(*values.finding(bad, start))
             if whole is not None:
                 whole.update(chunk)
             if also is not None:
@@ -557,12 +561,6 @@ class _ReaderFile:
         data = self._read(self._pos, length)
         self._pos += len(data)
         return data
-
-
-def describe_value(bad) -> str:
-    from charter.formats.values import describe
-
-    return describe(bad.field.kind, bad.raw)
 
 
 def _block_bytes(fmt: str):

@@ -16,7 +16,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from charter.formats.values import KIND_BYTES, VALUE_FIELDS, ValueField, describe
+from charter.diagnostics import Code
+from charter.formats.values import INTEGER_ELEMENTS, KIND_BYTES, VALUE_FIELDS, IntegerElement, ValueField, describe
 
 
 class BadValue(NamedTuple):
@@ -79,6 +80,12 @@ class TensorValues:
             bits = _field_bits(data, n, f, self.block_bytes)
             yield f, bits, (bits & _EXPONENT[f.kind]) == _EXPONENT[f.kind]
 
+    def finding(self, bad: BadValue, start: int) -> tuple:
+        """Context.fail's arguments for `bad`, in the tensor whose extent starts at file byte `start`."""
+        offset = start + bad.index * self.block_bytes + bad.field.offset
+        return Code.PAYLOAD_VALUE, self.field_path(bad), self.message(bad, offset), self.at, "finite", \
+            describe(bad.field.kind, bad.raw), offset
+
     def field_path(self, bad: BadValue) -> str:
         if self.element:
             return f"values.{self.name}[{bad.index}]"
@@ -90,6 +97,80 @@ class TensorValues:
             return f"{self.name}: element {bad.index} ({self.codec}) is {what} at byte {offset}"
         return (f"{self.name}: block {bad.index} of {self.codec}, field {bad.field.name}, is {what} at byte "
                 f"{offset}")
+
+
+class OutOfBounds(NamedTuple):
+    """The first element of a chunk outside its tensor's bounds: its index in the tensor, its value."""
+
+    index: int
+    value: int
+
+
+_INTEGER_DTYPES = {f"{sign}{bits}": np.dtype(f"<{sign}{bits // 8}") for sign in "iu" for bits in (8, 16, 32, 64)}
+
+
+class TensorBounds:
+    """The bounds of one integer tensor (Note [Value bounds] in charter.formats.values): every
+    element in [lo, hi]; a side the rule leaves open is the codec's own extreme."""
+
+    def __init__(self, name: str, codec: str, element: IntegerElement, rule, native=None):
+        self.name = name
+        self.codec = codec
+        self.block_bytes = element.bytes  # one element per block: the payload stage's chunking
+        self.kind = element.kind
+        _, _, self.min, self.max, self.min_at, self.max_at = rule
+        dtype = _INTEGER_DTYPES[element.kind]
+        info = np.iinfo(dtype)
+        self.lo = info.min if self.min is None else self.min
+        self.hi = info.max if self.max is None else self.max
+        self._dtype = dtype
+        self._bounds = (dtype.type(self.lo), dtype.type(self.hi))
+        self._native = native  # charter._native.first_out_of_bounds (the C++ engine), or None: numpy
+
+    def chunk_bytes(self, chunk: int) -> int:
+        return max(self.block_bytes, chunk // self.block_bytes * self.block_bytes)
+
+    def first_bad(self, data: bytes, first: int) -> OutOfBounds | None:
+        """The first element of the whole elements of `data` outside [lo, hi]; `first` is the index
+        of its first element in the tensor."""
+        if self._native is not None:
+            hit = self._native(data, self.kind, self.lo, self.hi)
+            return None if hit is None else OutOfBounds(first + hit[0], hit[1])
+        a = np.frombuffer(data, self._dtype, len(data) // self.block_bytes)
+        lo, hi = self._bounds
+        bad = (a < lo) | (a > hi)
+        if not bad.any():
+            return None
+        i = int(bad.argmax())
+        return OutOfBounds(first + i, int(a[i]))
+
+    def finding(self, bad: OutOfBounds, start: int) -> tuple:
+        """Context.fail's arguments for `bad`: the bound it breaks is the fact it cites."""
+        offset = start + bad.index * self.block_bytes
+        below = bad.value < self.lo
+        side, bound, at = ("min", self.lo, self.min_at) if below else ("max", self.hi, self.max_at)
+        message = (f"{self.name}: element {bad.index} ({self.codec}) is {bad.value} at byte {offset}, "
+                   f"{'below' if below else 'above'} the bound {side} {bound}")
+        return Code.PAYLOAD_BOUND, f"values.{self.name}[{bad.index}]", message, at, \
+            f"{'>=' if below else '<='} {bound}", str(bad.value), offset
+
+
+def tensor_bounds(tensors, bounds, fmt: str, native: bool = False) -> dict[str, TensorBounds]:
+    """The bounded tensors by name (rows of charter.contract.plan.BoundRule, as generated checkers
+    pass them; `charter check` made sure each tensor has one bound and an integer codec). `native`:
+    the elements are scanned by the C++ runtime (charter/values.hpp), as the C++ engine does."""
+    integers = INTEGER_ELEMENTS[fmt]
+    scan = None
+    if native:
+        from charter import _native
+
+        scan = _native.first_out_of_bounds
+    out: dict[str, TensorBounds] = {}
+    for t in tensors:
+        rule = next((r for r in bounds if any(fnmatch.fnmatchcase(t.name, p) for p in r[1])), None)
+        if rule is not None and t.codec in integers:
+            out[t.name] = TensorBounds(t.name, t.codec, integers[t.codec], rule, scan)
+    return out
 
 
 def _field_bits(data: bytes, n: int, f: ValueField, block_bytes: int) -> np.ndarray:

@@ -22,7 +22,8 @@ tensor is missed in another. The bundle's stages sit where the facts they own ar
                 later splits' checks read it.
 * tensors .. policy -- each weight file's, over the tensors the contract places in it (a tensor
                 missing from every shard is missing from the one it is placed in).
-* payload    -- opt-in: each weight file's sha256 (under `files`) and its own payload stage.
+* payload    -- opt-in: each weight file's own payload stage (its value policy: a bad value is the
+                more precise finding), then its sha256 (under `files`).
 
 The per-file stages run the artifact contract's generated checker with the file's share of the
 inventory (Context.only); the bundle's facts are checked from its resolved plan.
@@ -94,7 +95,8 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
             raise _Failed(Stage.CONTAINER, verdict.diagnostic, shard)
     if unreadable is not None:
         raise _Failed(Stage.CONTAINER, unreadable[1], unreadable[0])
-    contexts = {shard: _context(root, plan, shard, views, split_set, require_status) for shard in plan.weights}
+    contexts = {shard: _context(root, plan, shard, views, split_set, require_status, cpp_key is not None)
+                for shard in plan.weights}
     documents: dict[str, object] = {}  # companion -> its JSON, once the companions stage read it
     for stage in BUNDLE_STAGES[1:]:
         if stage is Stage.COMPANIONS:
@@ -107,9 +109,7 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
             for shard, ctx in contexts.items():
                 if split_set and stage.value in HEADER_STAGES and shard != plan.weights[0]:
                     continue  # the set's metadata is the first split's (Note [GGUF split sets])
-                if stage is Stage.PAYLOAD:
-                    _weights_digest(root, plan, shard)
-                elif verdicts:
+                if stage is not Stage.PAYLOAD and verdicts:
                     if verdicts[shard].failed is stage:
                         raise _Failed(stage, verdicts[shard].diagnostic, shard)
                     continue
@@ -117,6 +117,8 @@ def _run(root: Path, plan: BundlePlan, checker: ModuleType, report: BundleReport
                     stages[stage.value](ctx)
                 except Rejected as r:
                     raise _Failed(stage, r, shard) from None
+                if stage is Stage.PAYLOAD:  # after the file's own payload stage: a bad value or element
+                    _weights_digest(root, plan, shard)  # is the more precise owner of bytes a digest also pins
             if stage is Stage.TOKENIZER:
                 _bundle_stage(stage, report, lambda: check_special_ids(plan, documents, views), record=False)
             if stage is Stage.POLICY:
@@ -143,14 +145,16 @@ def _cpp_verdicts(root: Path, plan: BundlePlan, key: str, require_status: str | 
 
 
 def _context(root: Path, plan: BundlePlan, shard: str, views: dict[str, ArtifactView], split_set: bool,
-             require_status: str | None) -> Context:
+             require_status: str | None, native_values: bool = False) -> Context:
     """The context of one weight file: its share of the inventory; in a GGUF split set, the set's
-    metadata (the first split's, split keys owned by the shards stage) for the checks that read it."""
+    metadata (the first split's, split keys owned by the shards stage) for the checks that read it.
+    `native_values`: the payload stage's values and bounds are scanned by charter/values.hpp, as
+    `--engine cpp` scans those of one file."""
     view = views[shard]
     if split_set and shard != plan.weights[0]:
         view = dataclasses.replace(view, meta=views[plan.weights[0]].meta)
     return Context(view, str(root / shard), require_status, only=plan.held_by(shard),
-                   owned_keys=SPLIT_KEYS if split_set else frozenset())
+                   owned_keys=SPLIT_KEYS if split_set else frozenset(), native_values=native_values)
 
 
 def _shards(root: Path, plan: BundlePlan, views: dict[str, ArtifactView], split_set: bool) -> None:

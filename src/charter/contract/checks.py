@@ -24,7 +24,8 @@ from typing import ClassVar, NamedTuple, Union
 
 from charter.diagnostics import ADMISSION_STAGES, Location, Stage
 from charter.contract.plan import (
-    ArtifactPlan, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, ValueRule, value_of,
+    ArtifactPlan, BoundRule, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, ValueRule,
+    value_of,
 )
 
 At = Location | None
@@ -315,6 +316,7 @@ class Payload:
     at: At  # file_sha256's
     padding_at: At
     values: tuple[ValueRule, ...] = ()  # the value policy, first matching rule decides (Note [Value rules])
+    bounds: tuple[BoundRule, ...] = ()  # bounds on integer tensors (Note [Value bounds])
 
 
 Check = Union[
@@ -445,7 +447,7 @@ def _policy(p: ArtifactPlan):
 def _payload(p: ArtifactPlan):
     yield Payload(file_sha256=p.payload.file_sha256 if p.payload else None, tensors=p.payload.tensors if p.payload else (),
                   padding=p.layout.padding.value, at=p.payload.at if p.payload else None, padding_at=p.layout.padding.at,
-                  values=p.values)
+                  values=p.values, bounds=p.bounds)
 
 
 _BUILDERS = {

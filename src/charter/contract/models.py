@@ -421,10 +421,29 @@ class ValueException(Strict):
     reason: str = Field(min_length=1, description="Why these tensors may hold non-finite values.")
 
 
+class ValueBound(Strict):
+    """Inclusive bounds on the elements of integer tensors (docs/contracts.md#value-bounds)."""
+
+    tensors: list[Annotated[str, StringConstraints(min_length=1)]] = Field(
+        min_length=1, description="fnmatch patterns over the contract's tensor names; each must match one, and "
+                                  "every tensor matched must have an integer codec.")
+    min: IntOrExpr | None = Field(None, description="The least value an element may hold (inclusive); a literal or "
+                                                    "an expression over the constants. Must fit the codec.")
+    max: IntOrExpr | None = Field(None, description="The greatest value an element may hold (inclusive); a literal "
+                                                    "or an expression over the constants. Must fit the codec.")
+
+    @model_validator(mode="after")
+    def _some_bound(self) -> "ValueBound":
+        if self.min is None and self.max is None:
+            raise located(("tensors",), "a bound states min, max or both")
+        return self
+
+
 class ValuePolicy(Strict):
     """What the payload stage checks in the values of tensors (docs/contracts.md#values): ggml's own
-    verdict (`ggml_validate_row_data`), streamed with the payload digests. Finite is not correct:
-    the policy proves no value is an infinity or a NaN, nothing about what the values are."""
+    verdict (`ggml_validate_row_data`), and bounds on integer tensors, streamed with the payload
+    digests. Finite is not correct, nor is in bounds: the policy proves no value is an infinity or
+    a NaN and no bounded element is out of its range, nothing about what the values are."""
 
     default: Literal["finite", "unchecked"] = Field(
         "finite", description="The rule of every tensor that `finite` and `exceptions` do not name: `finite` "
@@ -434,6 +453,9 @@ class ValuePolicy(Strict):
                                           "under `default: unchecked`; each must match a tensor.")
     exceptions: dict[Name, ValueException] = Field(
         default_factory=dict, description="Named classes of tensors left unchecked, each with its reason.")
+    bounds: dict[Name, ValueBound] = Field(
+        default_factory=dict, description="Named classes of integer tensors whose every element must lie in "
+                                          "[min, max], whatever `default` says.")
 
     @model_validator(mode="after")
     def _finite_needs_unchecked_default(self) -> "ValuePolicy":
@@ -461,7 +483,8 @@ class ArtifactContract(Header):
     exclusions: list[Exclusion] = Field(default_factory=list)
     payload: Payload | None = None
     values: ValuePolicy | None = Field(None, description="Value policy checked by the payload stage (finite "
-                                                         "floats and block scales); none: values are not checked.")
+                                                         "floats and block scales, bounds on integer tensors); "
+                                                         "none: values are not checked.")
 
     @model_validator(mode="after")
     def _gguf_names_and_ranks(self) -> "ArtifactContract":

@@ -194,6 +194,18 @@ class ValueRule(NamedTuple):
     at: Location | None
 
 
+class BoundRule(NamedTuple):
+    """One bound of the value policy (Note [Value bounds] in charter.formats.values): every element
+    of the integer tensors its patterns match lies in [min, max]; None: that side is unbounded."""
+
+    name: str
+    patterns: tuple[str, ...]  # fnmatch patterns over tensor names
+    min: int | None
+    max: int | None
+    min_at: Location | None  # the fact each side's finding cites
+    max_at: Location | None
+
+
 @dataclass(frozen=True)
 class PayloadPlan:
     file_sha256: str | None
@@ -228,6 +240,7 @@ class ArtifactPlan:
     payload: PayloadPlan | None
     source: PinnedSource | None = None  # where `charter admit --contract` finds the file
     values: tuple[ValueRule, ...] = ()  # the value policy's rules, in order; () when there is none
+    bounds: tuple[BoundRule, ...] = ()  # the value policy's bounds on integer tensors
 
     @property
     def status(self) -> str:

@@ -15,7 +15,7 @@ import re
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
-from charter.formats.values import VALUE_FIELDS
+from charter.formats.values import INTEGER_ELEMENTS, VALUE_FIELDS
 from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
 from charter.language import expand
 from charter.contract import braces, expr
@@ -23,6 +23,7 @@ from charter.contract.load import LoadedContract
 from charter.contract.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
 from charter.contract.plan import (
     ArtifactPlan,
+    BoundRule,
     CodecCheck,
     Component,
     ExclusionCheck,
@@ -242,6 +243,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
     layout = a.layout.model_dump()
     payload = a.payload
     values = _value_rules(c, a, tensors)
+    bounds = _value_bounds(c, a, env, tensors)
     c.finish()
     raw = loaded.doc.source.encode("utf-8")
     return ArtifactPlan(
@@ -262,7 +264,7 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
                                                       for n, d in payload.tensors.items()), c.at("payload"))
         if payload else None,
         source=PinnedSource(a.source.package, a.source.path, a.source.sha256, a.source.size) if a.source else None,
-        values=values,
+        values=values, bounds=bounds,
     )
 
 
@@ -303,6 +305,70 @@ def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck,
                     f"tensor {t.name!r} is {t.codec}, a codec without a value rule; except it under "
                     f"values.exceptions. Codecs with a value rule: {', '.join(fields)}")
     return tuple(rules)
+
+
+def _value_bounds(c: _Collector, a: ArtifactContract, env: dict, tensors: tuple[TensorCheck, ...]
+                  ) -> tuple[BoundRule, ...]:
+    """The value policy's bounds (Note [Value bounds] in charter.formats.values). Every pattern
+    names a tensor, every tensor named has an integer codec (a float's or a block's bytes are not
+    integers), each side fits the codec of every tensor it bounds, min <= max, and a tensor has at
+    most one bound and is not also excepted."""
+    policy = a.values
+    if policy is None or not policy.bounds:
+        return ()
+    integers = INTEGER_ELEMENTS[a.format]
+    excepted = {n: name for name, e in policy.exceptions.items() for p in e.tensors
+                for n in (t.name for t in tensors) if fnmatch.fnmatchcase(n, p)}
+    bounded: dict[str, str] = {}
+    out = []
+    for name, b in policy.bounds.items():
+        where = ("values", "bounds", name)
+        matched: list[TensorCheck] = []
+        for i, pattern in enumerate(b.tensors):
+            hits = [t for t in tensors if fnmatch.fnmatchcase(t.name, pattern)]
+            if not hits:
+                c.error(Code.SPEC_INVALID, (*where, "tensors", i), f"pattern {pattern!r} matches no tensor of the contract")
+            floats = [t for t in hits if t.codec not in integers]
+            if floats:  # once per pattern: `*` over a model of floats is one mistake, not thousands
+                more = f" (and {len(floats) - 1} more)" if len(floats) > 1 else ""
+                c.error(Code.SPEC_INVALID, (*where, "tensors", i),
+                        f"tensor {floats[0].name!r}{more} is {floats[0].codec}: bounds apply to integer tensors "
+                        f"({', '.join(integers)})")
+                continue
+            for t in hits:
+                if t.name in bounded and bounded[t.name] != name:
+                    c.error(Code.SPEC_INVALID, (*where, "tensors", i),
+                            f"tensor {t.name!r} is bounded twice ({bounded[t.name]} and {name})")
+                elif t.name in excepted:
+                    c.error(Code.SPEC_INVALID, (*where, "tensors", i),
+                            f"tensor {t.name!r} is both excepted ({excepted[t.name]}) and bounded ({name})")
+                elif t.name not in bounded:
+                    bounded[t.name] = name
+                    matched.append(t)
+        sides = {}
+        for side in ("min", "max"):
+            raw = getattr(b, side)
+            if raw is None:
+                sides[side] = None
+                continue
+            value = c.attempt(_value, c, raw, env, (*where, side))
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+                c.error(Code.EXPR_TYPE, (*where, side), f"{side} is {value!r}, not an integer")
+                value = None
+            for t in matched if value is not None else ():
+                element = integers[t.codec]
+                if not element.lo <= value <= element.hi:
+                    c.error(Code.EXPR_RANGE, (*where, side), f"{side} {value} does not fit {t.codec} "
+                                                             f"({element.lo}..{element.hi}), the codec of {t.name!r}")
+                    break
+            sides[side] = value
+        if sides["min"] is not None and sides["max"] is not None and sides["min"] > sides["max"]:
+            c.error(Code.SPEC_INVALID, (*where, "min"), f"min {sides['min']} is greater than max {sides['max']}: "
+                                                        "no element could be admitted")
+        out.append(BoundRule(name, tuple(b.tensors), sides["min"], sides["max"],
+                             c.at(*where, "min") if b.min is not None else None,
+                             c.at(*where, "max") if b.max is not None else None))
+    return tuple(out)
 
 
 def _located(c: _Collector, value, *path) -> Located | None:

@@ -18,6 +18,19 @@ encoding charter does not model (safetensors' F8/F6/F4 and complex dtypes) has n
 that would check one of its tensors is refused by `charter check`, by name, with the codecs that
 have one (charter.contract.resolve).
 
+Note [Value bounds]
+~~~~~~~~~~~~~~~~~~~
+An integer tensor holds nothing non-finite, but it can hold an element no reader expects: a
+position id of 512 in a table of 512 positions, a negative token id, a boolean byte of 2. A
+contract bounds such tensors by name (`values.bounds`: patterns, inclusive `min` and `max`,
+literals or expressions over the constants); `charter check` refuses a bound on a tensor without
+an integer codec and a bound that does not fit the codec (an I8's `max: 128`, a U8's `min: -1`).
+The payload stage streams a bounded tensor in the same pass as the digests and reports the first
+element outside its bounds (PAYLOAD_BOUND: the tensor, the element's index, its file byte, the
+bound it breaks and its value). Bounds apply whatever `default` says: they are stated per
+tensor, and a tensor that a bound names cannot also be excepted. Like finiteness, a bound is not
+correctness: `0 <= id <= 511` admits 512 ids in any order.
+
 Offsets are bytes into the block (`block_*` structs of ggml-common.h, little-endian, packed).
 This module imports nothing heavy: the header-only admission path may import it.
 """
@@ -87,6 +100,35 @@ SAFETENSORS_VALUE_FIELDS: dict[str, tuple[ValueField, ...]] = {
 VALUE_FIELDS: dict[str, dict[str, tuple[ValueField, ...]]] = {
     "gguf": GGML_VALUE_FIELDS,
     "safetensors": SAFETENSORS_VALUE_FIELDS,
+}
+
+
+class IntegerElement(NamedTuple):
+    """An integer codec's element, for value bounds (Note [Value bounds]): its scanner kind, width
+    and the range a bound must fit."""
+
+    kind: str  # "i8", "u8", "i16", "u16", "i32", "u32", "i64" or "u64" (little-endian)
+    bytes: int
+    lo: int
+    hi: int
+
+
+def _integer(kind: str, lo: int | None = None, hi: int | None = None) -> IntegerElement:
+    bits = int(kind[1:])
+    signed = kind[0] == "i"
+    low = -(1 << (bits - 1)) if signed else 0
+    high = (1 << (bits - 1)) - 1 if signed else (1 << bits) - 1
+    return IntegerElement(kind, bits // 8, low if lo is None else lo, high if hi is None else hi)
+
+
+# codec -> its element, per format. A safetensors BOOL is one byte that holds 0 or 1: bounds on it
+# fit 0..1, and its bytes are scanned as u8, so a byte of 2 is outside `max: 1`.
+INTEGER_ELEMENTS: dict[str, dict[str, IntegerElement]] = {
+    "gguf": {name: _integer("i" + name[1:]) for name in _INTEGERS},
+    "safetensors": {
+        "BOOL": _integer("u8", 0, 1),
+        **{name: _integer(name[0].lower() + name[1:]) for name in ("U8", "I8", "I16", "U16", "I32", "U32", "I64", "U64")},
+    },
 }
 
 

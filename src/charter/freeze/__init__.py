@@ -68,7 +68,7 @@ NOTES = {
 
 
 _ARTIFACT_ORDER = ("charter", "kind", "id", "status", "model", "format", "source", "container", "identity",
-                   "metadata", "tokenizer", "config", "tensors", "codecs", "layout", "payload")
+                   "metadata", "tokenizer", "config", "tensors", "codecs", "layout", "values", "payload")
 
 
 def _ordered(artifact: dict) -> dict:
@@ -103,9 +103,9 @@ def render(kind: str, data: dict, target: Path) -> str:
     return "".join(text) + dump(chunk)
 
 
-def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]) -> None:
+def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path], payload: bool = False) -> None:
     """Freeze is total and exact: the frozen contracts are valid, resolve, and admit their artifact
-    (header-only, Python engine) before anything is written. Anything else is a bug in charter
+    (header-only, Python engine; with `payload`, its value policy too) before anything is written. Anything else is a bug in charter
     (FreezeError: exit 3, nothing written), never a contract handed to the user to find out."""
     from charter.admission.runtime import admit
     from charter.contract.load import load_contract_text
@@ -116,7 +116,7 @@ def admits_its_input(path: Path, texts: dict[str, str], targets: dict[str, Path]
         plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
     except CharterError as exc:
         raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
-    report = admit(str(path), self_check_checker(plan))
+    report = admit(str(path), self_check_checker(plan), verify_payload=payload)
     if not report.admitted:
         raise FreezeError(f"the frozen contract rejects its own artifact: {report.render()}")
 
@@ -236,11 +236,14 @@ def _refuse_overwrite(targets: dict[str, Path], force: bool) -> None:
         raise FreezeRefused(f"refusing to overwrite {', '.join(existing)} (use --force)")
 
 
-def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = False) -> list[Path]:
+def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = False, values: bool = False) -> list[Path]:
     """Write `output/models/ID-model.yaml` and `output/artifacts/ID.yaml` for `artifact`, atomically
-    and only once they admit it; the paths written, model first. Raises FreezeRefused for a request
-    it cannot carry out and CharterError when the artifact itself is rejected (nothing written)."""
+    and only once they admit it; the paths written, model first. `values`: with the value policy the
+    file meets (charter.freeze.values). Raises FreezeRefused for a request it cannot carry out and
+    CharterError when the artifact itself is rejected (nothing written)."""
     if artifact.is_dir():
+        if values:
+            raise FreezeRefused("--values freezes one artifact file, not a folder")
         return freeze_folder(artifact, artifact_id, output, force=force)
     if not artifact.is_file():
         raise FreezeRefused(f"{artifact}: {not_a_file(artifact)}")
@@ -250,11 +253,15 @@ def freeze(artifact: Path, artifact_id: str, output: Path, *, force: bool = Fals
                "artifact": output / "artifacts" / f"{artifact_id}.yaml"}
     _refuse_overwrite(targets, force)
     model, artifact_data = freeze_file(artifact, artifact_id, model_id, targets["artifact"].parent)
+    if values:
+        from charter.freeze.values import value_policy
+
+        artifact_data = _ordered({**artifact_data, "values": value_policy(artifact, artifact_data["format"])})
     within_contract_limits(artifact, artifact_data, model.get("constants", {}))
     within_contract_limits(artifact, model)
     texts = {kind: render(kind, data, targets[kind]) for kind, data in (("model", model), ("artifact", artifact_data))}
     for kind, text in texts.items():
         within_contract_limits(artifact, None, size=len(text.encode("utf-8")))
-    admits_its_input(artifact, texts, targets)
+    admits_its_input(artifact, texts, targets, payload=values)
     atomic.write_many({targets[kind]: text.encode("utf-8") for kind, text in texts.items()})
     return [targets["model"], targets["artifact"]]

@@ -14,6 +14,8 @@ def register(sub) -> None:
     p.add_argument("--id", required=True, help="id of the artifact contract (the model gets ID-model)")
     p.add_argument("-o", "--output", default=".", type=path_arg, help="directory for models/ID-model.yaml and artifacts/ID.yaml")
     p.add_argument("--force", action="store_true", help="overwrite existing files")
+    p.add_argument("--values", action="store_true",
+                   help="also write the value policy the file meets (values: default: finite; reads every tensor)")
     p.set_defaults(func=run_freeze, format="text")
 
 
@@ -23,7 +25,7 @@ def run_freeze(args) -> int:
     from charter.freeze import FreezeRefused, freeze
 
     try:
-        written = freeze(Path(args.artifact), args.id, Path(args.output), force=args.force)
+        written = freeze(Path(args.artifact), args.id, Path(args.output), force=args.force, values=args.values)
     except FreezeRefused as exc:
         print(f"charter: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -2,7 +2,8 @@
 
 Operators follow the leaf's type (ints: ±1, 0, uint32 max; floats: next float32, NaN; strings:
 one-character edit, case, empty; bools: flip; enums: every other member; lists: drop, duplicate;
-digests and float bit patterns: one bit; expressions: `(e) + 1`; invariants: negation; mapping
+digests and float bit patterns: one bit; expressions: `(e) + 1` (a value bound's: `(e) + 1` and
+`(e) - 1`); invariants: negation; mapping
 keys: rename). A leaf whose change provably cannot change what admission checks is declared
 equivalent here, with the reason, by the rules in EQUIVALENT; it is listed, never silently skipped.
 """
@@ -191,11 +192,38 @@ def _is_expression_leaf(side: str, path: Path) -> bool:
             or "].shape[" in text or ".repeat." in text)
 
 
+def _bound_side(side: str, path: Path) -> str | None:
+    """"min" or "max" for a side of a value bound (`values.bounds.<name>.min`), else None."""
+    if side == "artifact" and len(path) == 4 and path[:2] == ("values", "bounds") and path[3] in ("min", "max"):
+        return path[3]
+    return None
+
+
+def _relaxes_bound(side: str, path: Path, value: Any, op: str, new: Any) -> str | None:
+    """The reason a change of a bound only widens it (min lower, max higher): the conforming
+    artifact cannot refute a wider bound; the artifact mutants one past the bound prove it holds."""
+    which = _bound_side(side, path)
+    if which is None:
+        return None
+    if isinstance(value, str):
+        wider = op == ("expression -1" if which == "min" else "expression +1")
+    else:
+        wider = isinstance(new, int) and (new < value if which == "min" else new > value)
+    if not wider:
+        return None
+    return (f"widens the bound's {which}; the artifact mutants 'write {which} {'-' if which == 'min' else '+'} 1' "
+            "(charter.mutation.value_ops) prove the bound is enforced")
+
+
 def operators(side: str, path: Path, value: Any) -> Iterator[tuple[str, Any]]:
     """(operator name, new value) for one leaf."""
     text = dotted(path)
     if side == "model" and text.startswith("invariants["):
         yield "negate", f"not ({value})"
+        return
+    if _bound_side(side, path) and isinstance(value, str):  # an expression: one step either way
+        yield "expression +1", f"({value}) + 1"
+        yield "expression -1", f"({value}) - 1"
         return
     choices = _enum_choices(path)
     if choices and isinstance(value, str) and value in choices:
@@ -240,7 +268,8 @@ def mutants(artifact_data: dict, model_data: dict) -> Iterator[Mutant]:
             if path in (("charter",), ("kind",)):
                 continue  # covered by the golden negatives (SPEC_VERSION, SPEC_KIND)
             for op, new in operators(side, path, value):
-                yield _mutant(side, path, op, new, lambda p=path, n=new, b=build, d=data: b(_set(d, p, n)))
+                yield _mutant(side, path, op, new, lambda p=path, n=new, b=build, d=data: b(_set(d, p, n)),
+                              _relaxes_bound(side, path, value, op, new))
         if side == "artifact":
             for codec, fact in data.get("codecs", {}).items():
                 if isinstance(fact, dict) and "header" not in fact:  # the default 0 is a fact too
@@ -263,8 +292,8 @@ def mutants(artifact_data: dict, model_data: dict) -> Iterator[Mutant]:
                               lambda p=path + (0,), b=build, d=data: b(_duplicate(d, p)))
 
 
-def _mutant(side: str, path: Path, op: str, new: Any, make) -> Mutant:
-    reason = equivalence(side, path, new)
+def _mutant(side: str, path: Path, op: str, new: Any, make, relaxed: str | None = None) -> Mutant:
+    reason = equivalence(side, path, new) or relaxed
     if side == "model" and path[:1] == ("invariants",) and op in ("drop item", "duplicate item"):
         reason = "an invariant constrains the contract's constants when it loads; no artifact check changes"
     return Mutant("contract", f"{side}:{dotted(path)}", op, None, make, equivalent=reason, leaf=path)
@@ -279,8 +308,9 @@ def _containers(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
 
 
 _RENAMABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "constants", "derived", "tokenizer.special",
-              "config.keys")
-_DROPPABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "tokenizer.special", "config.keys")
+              "config.keys", "values.bounds")
+_DROPPABLE = ("identity", "metadata.keys", "tokenizer.keys", "codecs", "tokenizer.special", "config.keys",
+              "values.bounds")
 _LISTS = ("tensors", "tokenizer.stop", "tokenizer.stop_ids", "invariants", "metadata.forbidden", "exclusions")
 
 

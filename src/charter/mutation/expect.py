@@ -103,11 +103,12 @@ def _baseline(before) -> _Baseline:
 
 
 def predict(before: list[Check], after: list[Check], view: ArtifactView, require_status: str | None,
-            beside: Path | None = None) -> Prediction:
+            beside: Path | None = None, artifact: Path | None = None) -> Prediction:
     """Changed checks are those of `after` that `before` does not have (order-insensitive, so
     dropping one check does not make every later one look changed), plus checks `before` had that
     are gone (they enforced the leaf; losing one relaxes the checker). `beside`: the artifact's
-    folder, where a contract's companion config is read."""
+    folder, where a contract's companion config is read; `artifact`: the file, whose bounded
+    tensors a changed bound is evaluated over."""
     base = _baseline(before)
     after_keys = [base.key(c) for c in after]
     new = set(after_keys)
@@ -115,7 +116,8 @@ def predict(before: list[Check], after: list[Check], view: ArtifactView, require
     removed = [c for c, k in base.pairs if k not in new]
     excluded = next((c.patterns for c in after if isinstance(c, checks.Exclude)), ())
     for c in added:
-        expect = _evaluate(c, view, require_status, excluded, base.previous.get((type(c), _store_name(c))), beside)
+        expect = _evaluate(c, view, require_status, excluded, base.previous.get((type(c), _store_name(c))), beside,
+                           artifact)
         if expect is not None:
             return Prediction(tuple(added + removed), expect)
     return Prediction(tuple(added + removed), None)
@@ -149,7 +151,7 @@ def _same_float(ctype: str, a: float, b: float) -> bool:
 
 
 def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: tuple[str, ...],
-              previous: Check | None, beside: Path | None = None) -> Expect | None:
+              previous: Check | None, beside: Path | None = None, artifact: Path | None = None) -> Expect | None:
     """Would this check, with these literals, reject the artifact? (stage rules, not the runtime)"""
     match c:
         case checks.ContainerFormat():
@@ -262,9 +264,40 @@ def _evaluate(c: Check, v: ArtifactView, require_status: str | None, excluded: t
             for d in c.tensors:
                 if (d.tensor, d.sha256) not in old:
                     return Expect.of(Code.PAYLOAD_DIGEST, f"payload.tensors.{d.tensor}")
-            return None
+            return _bounds(c.bounds, v, artifact) if c.bounds != (before and before.bounds) else None
         case _:
             assert_never(c)
+
+
+def _bounds(bounds, v: ArtifactView, artifact: Path | None) -> Expect | None:
+    """The first element, in file order, outside the bound of its tensor (Note [Value bounds]),
+    read from the artifact with numpy in slices of at most 1 MiB: the payload stage's finding."""
+    import numpy as np
+
+    from charter.formats.values import INTEGER_ELEMENTS
+
+    if not bounds:
+        return None
+    if artifact is None:
+        raise ValueError("a changed bound is predicted from the artifact's bytes: pass `artifact`")
+    integers = INTEGER_ELEMENTS[v.format]
+    with open(artifact, "rb") as f:
+        for t in sorted(v.tensors, key=lambda t: t.start):
+            rule = next((r for r in bounds if any(fnmatch.fnmatchcase(t.name, p) for p in r.patterns)), None)
+            if rule is None or t.codec not in integers:
+                continue
+            e = integers[t.codec]
+            dtype = np.dtype(f"<{e.kind[0]}{e.bytes}")
+            lo = e.lo if rule.min is None else rule.min
+            hi = e.hi if rule.max is None else rule.max
+            n, step = (t.end - t.start) // e.bytes, (1 << 20) // e.bytes
+            for first in range(0, n, step):
+                f.seek(t.start + first * e.bytes)
+                a = np.frombuffer(f.read(min(step, n - first) * e.bytes), dtype).astype(object)  # exact ints
+                out = np.flatnonzero((a < lo) | (a > hi))
+                if out.size:
+                    return Expect.of(Code.PAYLOAD_BOUND, f"values.{t.name}[{first + int(out[0])}]")
+    return None
 
 
 def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None:

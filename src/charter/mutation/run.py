@@ -147,7 +147,8 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
             plan = _resolve(b, *m.make())
         except CharterError:
             continue
-        if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent).changed:
+        if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent,
+                   b.artifact_path).changed:
             plans[library.checker_key(plan)] = plan
     if plans:
         b.cpp_keys = library.load(plans, cache, jobs)
@@ -274,7 +275,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
                         "refused by the contract language: " + (d.render() if d else ""))
         return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
     after = checks_of(plan)
-    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent)
+    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent, b.artifact_path)
     if not prediction.changed:
         if m.equivalent:
             return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
@@ -287,7 +288,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     checker = checker_module(plan, b.pieces)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
                         verify_payload=expect is not None and expect.stage is Stage.PAYLOAD)
-    said = _cpp_contract_disagreement(b, plan, report) if b.engines == "both" else None
+    said = _cpp_contract_disagreement(b, plan, report, checker) if b.engines == "both" else None
     if said:
         d = report.diagnostic
         return Outcome(m, Verdict.ERROR, d and d.stage, d and d.code, d and d.field, said, enforced)
@@ -318,10 +319,11 @@ def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
                                       f"({' or '.join(sorted(where)) or 'unlocated'}); {outcome.detail}")
 
 
-def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | None:
+def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report, checker) -> str | None:
     """What the C++ checker generated from the mutated contract says, if it differs from the Python
     report. The C++ engine never runs the payload stage (charter.engines.cpp): where Python rejects
-    at payload, the C++ checker must admit the header."""
+    at payload, the C++ checker must admit the header, and the payload stage as `--engine cpp`
+    runs it (the values scanned by charter/values.hpp) must give the same diagnostic."""
     from charter.engines import cpp
     from charter.engines.library import checker_key
 
@@ -329,7 +331,14 @@ def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report) -> str | 
     if key not in b.cpp_keys:
         return "no C++ checker was built for this mutated contract (prepare_cpp)"
     said = cpp.run(key, b.raw_header, b.view.file_size, b.options(plan), read_at=overlay_reader(b, b.view, {}))
-    return engines.disagreement(engines.Verdict.of_report(report).header_only(), said)
+    python = engines.Verdict.of_report(report)
+    disagree = engines.disagreement(python.header_only(), said)
+    d = report.diagnostic
+    if disagree is None and d is not None and d.stage == Stage.PAYLOAD.value:
+        native = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status, verify_payload=True,
+                            native_values=True)
+        disagree = engines.disagreement(python, engines.Verdict.of_report(native))
+    return disagree
 
 
 def _describe(c: Check) -> str:

@@ -10,6 +10,14 @@ field, before any digest: the value is the more precise owner of its bytes. One 
 control per codec flips the lowest mantissa bit of a finite value: the policy admits it (finite
 is not correct), so with a pinned digest the digest rejects it, and without one it is admitted.
 
+Every tensor a bound checks (Note [Value bounds]) gets, per bounded side, the value one past the
+bound (min - 1, max + 1) in its first and its last element, each rejected at `payload` with
+PAYLOAD_BOUND and the field naming that element; a side at the codec's own extreme has no value
+one past it, and its mutants are declared equivalent, with that reason. Two acceptance controls
+per bounded tensor write a value exactly at each bound (max into the first element, min into the
+last, or the other end where that element holds the bound already): admitted by the bound,
+rejected by a pinned digest.
+
 The mutants are byte patches over the data section (`make()` returns the unchanged header, the
 file size and the patches), read by the payload stage through the battery's overlay reader:
 the 98 MB file is never copied. The tensors the policy checks are predicted here, from the
@@ -27,7 +35,7 @@ from charter.contract.plan import ArtifactPlan
 from charter.diagnostics import Code
 from charter.formats.ggml_types import GGML_TYPES_BY_NAME
 from charter.formats.safetensors import DTYPE_BITS
-from charter.formats.values import VALUE_FIELDS, ValueField
+from charter.formats.values import INTEGER_ELEMENTS, VALUE_FIELDS, IntegerElement, ValueField
 from charter.mutation.mutant import Expect, Mutant
 
 KINDS = ("NaN", "+Inf", "-Inf", "sNaN")
@@ -96,6 +104,62 @@ def mutants(view, raw: bytes, plan: ArtifactPlan, read_at) -> Iterator[Mutant]:
         if t.codec not in controlled and fields[0].kind in ("f16", "bf16", "f32", "f64"):
             controlled.add(t.codec)
             yield _control(plan, view, raw, t, fields[0], read_at)
+    for t, element, rule in bounded_tensors(plan, view.tensors):
+        yield from _bound_mutants(plan, view, raw, t, element, rule, read_at)
+
+
+def bounded_tensors(plan: ArtifactPlan, tensors) -> Iterator[tuple]:
+    """(tensor, its integer element, its bound) for every tensor a bound of the policy checks."""
+    integers = INTEGER_ELEMENTS[plan.format]
+    for t in tensors:
+        rule = next((r for r in plan.bounds if any(fnmatch.fnmatchcase(t.name, p) for p in r.patterns)), None)
+        if rule is not None and t.codec in integers:
+            yield t, integers[t.codec], rule
+
+
+def _element(e: IntegerElement, value: int) -> bytes:
+    return value.to_bytes(e.bytes, "little", signed=e.kind[0] == "i")
+
+
+def _bound_mutants(plan: ArtifactPlan, view, raw: bytes, t, e: IntegerElement, rule, read_at) -> Iterator[Mutant]:
+    n = (t.end - t.start) // e.bytes
+    if n == 0:
+        return  # no element: a bound holds vacuously, and no byte can break it
+    for side, bound, past in (("min", rule.min, None if rule.min is None else rule.min - 1),
+                              ("max", rule.max, None if rule.max is None else rule.max + 1)):
+        if bound is None:
+            continue
+        for position, index in (("first", 0), ("last", n - 1)):
+            target, op = f"{TARGET}{t.name}.{position}.{side}", f"write {side} {'-' if side == 'min' else '+'} 1"
+            if not e.lo <= past <= e.hi:
+                extreme = "least" if side == "min" else "greatest"
+                yield Mutant("artifact", target, op, None,
+                             equivalent=f"{side} {bound} is the {extreme} value of {t.codec}: no element lies past it")
+                continue
+            offset = t.start + index * e.bytes
+            yield Mutant("artifact", target, op, Expect.of(Code.PAYLOAD_BOUND, f"values.{t.name}[{index}]"),
+                         lambda o=offset, p=_element(e, past): (raw, view.file_size, {o: p}))
+    ends = {"first": 0, "last": n - 1}
+    held = {position: int.from_bytes(read_at(t.start + i * e.bytes, e.bytes), "little", signed=e.kind[0] == "i")
+            for position, i in ends.items()}
+    for side, bound, order in (("max", rule.max, ("first", "last")), ("min", rule.min, ("last", "first"))):
+        position = next((p for p in order if bound is not None and held[p] != bound), None)
+        if position is not None:  # the control changes a byte: an element that holds the bound already would not
+            offset, patch = t.start + ends[position] * e.bytes, _element(e, bound)
+            yield Mutant("artifact", f"{TARGET}{t.name}.{position}.{side}", f"write {side} {bound} (at the bound)",
+                         _digest_expect(plan, t), lambda o=offset, p=patch: (raw, view.file_size, {o: p}))
+
+
+def _digest_expect(plan: ArtifactPlan, t) -> Expect | None:
+    """What a finite (or in-bounds) change of tensor `t`'s bytes meets: its digest or the file's
+    when one is pinned, else admission."""
+    if plan.payload is None:
+        return None
+    if any(d.tensor == t.name for d in plan.payload.tensors):
+        return Expect.of(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}")
+    if plan.payload.file_sha256 is not None:
+        return Expect.of(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256")
+    return None
 
 
 def _positions(i: int, of: int, blocks: int, fields: tuple[ValueField, ...]):
@@ -113,12 +177,5 @@ def _control(plan: ArtifactPlan, view, raw: bytes, t, f: ValueField, read_at) ->
     offset = t.start + f.offset
     original = read_at(offset, 1)
     patch = bytes([original[0] ^ 0x01])
-    pinned = plan.payload is not None and (plan.payload.file_sha256 is not None
-                                           or any(d.tensor == t.name for d in plan.payload.tensors))
-    expect = None
-    if pinned:
-        per_tensor = any(d.tensor == t.name for d in plan.payload.tensors)
-        expect = Expect.of(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}") if per_tensor else \
-            Expect.of(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256")
-    return Mutant("artifact", f"{TARGET}{t.name}.first.{f.name}", "flip mantissa bit (finite)", expect,
+    return Mutant("artifact", f"{TARGET}{t.name}.first.{f.name}", "flip mantissa bit (finite)", _digest_expect(plan, t),
                   lambda: (raw, view.file_size, {offset: patch}))

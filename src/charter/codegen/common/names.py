@@ -66,7 +66,7 @@ uint32_t uint64_t int8_t int16_t int32_t int64_t Args
 # charter._native's own attributes: a kernel binding of that name would replace one of them.
 NATIVE_NAMES = frozenset("""
 admit admit_detail contracts info load_library read tensor_extents store_layouts ggml_types
-safetensors_dtypes first_bad_value COMPILER JSON_MAX_DEPTH GGUF_MAX_HEADER_BYTES STORE_MAX_TABLE_BYTES
+safetensors_dtypes first_bad_value first_out_of_bounds COMPILER JSON_MAX_DEPTH GGUF_MAX_HEADER_BYTES STORE_MAX_TABLE_BYTES
 STORE_CHUNK
 """.split())
 

@@ -208,8 +208,14 @@ def _statement(c: checks.Check, t: _Tables) -> str:
                 globs = t.add("Globs", "rt::Glob", [_glob(t, p) for p in r.patterns], label=f"values {r.name}")
                 rules.append(f"{{{cpp_sv(r.name)}, {globs}, {cpp_bool(r.check)}, {_loc(r.at)}}}")
             values = t.add("ValueRules", "rt::ValueRuleRow", rules)
+            rows = []
+            for r in c.bounds:
+                globs = t.add("Globs", "rt::Glob", [_glob(t, p) for p in r.patterns], label=f"bounds {r.name}")
+                sides = ", ".join(f"{cpp_bool(v is not None)}, {cpp_int(v or 0)}" for v in (r.min, r.max))
+                rows.append(f"{{{cpp_sv(r.name)}, {globs}, {sides}, {_loc(r.min_at)}, {_loc(r.max_at)}}}")
+            bounds = t.add("ValueBounds", "rt::ValueBoundRow", rows)
             return _call(m, cpp_opt_sv(c.file_sha256), digests, cpp_sv(c.padding), _loc(c.at), _loc(c.padding_at),
-                         values)
+                         values, bounds)
         case _:
             assert_never(c)
 
