@@ -6,6 +6,7 @@ from typing import Union
 
 from charter.bundles.contract import BundleContract
 from charter.contract.models import ArtifactContract, Header, KernelContract, ModelContract, ProvenanceContract
+from charter.regions.contract import RegionsContract
 
 CONTRACT_KINDS: dict[str, type[Header]] = {
     "model": ModelContract,
@@ -13,6 +14,7 @@ CONTRACT_KINDS: dict[str, type[Header]] = {
     "provenance": ProvenanceContract,
     "kernel": KernelContract,
     "bundle": BundleContract,
+    "regions": RegionsContract,
 }
 
-Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract]
+Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract, RegionsContract]
