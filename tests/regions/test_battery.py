@@ -1,0 +1,39 @@
+"""The region battery (Note [Region battery]): every region fact mutated, rejected at its code and
+field; the gate's mutants refused by the F1 gate; numeric mutants declared, left to the parity run."""
+
+from __future__ import annotations
+
+import pytest
+
+from charter.regions import battery
+from tests.conftest import ROOT
+
+SPEC = ROOT / "specs" / "regions" / "smollm2-135m-instruct-q4_1.yaml"
+MUTANTS = battery.smollm2_mutants()
+
+
+@pytest.fixture(scope="module")
+def base():
+    return battery.base_data(SPEC), battery.contract_set(SPEC)
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def test_mutant(mutant, base):
+    data, cs = base
+    outcome = battery.run_mutant(mutant, data, cs)
+    expected = "numeric" if mutant.side == "numeric" else "killed"
+    assert outcome.verdict == expected, outcome.first.render() if outcome.first else "admitted"
+
+
+def test_unchanged_contract_resolves(base):
+    data, cs = base
+    import yaml
+
+    plan = battery.resolve_text(yaml.safe_dump(data, sort_keys=False), cs)
+    assert plan.node_count == 453
+
+
+def test_every_fact_family_is_mutated():
+    families = {m.name.split(":")[0] for m in MUTANTS}
+    assert {"ownership", "layers", "edge", "state", "activation", "node", "precision", "status", "gate",
+            "numeric"} <= families
