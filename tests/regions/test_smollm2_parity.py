@@ -88,3 +88,33 @@ def test_prompt_ids_are_llama_cpps_tokenization():
     llm = Llama(model_path=str(locate(capture.PINNED, ROOT, digest=True)), n_ctx=128, vocab_only=True, verbose=False)
     for text, ids in controls.SMOLLM2_PROMPTS:
         assert tuple(llm.tokenize(text.encode(), add_bos=False, special=True))[:64] == ids
+
+
+def _rope_neox(x, positions, head_dim, theta):
+    """Rotate-half pairing (j, j + head_dim/2): right for HF weights, wrong for llama GGUF rows."""
+    half = head_dim // 2
+    inv = np.float32(theta) ** (-np.arange(half, dtype=np.float32) * np.float32(2.0 / head_dim))
+    angles = positions.astype(np.float32)[:, None] * inv[None]
+    c, s = np.cos(angles)[:, None, :], np.sin(angles)[:, None, :]
+    h = x.reshape(x.shape[0], -1, head_dim)
+    a, b = h[..., :half], h[..., half:]
+    return np.concatenate([a * c - b * s, a * s + b * c], -1).reshape(x.shape).astype(np.float32)
+
+
+def _gqa_interleaved(q, k, v, heads, kv_heads, head_dim):
+    """Query head h reading KV head h % kv_heads instead of h // (heads / kv_heads)."""
+    from charter.oracles.transformer import attention_causal_gqa
+
+    t, order = q.shape[0], [h % kv_heads for h in range(heads)]
+    kk = k.reshape(t, kv_heads, head_dim)[:, order].reshape(t, heads * head_dim)
+    vv = v.reshape(t, kv_heads, head_dim)[:, order].reshape(t, heads * head_dim)
+    return attention_causal_gqa(q, kk, vv, heads, heads, head_dim)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("impls", [{"rope-norm": _rope_neox}, {"attention-causal-gqa": _gqa_interleaved}],
+                         ids=["rope rotate-half pairing", "gqa interleaved grouping"])
+def test_a_plausible_wrong_kernel_fails_the_parity(run_short, impls):
+    plan, _, weights = run_short
+    _, result, _ = parity.run(SPEC, sequences=[SHORTEST, 7], weights=weights, impls=impls)
+    assert parity.judge(plan, result) != [], parity.report(result)
