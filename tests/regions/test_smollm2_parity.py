@@ -118,3 +118,25 @@ def test_a_plausible_wrong_kernel_fails_the_parity(run_short, impls):
     plan, _, weights = run_short
     _, result, _ = parity.run(SPEC, sequences=[SHORTEST, 7], weights=weights, impls=impls)
     assert parity.judge(plan, result) != [], parity.report(result)
+
+
+def test_native_rmsnorm_nodes_give_the_oracles_logits(run_short):
+    """The same graph with charter._native's rmsnorm (the one node kernel with a native backend)
+    in its 61 rmsnorm nodes: node for node the oracle's result, so the same logits bit for bit."""
+    from charter import _native
+
+    plan, _, weights = run_short
+    fx = parity.upstream(battery.contract_set(SPEC), plan.parity.fixture)
+    n, start = int(fx["lengths"][SHORTEST]), int(np.sum(fx["lengths"][:SHORTEST]))
+    inputs = {"ids": np.ascontiguousarray(fx["token_ids"][start:start + n]), "positions": interpreter.positions(n)}
+    seen = []
+
+    def compare(inst, node, args, result):
+        if node.kernel == "rmsnorm":
+            native = _native.rmsnorm(np.ascontiguousarray(args["x"]), args["w"], dict(node.attrs)["eps"])
+            seen.append(np.array_equal(native.view(np.uint32), result.view(np.uint32)))
+
+    oracle = interpreter.run(plan, inputs, weights, on_node=compare)["logits"]
+    native = interpreter.run(plan, inputs, weights, impls={"rmsnorm": _native.rmsnorm})["logits"]
+    assert len(seen) == 61 and all(seen)
+    assert np.array_equal(oracle.view(np.uint32), native.view(np.uint32))

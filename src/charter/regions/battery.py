@@ -245,8 +245,12 @@ def resolve_text(text: str, cs: ContractSet, file: str = "<mutant>"):
     kernels, provenance = kernel_and_provenance(cs.contracts)
     model = cs.models.get(rc.model)
     if model is None:
-        raise CharterError([Diagnostic(Code.REF_DANGLING, "model",
-                                       f"no model {rc.model!r}")])
+        raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {rc.model!r}",
+                                       location=lc.doc.where(("model",)))])
+    found = cs.contracts.get(rc.artifact)
+    if found is None or found.kind != "artifact":
+        raise CharterError([Diagnostic(Code.REF_DANGLING, "artifact", f"no artifact {rc.artifact!r}",
+                                       location=lc.doc.where(("artifact",)))])
     artifact = cs.artifacts.get(rc.artifact) or _artifact(cs, rc.artifact)
     return resolve_regions(lc, model, artifact, kernels, provenance)
 

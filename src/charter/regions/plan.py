@@ -238,6 +238,8 @@ def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: Artifact
             else:
                 c.error(Code.SPEC_INVALID, ("inputs", n, "range"), f"a range is [lo, hi) with integers lo < hi, "
                                                                    f"got [{lo!r}, {hi!r})")
+    if len(inputs) != len(rc.inputs) or len(edges) != len(rc.edges) or (c.diagnostics and not edges):
+        raise CharterError(c.diagnostics)  # an untyped value: nothing below can be checked against it
     tensors = {t.name: t for t in artifact.tensors}
 
     # --- precision ------------------------------------------------------------------------------
