@@ -227,6 +227,8 @@ class Code(str, Enum):
     REGION_VALUE_UNDEFINED = "REGION_VALUE_UNDEFINED"
     REGION_STATE = "REGION_STATE"
     REGION_SKIP = "REGION_SKIP"
+    REGION_STORE = "REGION_STORE"
+    REGION_ROUTER = "REGION_ROUTER"
     # --- regions: the F1 reference interpreter (charter.regions.gate, .interpreter) ---------
     F1_UNAVAILABLE = "F1_UNAVAILABLE"
     F1_CONDITIONAL = "F1_CONDITIONAL"

@@ -9,17 +9,26 @@ from charter.regions import battery
 from tests.conftest import ROOT
 
 SPEC = ROOT / "specs" / "regions" / "smollm2-135m-instruct-q4_1.yaml"
+QWEN = ROOT / "specs" / "regions" / "qwen4exp-text.yaml"
 MUTANTS = battery.smollm2_mutants()
+CASES = [(SPEC, m) for m in MUTANTS] + [(QWEN, m) for m in battery.qwen4exp_mutants()]
+_BASES: dict = {}
+
+
+def _base(spec):
+    if spec not in _BASES:
+        _BASES[spec] = (battery.base_data(spec), battery.contract_set(spec))
+    return _BASES[spec]
 
 
 @pytest.fixture(scope="module")
 def base():
-    return battery.base_data(SPEC), battery.contract_set(SPEC)
+    return _base(SPEC)
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
-def test_mutant(mutant, base):
-    data, cs = base
+@pytest.mark.parametrize("spec, mutant", CASES, ids=lambda x: x.name if hasattr(x, "edit") else x.stem)
+def test_mutant(spec, mutant):
+    data, cs = _base(spec)
     outcome = battery.run_mutant(mutant, data, cs)
     expected = "numeric" if mutant.side == "numeric" else "killed"
     assert outcome.verdict == expected, outcome.first.render() if outcome.first else "admitted"

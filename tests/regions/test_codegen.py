@@ -38,6 +38,17 @@ def _module(path):
     return module
 
 
+def test_committed_qwen4exp_tables(cs):
+    plan = cs.regions["qwen4exp-text-regions"]
+    rendered = dict(target.render(cs, plan))
+    py = ROOT / "generated" / "python" / "regions" / "qwen4exp_text_regions.py"
+    assert rendered["python/regions/qwen4exp_text_regions.py"] == py.read_text()
+    m = _module(py)
+    assert m.F1_EXECUTABLE is False and m.F1_REASONS[0].startswith("F1_UNAVAILABLE")
+    assert len(m.RECORDS) == 48 and m.RECORDS[-1][1:] == ("expert_major", 24064, 24576)
+    assert ("experts", "layer", "routed", "exact", "passthrough", 0) in m.REGIONS
+
+
 def test_committed_tables_are_the_plans(cs, plan):
     rendered = dict(target.render(cs, plan))
     assert rendered[f"python/regions/{PY.name}"] == PY.read_text()

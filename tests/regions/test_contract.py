@@ -108,4 +108,34 @@ def test_bad_contract_is_a_located_diagnostic(tmp_path, capsys):
 
 def test_check_counts_the_regions_kind(capsys):
     assert main(["check", str(SPEC)]) == 0
-    assert "1 regions" in capsys.readouterr().out
+    assert " regions)" in capsys.readouterr().out
+
+
+QWEN = ROOT / "specs" / "regions" / "qwen4exp-text.yaml"
+
+
+def test_qwen4exp_structural_regions():
+    """48 layers of a GDN or QSA mixer, an MoE MLP and its 512 routed experts (top 10, exact) owning
+    the ExpertMajor store's records; every tensor owned once; not executable by F1."""
+    from charter.regions import gate
+
+    cs = load_set([QWEN], [ROOT / "specs"])
+    assert cs.diagnostics == []
+    plan = cs.regions["qwen4exp-text-regions"]
+    layers = [i for i in plan.instances if i.layer is not None]
+    assert len(layers) == 48 * 3 and len(plan.instances) == 4 + 144
+    kinds = ["GDN", "GDN", "GDN", "QSA"] * 12
+    assert [i.region for i in layers if i.region.endswith("mixer")] == \
+        [("qsa_mixer" if k == "QSA" else "gdn_mixer") for k in kinds]
+    experts = [i for i in layers if i.region == "experts"]
+    assert [i.records for i in experts] == [("expert_major", 512 * n, 512 * (n + 1)) for n in range(48)]
+    assert all(i.within == "moe" and i.activation.decision == "routed" and i.activation.k == 10
+               and i.activation.provenance == "exact" and i.activation.skip == "passthrough" for i in experts)
+    owned = sorted(n for i in plan.instances for n in i.tensors)
+    assert len(owned) == len(set(owned)) == 364 and "expert_major.store" not in owned  # the store: by its records
+    assert len(plan.codecs) == 365
+    assert plan.edges["streams"].bytes_per_token() == 4 * 2560 * 4
+    qsa = next(i for i in layers if i.region == "qsa_mixer")
+    assert [(s.kind, s.width, s.scope) for s in qsa.state] == [("kv_append", 512, "session")]
+    codes = {d.code.value for d in gate.check_graph(plan)}
+    assert codes == {"F1_UNAVAILABLE", "F1_STATEFUL", "F1_CONDITIONAL"}

@@ -52,6 +52,11 @@ struct State {
   std::int64_t width;
   std::string_view scope;
 };
+struct Records {
+  std::int64_t instance;
+  std::string_view store;
+  std::int64_t first, end;
+};
 struct Node {
   std::string_view region;
   std::int64_t index;
@@ -421,6 +426,9 @@ inline constexpr std::array<Ownership, 272> kOwnership = {{
     {"output_norm.weight"sv, 61, "F32"sv, "identity"sv},
 }};
 
+inline constexpr std::array<Records, 0> kRecords = {{
+}};
+
 inline constexpr std::array<Edge, 4> kEdges = {{
     {"ids"sv, "input"sv, "int32"sv, 1, {-1, 0, 0, 0}, 4},
     {"positions"sv, "input"sv, "int32"sv, 1, {-1, 0, 0, 0}, 4},
@@ -459,6 +467,9 @@ constexpr bool f1_admits(std::int64_t tokens) { return kF1Executable && tokens >
 constexpr bool tables_consistent() {
   for (const auto& i : kInstances) {
     if (i.region < 0 || static_cast<std::size_t>(i.region) >= kRegions.size()) return false;
+  }
+  for (const auto& r : kRecords) {
+    if (r.instance < 0 || static_cast<std::size_t>(r.instance) >= kInstances.size() || r.first >= r.end) return false;
   }
   for (const auto& o : kOwnership) {
     if (o.instance < 0 || static_cast<std::size_t>(o.instance) >= kInstances.size()) return false;

@@ -377,6 +377,10 @@ OWNERSHIP = (
     ('output_norm.weight', 61, 'F32', 'identity'),
 )
 
+# (instance index, store, first record, end): store records an instance owns (routed experts)
+RECORDS = (
+)
+
 # (name, input or edge, dtype, shape, bytes per token)
 EDGES = (
     ('ids', 'input', 'int32', (-1,), 4),
@@ -419,7 +423,8 @@ def f1_admits(tokens: int) -> bool:
 
 
 def owner(tensor: str) -> str:
-    """The instance that owns `tensor`; KeyError for a tensor the artifact does not have."""
+    """The instance that owns `tensor`; KeyError for a tensor no instance owns by name (a store
+    whose records RECORDS partitions, or a tensor the artifact does not have)."""
     for name, index, _codec, _step in OWNERSHIP:
         if name == tensor:
             return INSTANCES[index][0]

@@ -231,6 +231,7 @@ def _resolve_regions(cs: ContractSet, primary: set[str]) -> None:
                 cs.diagnostics.extend(d for d in exc.diagnostics if d not in cs.diagnostics)
                 continue
         try:
-            cs.regions[cid] = resolve_regions(lc, cs.models[lc.contract.model], artifact, kernels, provenance)
+            cs.regions[cid] = resolve_regions(lc, cs.models[lc.contract.model], artifact, kernels, provenance,
+                                              cs.contracts.get(lc.contract.artifact))
         except CharterError as exc:
             cs.diagnostics.extend(exc.diagnostics)

@@ -185,8 +185,12 @@ def smollm2_mutants() -> list[Mutant]:
         m("activation: skippable without skip semantics",
           _set("mlp", "activation", {"decision": "skippable", "by": "draft_verification"}),
           "SPEC_SCHEMA", "regions.2.activation.skip"),
-        m("activation: routed by a router that does not exist",
+        m("activation: routed without sub-regions",
           _set("mlp", "activation", {"decision": "routed", "router": "experts", "k": 2, "skip": "passthrough"}),
+          "SPEC_SCHEMA", "regions.2.activation.decision"),
+        m("activation: routed by a router that does not exist",
+          _both(_set("mlp", "activation", {"decision": "routed", "router": "experts", "k": 2, "skip": "passthrough"}),
+                _set("mlp", "records", {"store": "expert_major", "per_layer": 512})),
           "SPEC_SCHEMA", "regions.2.activation.router"),
         # --- nodes -------------------------------------------------------------------------------
         m("node: q projection's kernel swapped for swiglu", _node("attention", 1, call="swiglu"),
@@ -229,6 +233,65 @@ def smollm2_mutants() -> list[Mutant]:
     ]
 
 
+def qwen4exp_mutants() -> list[Mutant]:
+    """The battery of specs/regions/qwen4exp-text.yaml (structural: regions 0 embedding,
+    1 per_layer_embedding, 2 gdn_mixer, 3 qsa_mixer, 4 moe, 5 experts, 6 final_norm, 7 output_head)."""
+    m = Mutant
+    routed = {"decision": "routed", "router": "experts", "k": "experts_per_token", "provenance": "exact",
+              "skip": "passthrough"}
+    return [
+        m("layers: experts dropped from GDN layers", _top(("layers", "regions", "GDN"), ["gdn_mixer", "moe"]),
+          "REGION_LAYERS", "layers.regions.GDN"),
+        m("layers: the GDN mixer on QSA layers", _set("gdn_mixer", "layer_kinds", ["QSA"]), "REGION_LAYERS",
+          "layers.regions"),
+        m("layers: a layer kind the model lacks", _top(("layers", "regions", "MLA"), ["moe"]), "REGION_LAYERS",
+          "layers.regions.MLA"),
+        m("ownership: the QSA indexer dropped", _set("qsa_mixer", "tensors", ["blk.{i}.attn_[!i]*", "blk.{i}.hc_mix.weight"]),
+          "REGION_UNOWNED", "regions"),
+        m("ownership: the expert store also owned by pattern",
+          _set("per_layer_embedding", "tensors", ["ple.store", "expert_major.store"]), "REGION_OWNERSHIP",
+          "regions.5.records.store"),
+        m("ownership: router weights owned twice", _set("gdn_mixer", "tensors",
+                                                        ["blk.{i}.attn_norm.weight", "blk.{i}.hc_mix.weight",
+                                                         "blk.{i}.ssm_*", "blk.{i}.ffn_gate_inp.weight"]),
+          "REGION_OWNERSHIP", "regions.4.tensors.1"),
+        m("records: 511 experts per layer", _set("experts", "records", {"store": "expert_major", "per_layer": 511}),
+          "REGION_STORE", "regions.5.records.per_layer"),
+        m("records: the PLE store has no expert records", _set("experts", "records", {"store": "ple", "per_layer": 512}),
+          "REGION_STORE", "regions.5.records.store"),
+        m("records: a store that does not exist", _set("experts", "records", {"store": "experts", "per_layer": 512}),
+          "REGION_STORE", "regions.5.records.store"),
+        m("router: k 9", _top(("routers", "experts", "k"), 9), "REGION_ROUTER", "routers.experts.k"),
+        m("router: 256 experts", _top(("routers", "experts", "experts"), 256), "REGION_ROUTER", "routers.experts.experts"),
+        m("router: the argmax kernel", _top(("routers", "experts", "kernel"), "masked-argmax"), "REGION_ROUTER",
+          "routers.experts.experts"),
+        m("router: a kernel not over the model", _top(("routers", "experts", "kernel"), "rope-norm"), "REGION_ROUTER",
+          "routers.experts.kernel"),
+        m("activation: experts run k + 1", _set("experts", "activation", {**routed, "k": "experts_per_token + 1"}),
+          "REGION_ROUTER", "regions.5.activation.k"),
+        m("activation: routed experts quality-bounded without controls",
+          _set("experts", "activation", {**routed, "provenance": "quality_bounded"}), "SPEC_SCHEMA",
+          "regions.5.activation.controls"),
+        m("activation: experts skipped by label",
+          _set("experts", "activation", {"decision": "skippable", "by": "label", "skip": "passthrough"}),
+          "SPEC_SCHEMA", "regions.5.activation.by"),
+        m("activation: routed experts without sub-regions", _set("experts", "records", None), "SPEC_SCHEMA",
+          "regions.5.activation.decision"),
+        m("structure: experts within a region that does not exist", _set("experts", "within", "ffn"), "SPEC_SCHEMA",
+          "regions.5.within"),
+        m("structure: an f1 domain over nodeless regions", _top(("f1",), {"max_tokens": 8}), "SPEC_SCHEMA",
+          "regions.0.nodes"),
+        m("status: more than the artifact", _top(("status",), "pinned-not-supported"), "REGION_STATUS", "status"),
+    ]
+
+
+MUTANTS = {"smollm2-135m-instruct-q4_1-regions": smollm2_mutants, "qwen4exp-text-regions": qwen4exp_mutants}
+
+
+def mutants_of(spec: Path) -> list[Mutant]:
+    return MUTANTS[base_data(spec)["id"]]()
+
+
 def base_data(spec: Path) -> dict:
     return copy.deepcopy(load_file(spec).data)
 
@@ -252,7 +315,7 @@ def resolve_text(text: str, cs: ContractSet, file: str = "<mutant>"):
         raise CharterError([Diagnostic(Code.REF_DANGLING, "artifact", f"no artifact {rc.artifact!r}",
                                        location=lc.doc.where(("artifact",)))])
     artifact = cs.artifacts.get(rc.artifact) or _artifact(cs, rc.artifact)
-    return resolve_regions(lc, model, artifact, kernels, provenance)
+    return resolve_regions(lc, model, artifact, kernels, provenance, found)
 
 
 def _artifact(cs: ContractSet, aid: str):
@@ -296,13 +359,16 @@ def _field(d: Diagnostic) -> str:
 def run_battery(spec: Path) -> list[Outcome]:
     cs = contract_set(spec)
     data = base_data(spec)
-    return [run_mutant(m, data, cs) for m in smollm2_mutants()]
+    return [run_mutant(m, data, cs) for m in mutants_of(spec)]
 
 
 def main() -> int:
     import sys
 
     spec = Path(sys.argv[1] if len(sys.argv) > 1 else "specs/regions/smollm2-135m-instruct-q4_1.yaml")
+    if not spec.is_file() or base_data(spec).get("id") not in MUTANTS:
+        print(f"no region battery for {spec} (batteries: {', '.join(MUTANTS)})", file=sys.stderr)
+        return 2
     outcomes = run_battery(spec)
     structural = [o for o in outcomes if o.mutant.side != "numeric"]
     for o in outcomes:

@@ -179,6 +179,14 @@ class Node(Strict):
         return self
 
 
+class StoreRecords(Strict):
+    """A layer region that owns records of an embedded store instead of tensors: each layer's
+    instance owns `per_layer` consecutive records (the routed experts of an ExpertMajor store)."""
+
+    store: Name = Field(description="The artifact contract's store (under `stores`).")
+    per_layer: IntOrExpr
+
+
 class Region(Strict):
     name: RegionName
     scope: Literal["model", "layer"] = Field(description="model: once; layer: once per layer ({i} is its index).")
@@ -191,11 +199,20 @@ class Region(Strict):
     consumes: list[Name] = Field(default_factory=list, description="Edges and graph inputs the region reads.")
     produces: list[Name] = Field(default_factory=list, description="Edges the region writes.")
     state: dict[Name, StateEffect] = Field(default_factory=dict, description="State the region writes ({}: none).")
+    records: StoreRecords | None = Field(None, description="Store records this layer region owns, per layer.")
+    within: RegionName | None = Field(None, description="The region this one is a sub-region of (routed experts "
+                                                        "of an MoE MLP).")
     activation: Activation
-    nodes: list[Node] = Field(min_length=1)
+    nodes: list[Node] = Field(default_factory=list, description="The calls the region executes; a region without "
+                                                                "nodes is structural (stated, not executable).")
 
     @model_validator(mode="after")
     def _scope_fields(self) -> "Region":
+        if self.records is not None and self.scope != "layer":
+            raise located(("records",), "store records are owned per layer: only a layer region has records")
+        if self.activation.decision == "routed" and self.records is None:
+            raise located(("activation", "decision"), "a routed region is a set of sub-regions its router selects "
+                                                      "among: state them as records")
         if self.scope == "model" and self.layer_kinds is not None:
             raise located(("layer_kinds",), "only a layer region has layer_kinds")
         for group in ("tensors", "shares"):
@@ -279,6 +296,12 @@ class RegionsContract(Header):
             if r.activation.decision == "routed" and r.activation.router not in self.routers:
                 raise located(("regions", i, "activation", "router"),
                               f"router {r.activation.router!r} is not under routers")
+        for i, r in enumerate(self.regions):
+            if r.within is not None and (r.within not in names or r.within == r.name):
+                raise located(("regions", i, "within"), f"no other region is named {r.within!r}")
+            if self.f1 is not None and not r.nodes:
+                raise located(("regions", i, "nodes"), f"region {r.name} has no nodes: a graph with an f1 domain "
+                                                       "executes every region")
         for j, n in enumerate(self.outputs):
             if n not in self.edges:
                 raise located(("outputs", j), f"output {n!r} is not an edge")

@@ -121,6 +121,8 @@ class RegionInstance:
     activation: ActivationPlan
     nodes: tuple[NodePlan, ...]
     at: Location
+    records: tuple[str, int, int] | None = None  # (store, first record, end) this instance owns
+    within: str | None = None  # the region this one is a sub-region of
 
 
 @dataclass(frozen=True)
@@ -165,6 +167,7 @@ class RegionsPlan:
     precision: dict[str, str]
     parity: ParityPlan | None
     input_ranges: dict[str, tuple[int, int]] = field(default_factory=dict)
+    codecs: dict[str, str] = field(default_factory=dict)  # every tensor of the inventory -> its codec
     constants: dict[str, int | float] = field(default_factory=dict)
 
     @property
@@ -180,10 +183,13 @@ class _Collector:
     def at(self, *path) -> Location:
         return self.loaded.doc.where(path)
 
+    def add(self, d: Diagnostic) -> None:
+        if d not in self.diagnostics:  # a fact of a layer region is checked once per layer: report it once
+            self.diagnostics.append(d)
+
     def error(self, code: Code, path: tuple, message: str, expected: object = None, actual: object = None) -> None:
-        self.diagnostics.append(Diagnostic(code, dotted(path), message,
-                                           None if expected is None else str(expected),
-                                           None if actual is None else str(actual), location=self.at(*path)))
+        self.add(Diagnostic(code, dotted(path), message, None if expected is None else str(expected),
+                            None if actual is None else str(actual), location=self.at(*path)))
 
     def value(self, raw, env: dict, path: tuple):
         if not isinstance(raw, str):
@@ -191,7 +197,8 @@ class _Collector:
         try:
             return expr.parse(raw, self.at(*path), dotted(path)).evaluate(env)
         except CharterError as exc:
-            self.diagnostics.extend(exc.diagnostics)
+            for d in exc.diagnostics:
+                self.add(d)
             return None
 
 
@@ -211,13 +218,24 @@ def _vtype(c: _Collector, t, env: dict, path: tuple) -> VType | None:
     return VType(t.dtype, tuple(shape))
 
 
+def profile_constants(artifact: LoadedContract | None, model: ModelPlan) -> dict:
+    """The model's constants with the artifact profile's (codec and layout choices such as
+    Qwen4Exp's qsa_kv_width), as the artifact contract's own expressions see them."""
+    if artifact is None:
+        return dict(model.constants)
+    from charter.contract import resolve
+
+    return resolve._profile_env(resolve._Collector(artifact), artifact.contract, model)
+
+
 def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: ArtifactPlan,
-                    kernels: dict[str, LoadedContract], provenance: dict[str, LoadedContract]) -> RegionsPlan:
+                    kernels: dict[str, LoadedContract], provenance: dict[str, LoadedContract],
+                    artifact_contract: LoadedContract | None = None) -> RegionsPlan:
     """The verified graph, or CharterError with every independent finding."""
     rc = loaded.contract
     assert isinstance(rc, RegionsContract)
     c = _Collector(loaded)
-    env = dict(model.constants)
+    env = profile_constants(artifact_contract, model)
     if artifact.model != rc.model:
         c.error(Code.SPEC_INVALID, ("model",), f"artifact {artifact.id} is a contract of model {artifact.model!r}, "
                                                f"not {rc.model!r}")
@@ -332,6 +350,8 @@ def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: Artifact
             if (ri, pi) not in used_patterns and (r.scope == "model" or count):
                 c.error(Code.REGION_PATTERN_UNUSED, ("regions", ri, "tensors", pi),
                         f"pattern {pattern!r} owns no tensor of artifact {artifact.id}")
+    records = _records(c, rc, order, count, artifact, env, owner)
+    _routers(c, rc, kernels, env)
     excluded: list[str] = []
     for name, ex in rc.exclusions.items():
         for pi, pattern in enumerate(ex.patterns):
@@ -388,12 +408,14 @@ def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: Artifact
                     width = next((b.type.shape[-1] for b in np_.inputs if b.arg == arg), None)
                     stateful.append((kind, width if isinstance(width, int) else None, ni))
         for j, n in enumerate(r.produces):
-            if n not in written:
+            if not r.nodes:  # a structural region: what it produces is stated, not computed
+                available[n] = edges[n]
+            elif n not in written:
                 c.error(Code.REGION_EDGE_UNWRITTEN, (*base, "produces", j), f"{inst_name} produces {n}, "
                                                                              "but none of its nodes writes it")
             elif n in edges:
                 available[n] = edges[n]
-        state = _state(c, r, base, inst_name, env, stateful)
+        state = _state(c, r, base, inst_name, env, stateful if r.nodes else None)
         act = r.activation
         k = c.value(act.k, env, (*base, "activation", "k")) if act.k is not None else None
         if act.decision != "always" and stateful and act.skip != "no_kv":
@@ -408,8 +430,10 @@ def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: Artifact
             tuple(r.produces), state,
             ActivationPlan(act.decision, act.provenance, act.router, k, act.by, tuple(act.controls), act.skip,
                            c.at(*base, "activation")),
-            tuple(nodes), c.at(*base)))
+            tuple(nodes), c.at(*base), records.get((ri, layer)), r.within))
     for inst in instances:
+        if not inst.nodes:
+            continue  # structural: nothing reads its tensors, and nothing claims to
         for n in inst.tensors:
             if n not in read:
                 ri = next(i for i, r in enumerate(rc.regions) if r.name == inst.region)
@@ -436,6 +460,7 @@ def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: Artifact
         instances=tuple(instances), weights=weights,
         exclusions={n: tuple(e.patterns) for n, e in rc.exclusions.items()}, excluded=tuple(excluded),
         precision={k: v.step for k, v in rc.precision.items()}, parity=parity, input_ranges=ranges,
+        codecs={n: t.codec for n, t in tensors.items()},
         constants=env)
 
 
@@ -569,12 +594,15 @@ def _weight(rc: RegionsContract, t) -> WeightPlan:
 
 
 def _state(c: _Collector, r, base: tuple, inst: str, env: dict,
-           stateful: list[tuple[str, int | None, int]]) -> tuple[StatePlan, ...]:
+           stateful: list[tuple[str, int | None, int]] | None) -> tuple[StatePlan, ...]:
+    """The region's state; with nodes (`stateful` not None), checked against what they call."""
     out = []
     for name, s in r.state.items():
         width = c.value(s.width, env, (*base, "state", name, "width")) if s.width is not None else None
         out.append(StatePlan(name, s.kind, width, s.scope, c.at(*base, "state", name)))
     kv = [s for s in out if s.kind == "kv_append"]
+    if stateful is None:
+        return tuple(out)
     if stateful and not kv:
         c.error(Code.REGION_STATE, (*base, "state"), f"{inst} calls a causal attention kernel, which reads the K/V "
                                                      "rows of earlier tokens: declare its kv_append state",
@@ -589,6 +617,85 @@ def _state(c: _Collector, r, base: tuple, inst: str, env: dict,
                 f"{inst} appends K rows of width {stateful[0][1]}, the state says {kv[0].width}",
                 stateful[0][1], kv[0].width)
     return tuple(out)
+
+
+def _records(c: _Collector, rc: RegionsContract, order, count: int, artifact: ArtifactPlan, env: dict,
+             owner: dict[str, str]) -> dict[tuple[int, int | None], tuple[str, int, int]]:
+    """Store records owned per layer: each instance owns `per_layer` consecutive records; together
+    they are every record of the store, and the store tensor belongs to that region alone."""
+    out: dict[tuple[int, int | None], tuple[str, int, int]] = {}
+    stores = {s.name: s for s in artifact.stores}
+    for ri, r in enumerate(rc.regions):
+        if r.records is None:
+            continue
+        path = ("regions", ri, "records")
+        store = stores.get(r.records.store)
+        if store is None:
+            c.error(Code.REGION_STORE, (*path, "store"), f"artifact {artifact.id} has no store {r.records.store!r}")
+            continue
+        fields = {f.field: f.value for f in store.fields}
+        if store.kind != "expert-major-v2" or "layers" not in fields or "experts" not in fields:
+            c.error(Code.REGION_STORE, (*path, "store"), f"store {store.name} ({store.kind}) holds no per-layer records")
+            continue
+        per = c.value(r.records.per_layer, env, (*path, "per_layer"))
+        if not isinstance(per, int) or isinstance(per, bool) or per < 1:
+            c.error(Code.REGION_STORE, (*path, "per_layer"), f"per_layer is a positive integer, got {per!r}")
+            continue
+        layers = [layer for i, layer in order if i == ri]
+        total = fields["layers"] * fields["experts"]
+        if per != fields["experts"] or len(layers) * per != total:
+            c.error(Code.REGION_STORE, (*path, "per_layer"),
+                    f"{len(layers)} layers x {per} records, but store {store.name} holds {fields['layers']} x "
+                    f"{fields['experts']}: every record is owned exactly once", f"{fields['layers']} x {fields['experts']}",
+                    f"{len(layers)} x {per}")
+            continue
+        for layer in layers:
+            out[(ri, layer)] = (store.name, layer * per, (layer + 1) * per)
+        holder = owner.get(store.tensor)
+        if holder is not None:
+            c.error(Code.REGION_OWNERSHIP, (*path, "store"), f"store tensor {store.tensor} is owned by {holder} and "
+                                                             f"by the records of {r.name}", holder, r.name)
+        else:
+            owner[store.tensor] = f"{r.name} (records)"
+    return out
+
+
+def _routers(c: _Collector, rc: RegionsContract, kernels: dict[str, LoadedContract], env: dict) -> None:
+    """A router is a call of its kernel contract: k and the expert count are the kernel's; the
+    regions it routes select k of exactly that many records per layer."""
+    for name, router in rc.routers.items():
+        path = ("routers", name)
+        lc = kernels.get(router.kernel)
+        if lc is None:
+            c.error(Code.REF_DANGLING, (*path, "kernel"), f"no kernel contract has id {router.kernel!r}")
+            continue
+        k = lc.contract
+        if rc.model not in k.models:
+            c.error(Code.REGION_ROUTER, (*path, "kernel"), f"kernel {k.id} is not stated over model {rc.model}")
+            continue
+        want_k = c.value(router.k, env, (*path, "k"))
+        fixed = k.attributes.get("k")
+        kernel_k = c.value(fixed.value, env, (*path, "kernel")) if fixed is not None and fixed.value is not None else None
+        if kernel_k is not None and want_k != kernel_k:
+            c.error(Code.REGION_ROUTER, (*path, "k"), f"router {name} selects {want_k}, its kernel {k.id} {kernel_k}",
+                    kernel_k, want_k)
+        experts = c.value(router.experts, env, (*path, "experts"))
+        width = c.value(k.inputs[0].shape[-1], env, (*path, "kernel"))
+        if experts != width:
+            c.error(Code.REGION_ROUTER, (*path, "experts"), f"router {name} chooses among {experts}, its kernel's "
+                                                            f"logits are {width} wide", width, experts)
+        for ri, r in enumerate(rc.regions):
+            a = r.activation
+            if a.decision != "routed" or a.router != name:
+                continue
+            rk = c.value(a.k, env, ("regions", ri, "activation", "k"))
+            if rk != want_k:
+                c.error(Code.REGION_ROUTER, ("regions", ri, "activation", "k"),
+                        f"{r.name} runs {rk} per token, router {name} selects {want_k}", want_k, rk)
+            per = c.value(r.records.per_layer, env, ("regions", ri, "records", "per_layer")) if r.records else None
+            if per != experts:
+                c.error(Code.REGION_ROUTER, ("regions", ri, "records", "per_layer"),
+                        f"{r.name} has {per} records per layer, router {name} chooses among {experts}", experts, per)
 
 
 def kernel_and_provenance(contracts: dict[str, LoadedContract]) -> tuple[dict, dict]:

@@ -44,6 +44,7 @@ class RegionsView:
     edges: tuple[Row, ...]
     state: tuple[Row, ...]
     nodes: tuple[Row, ...]
+    records: tuple[Row, ...]
     max_rank: int
 
 
@@ -90,9 +91,13 @@ def build(cs, plan: RegionsPlan) -> RegionsView:
     ownership = []
     for k, i in enumerate(plan.instances):
         for tname in i.tensors:
-            w = plan.weights[tname]
-            ownership.append(Row(py_literal((tname, k, w.codec, w.step)),
-                                 f"{{{cpp_sv(tname)}, {cpp_int64(k)}, {cpp_sv(w.codec)}, {cpp_sv(w.step)}}}", ""))
+            codec = plan.codecs[tname]
+            step = plan.precision.get(codec, "quantized")
+            ownership.append(Row(py_literal((tname, k, codec, step)),
+                                 f"{{{cpp_sv(tname)}, {cpp_int64(k)}, {cpp_sv(codec)}, {cpp_sv(step)}}}", ""))
+    records = [Row(py_literal((k, i.records[0], i.records[1], i.records[2])),
+                   f"{{{cpp_int64(k)}, {cpp_sv(i.records[0])}, {cpp_int64(i.records[1])}, {cpp_int64(i.records[2])}}}", "")
+               for k, i in enumerate(plan.instances) if i.records is not None]
     rank = max(len(t.shape) for t in list(plan.edges.values()) + list(plan.inputs.values()))
     edges = []
     for kind, table in (("input", plan.inputs), ("edge", plan.edges)):
@@ -111,7 +116,7 @@ def build(cs, plan: RegionsPlan) -> RegionsView:
         py_f1=py_literal(not reasons), cpp_f1=cpp_bool(not reasons),
         py_f1_reasons=py_literal(reasons), cpp_f1_reasons=tuple(cpp_sv(r) for r in reasons),
         regions=tuple(regions), instances=tuple(instances), ownership=tuple(ownership), edges=tuple(edges),
-        state=tuple(state), nodes=tuple(nodes), max_rank=rank,
+        state=tuple(state), nodes=tuple(nodes), records=tuple(records), max_rank=rank,
     )
 
 
