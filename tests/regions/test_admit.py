@@ -34,3 +34,10 @@ def test_ownership_of_a_tensor_table():
 
 def test_the_cpp_engine_is_refused_with_a_regions_contract(capsys):
     assert main(["admit", "--contract", str(SPEC), "--engine", "cpp"]) == 2
+
+
+def test_no_public_route_claims_support(capsys):
+    """AFN-013: the F1 interpreter is a private seam; the public selector stays rejecting. Admission
+    that requires `supported` fails closed for the regions contract, as for its artifact."""
+    assert main(["admit", "--contract", str(SPEC), "--require-status", "supported"]) == 1
+    assert "POLICY_STATUS" in capsys.readouterr().out
