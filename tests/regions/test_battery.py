@@ -46,3 +46,14 @@ def test_every_fact_family_is_mutated():
     families = {m.name.split(":")[0] for m in MUTANTS}
     assert {"ownership", "layers", "edge", "state", "activation", "node", "precision", "status", "gate",
             "numeric"} <= families
+
+
+def test_charter_mutate_runs_the_region_battery(capsys, tmp_path):
+    from charter.cli import main
+
+    assert main(["mutate", "--contract", str(QWEN), "--json", str(tmp_path / "b.json")]) == 0
+    assert "20/20 region mutations rejected" in capsys.readouterr().out
+    import json
+
+    assert {o["verdict"] for o in json.loads((tmp_path / "b.json").read_text())} == {"killed"}
+    assert main(["mutate", "--contract", str(QWEN), "--engine", "both"]) == 2

@@ -34,7 +34,7 @@ VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 100), st.sampled_fr
     st.dictionaries(st.sampled_from(["a", "kind", "step"]), st.integers(0, 2), max_size=2))
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.sampled_from(LEAVES), VALUES, st.booleans())
 def test_one_leaf_edit_is_a_diagnostic_or_a_plan(path, value, drop):
     data = copy.deepcopy(DATA)

@@ -362,10 +362,26 @@ def run_battery(spec: Path) -> list[Outcome]:
     return [run_mutant(m, data, cs) for m in mutants_of(spec)]
 
 
-def main() -> int:
+def run_command(args, spec: Path) -> int:
+    """`charter mutate --contract <regions contract>`: the contract side only (the artifact side is
+    the artifact contract's own battery); --json writes every outcome."""
     import sys
 
-    spec = Path(sys.argv[1] if len(sys.argv) > 1 else "specs/regions/smollm2-135m-instruct-q4_1.yaml")
+    if args.only == "artifact" or args.artifact or args.engine != "python":
+        print("charter: a region battery mutates the regions contract only (no --artifact, --only artifact or "
+              "--engine both)", file=sys.stderr)
+        return 2
+    return main([str(spec)], json_path=Path(args.json) if args.json else None)
+
+
+def main(argv: list[str] | None = None, json_path: Path | None = None) -> int:
+    import json
+    import sys
+
+    from charter import atomic
+
+    argv = sys.argv[1:] if argv is None else argv
+    spec = Path(argv[0] if argv else "specs/regions/smollm2-135m-instruct-q4_1.yaml")
     if not spec.is_file() or base_data(spec).get("id") not in MUTANTS:
         print(f"no region battery for {spec} (batteries: {', '.join(MUTANTS)})", file=sys.stderr)
         return 2
@@ -375,11 +391,20 @@ def main() -> int:
         if o.verdict not in ("killed", "numeric"):
             got = o.first.render() if o.first else "admitted"
             print(f"{o.verdict}: {o.mutant.name}: expected {o.mutant.code} {o.mutant.field}, got {got}")
+    by_code: dict[str, int] = {}
+    for o in structural:
+        by_code[o.mutant.code] = by_code.get(o.mutant.code, 0) + (o.verdict == "killed")
+    for code, n in sorted(by_code.items()):
+        print(f"  {code:<24} {n}")
     killed = sum(o.verdict == "killed" for o in structural)
     numeric = [o for o in outcomes if o.mutant.side == "numeric"]
     print(f"{killed}/{len(structural)} region mutations rejected "
           f"({sum(o.mutant.side == 'gate' for o in structural)} by the F1 gate before any node); "
           f"{len(numeric)} numeric mutant(s) left to the parity run")
+    if json_path is not None:
+        atomic.write_text(json_path, json.dumps([
+            {"mutant": o.mutant.name, "side": o.mutant.side, "expected": {"code": o.mutant.code, "field": o.mutant.field},
+             "verdict": o.verdict, "got": o.first.to_json() if o.first else None} for o in outcomes], indent=2) + "\n")
     return 0 if killed == len(structural) and all(o.verdict == "numeric" for o in numeric) else 1
 
 
