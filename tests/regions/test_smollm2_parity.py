@@ -31,6 +31,9 @@ def test_short_sequence_matches_llama_cpp(run_short):
     assert s.length == 8 and s.agree == 8 and s.ours_last == s.upstream_last
     assert s.max_abs_last <= plan.parity.max_abs_logit_error
     assert parity.judge(plan, result) == []
+    # the 8-token sequence is one of the two whose residual stream llama.cpp's eval callback captured
+    assert [r.layer for r in result.layers] == list(range(30))
+    assert min(r.cosine for r in result.layers) >= plan.parity.layer_cosine_min
 
 
 def test_weights_are_labelled_by_their_step(run_short):

@@ -176,3 +176,9 @@ def smollm2_prompt_ids(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.
 def smollm2_prompt_lengths(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.ndarray:
     """Rule: the number of token ids of each of the eight SMOLLM2_PROMPTS, in order, int32."""
     return np.array([len(ids) for _, ids in SMOLLM2_PROMPTS], dtype=np.int32)
+
+
+def smollm2_layer_sequences(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: the indices of the shortest and the longest of the SMOLLM2_PROMPTS, in that order, int32."""
+    lengths = [len(ids) for _, ids in SMOLLM2_PROMPTS]
+    return np.array([lengths.index(min(lengths)), lengths.index(max(lengths))], dtype=np.int32)

@@ -93,6 +93,13 @@ def _regions_capture(inputs: tuple, seed, shape):
     return llama_eval(inputs, seed, shape)
 
 
+def _regions_layers(inputs: tuple, seed, shape):
+    """llama.cpp's per-layer residual stream through its eval callback (charter.regions.capture)."""
+    from charter.regions.capture import llama_layers
+
+    return llama_layers(inputs, seed, shape)
+
+
 _ENTRIES = [
     Entry(UP, "gguf.quants", "dequantize", 2, _call("gguf.quants", "dequantize", _gguf_qtype)),
     Entry(CROSS, f"{ORACLES}.dequant", "dequantize_q8_0", 1, _call(f"{ORACLES}.dequant", "dequantize_q8_0")),
@@ -109,6 +116,8 @@ _ENTRIES = [
     Entry(CONTROL, CONTROLS, "smollm2_prompt_ids", 0, _control("smollm2_prompt_ids")),
     Entry(CONTROL, CONTROLS, "smollm2_prompt_lengths", 0, _control("smollm2_prompt_lengths")),
     Entry(UP, "llama_cpp", "Llama.eval", 2, _regions_capture, outputs=3),
+    Entry(CONTROL, CONTROLS, "smollm2_layer_sequences", 0, _control("smollm2_layer_sequences")),
+    Entry(UP, "llama_cpp", "ggml_backend_sched_eval_callback", 3, _regions_layers),
 ]
 REGISTRY: dict[tuple[str, str], Entry] = {(e.module, e.callable): e for e in _ENTRIES}
 

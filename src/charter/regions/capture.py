@@ -45,3 +45,66 @@ def llama_eval(inputs: tuple, seed, shape) -> tuple[np.ndarray, np.ndarray, np.n
         top.append(scores.max(axis=1).astype(np.float32))
         start += n
     return np.stack(last), np.concatenate(argmax), np.concatenate(top)
+
+
+# The byte offsets of the fields of ggml's `struct ggml_tensor` the eval callback reads (ggml as
+# bundled with llama-cpp-python 0.3.36, 64-bit): type (int32) at 0, ne[4] (int64) at 16, data at
+# 248, name[64] at 256. capture_layers checks what it reads (an F32 [hidden, n] tensor named
+# l_out-<layer>, one per layer) and refuses anything else.
+_TYPE, _NE, _DATA, _NAME = 0, 16, 248, 256
+
+
+def llama_layers(inputs: tuple, seed, shape) -> np.ndarray:
+    """The residual stream after every layer (llama.cpp's `l_out-<il>` tensors, read through its
+    eval callback) at the last position of the chosen sequences: float32 [sequences, layers, hidden]."""
+    import ctypes
+
+    import llama_cpp.llama_cpp as low
+    from llama_cpp import Llama
+
+    from charter.admission.locate import locate
+
+    ids, lengths, chosen = inputs
+    seen: dict[str, np.ndarray] = {}
+
+    def on_tensor(t, ask, _user):
+        base = ctypes.cast(t, ctypes.c_void_p).value
+        name = ctypes.string_at(base + _NAME, 64).split(b"\0")[0].decode("ascii", "replace")
+        if ask:
+            return name.startswith("l_out-")
+        if name.startswith("l_out-"):
+            ne = np.frombuffer(ctypes.string_at(base + _NE, 32), dtype=np.int64)
+            if ctypes.c_int32.from_address(base + _TYPE).value != 0 or ne[2] != 1 or ne[3] != 1:
+                raise ValueError(f"{name} is not an F32 matrix: type/ne {ne.tolist()}")
+            data = ctypes.c_void_p.from_address(base + _DATA).value
+            seen[name] = np.frombuffer(ctypes.string_at(data, int(ne[0] * ne[1]) * 4),
+                                       dtype=np.float32).reshape(int(ne[1]), int(ne[0])).copy()
+        return True
+
+    callback = low.ggml_backend_sched_eval_callback(on_tensor)
+    default = low.llama_context_default_params
+
+    def with_callback():
+        params = default()
+        params.cb_eval, params.cb_eval_user_data = callback, None
+        return params
+
+    path = locate(PINNED, Path("."), digest=True)
+    low.llama_context_default_params = with_callback  # Llama() builds its context from these
+    try:
+        llm = Llama(model_path=str(path), n_ctx=N_CTX, n_batch=N_CTX, logits_all=True, n_threads=2, verbose=False)
+    finally:
+        low.llama_context_default_params = default
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+    out = []
+    for s in (int(x) for x in chosen):
+        seen.clear()
+        llm.reset()
+        n, a = int(lengths[s]), int(starts[s])
+        llm.eval([int(t) for t in ids[a:a + n]])
+        layers = sorted((int(k.split("-")[1]), v) for k, v in seen.items())
+        if [k for k, _ in layers] != list(range(len(layers))) or any(v.shape[0] != n for _, v in layers):
+            raise ValueError(f"llama.cpp reported layers {[k for k, _ in layers]} for {n} tokens")
+        out.append(np.stack([v[-1] for _, v in layers]))
+    del callback
+    return np.stack(out).astype(np.float32)

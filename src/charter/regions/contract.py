@@ -252,6 +252,12 @@ class Parity(Strict):
                                                                                  "argmax equals upstream's.")
     max_abs_logit_error: float = Field(gt=0.0, strict=True, description="Largest |logit - upstream logit| "
                                                                          "allowed at the captured positions.")
+    layer_cosine_min: float | None = Field(None, ge=-1.0, le=1.0, strict=True,
+                                           description="Least cosine between the residual stream after each layer "
+                                                       "and upstream's, where the fixture captures it.")
+    layer_relative_error_max: float | None = Field(None, gt=0.0, strict=True,
+                                                   description="Largest max|difference| / max|upstream| of the "
+                                                               "residual stream after each layer.")
 
 
 class RegionsContract(Header):

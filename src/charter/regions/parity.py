@@ -47,9 +47,18 @@ class SequenceResult:
 
 
 @dataclass(frozen=True)
+class LayerResult:
+    sequence: int
+    layer: int
+    cosine: float  # of the residual stream after the layer, last position, against upstream's
+    relative: float  # max |difference| / max |upstream|
+
+
+@dataclass(frozen=True)
 class ParityResult:
     sequences: tuple[SequenceResult, ...]
     dequantize_seconds: float
+    layers: tuple[LayerResult, ...] = ()
 
     @property
     def positions(self) -> int:
@@ -112,21 +121,34 @@ def run(spec: Path, *, sequences: list[int] | None = None, weights: dict | None 
     dequant = time.perf_counter() - t0
     ids, lengths = fx["token_ids"], fx["lengths"]
     starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    out = []
+    out, layers = [], []
+    layer_seqs = [int(x) for x in fx["layer_sequences"]] if "layer_out" in fx else []
     for s in (sequences if sequences is not None else range(len(lengths))):
         n, a = int(lengths[s]), int(starts[s])
         seq = np.ascontiguousarray(ids[a:a + n])
+        hidden: dict[int, np.ndarray] = {}
+
+        def after_layer(inst, node, args, result):
+            if inst.layer is not None and inst.produces and node.outputs[0].name in inst.produces:
+                hidden[inst.layer] = result[-1]  # the last write of the residual stream in the layer wins
+
         t = time.perf_counter()
         logits = interpreter.run(plan, {"ids": seq, "positions": interpreter.positions(n)}, weights,
-                                 impls=impls)["logits"]
+                                 impls=impls, on_node=after_layer if s in layer_seqs else None)["logits"]
         seconds = time.perf_counter() - t
+        if s in layer_seqs:
+            up = fx["layer_out"][layer_seqs.index(s)]
+            for layer in range(up.shape[0]):
+                ours, theirs = hidden[layer].astype(np.float64), up[layer].astype(np.float64)
+                cosine = float(ours @ theirs / (np.linalg.norm(ours) * np.linalg.norm(theirs)))
+                layers.append(LayerResult(s, layer, cosine, float(np.abs(ours - theirs).max() / np.abs(theirs).max())))
         ours = logits.argmax(axis=1)
         out.append(SequenceResult(
             n, int((ours == fx["argmax"][a:a + n]).sum()),
             float(np.abs(logits[-1] - fx["last_logits"][s]).max()),
             float(np.abs(logits.max(axis=1) - fx["max_logit"][a:a + n]).max()),
             int(ours[-1]), int(fx["argmax"][a + n - 1]), seconds))
-    return plan, ParityResult(tuple(out), dequant), weights
+    return plan, ParityResult(tuple(out), dequant, tuple(layers)), weights
 
 
 def judge(plan: RegionsPlan, result: ParityResult) -> list[Diagnostic]:
@@ -140,6 +162,20 @@ def judge(plan: RegionsPlan, result: ParityResult) -> list[Diagnostic]:
         found.append(Diagnostic(Code.F1_PARITY, "parity.max_abs_logit_error",
                                 f"max |logit error| {result.max_abs_logit_error:.4f} exceeds {p.max_abs_logit_error}",
                                 str(p.max_abs_logit_error), f"{result.max_abs_logit_error:.4f}", location=p.at))
+    if result.layers and p.layer_cosine_min is not None:
+        worst = min(result.layers, key=lambda r: r.cosine)
+        if worst.cosine < p.layer_cosine_min:
+            found.append(Diagnostic(Code.F1_PARITY, "parity.layer_cosine_min",
+                                    f"layer {worst.layer} of sequence {worst.sequence}: cosine {worst.cosine:.6f} is "
+                                    f"below {p.layer_cosine_min}", str(p.layer_cosine_min), f"{worst.cosine:.6f}",
+                                    location=p.at))
+    if result.layers and p.layer_relative_error_max is not None:
+        worst = max(result.layers, key=lambda r: r.relative)
+        if worst.relative > p.layer_relative_error_max:
+            found.append(Diagnostic(Code.F1_PARITY, "parity.layer_relative_error_max",
+                                    f"layer {worst.layer} of sequence {worst.sequence}: relative error "
+                                    f"{worst.relative:.2e} exceeds {p.layer_relative_error_max}",
+                                    str(p.layer_relative_error_max), f"{worst.relative:.2e}", location=p.at))
     return found
 
 
@@ -148,6 +184,11 @@ def report(result: ParityResult) -> str:
     for i, s in enumerate(result.sequences):
         lines.append(f"{i:>3}  {s.length:>6}  {s.agree:>5}/{s.length:<5}  {s.max_abs_last:>13.4f}  "
                      f"{s.max_abs_top:>12.4f}  {s.ours_last:>8}/{s.upstream_last:<8}  {s.seconds:.2f}")
+    for s in sorted({r.sequence for r in result.layers}):
+        rows = [r for r in result.layers if r.sequence == s]
+        lines.append(f"seq {s} per layer (last position): cosine min {min(r.cosine for r in rows):.6f}, relative "
+                     f"error max {max(r.relative for r in rows):.2e} (layer "
+                     f"{max(rows, key=lambda r: r.relative).layer}); layer 0: {rows[0].relative:.2e}")
     lines.append(f"top-1 agreement {result.top1_agreement:.4f} over {result.positions} positions; "
                  f"max |logit error| {result.max_abs_logit_error:.4f} (last positions); "
                  f"{result.tokens_per_second:.1f} tokens/s; dequantization {result.dequantize_seconds:.1f} s")

@@ -143,6 +143,8 @@ class ParityPlan:
     top1_agreement_min: float
     max_abs_logit_error: float
     at: Location
+    layer_cosine_min: float | None = None
+    layer_relative_error_max: float | None = None
 
 
 @dataclass(frozen=True)
@@ -448,7 +450,8 @@ def resolve_regions(loaded: LoadedContract, model: ModelPlan, artifact: Artifact
         p = rc.parity
         if p.fixture not in provenance:
             c.error(Code.REF_DANGLING, ("parity", "fixture"), f"no provenance contract has id {p.fixture!r}")
-        parity = ParityPlan(p.fixture, p.top1_agreement_min, p.max_abs_logit_error, c.at("parity"))
+        parity = ParityPlan(p.fixture, p.top1_agreement_min, p.max_abs_logit_error, c.at("parity"),
+                            p.layer_cosine_min, p.layer_relative_error_max)
     if c.diagnostics:
         raise CharterError(c.diagnostics)
     return RegionsPlan(
