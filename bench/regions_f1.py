@@ -161,6 +161,15 @@ def main() -> int:
                 worst = max(worst, float(np.abs(native - result).max()))
 
         interpreter.run(plan, {"ids": seq, "positions": interpreter.positions(len(seq))}, weights, on_node=on_node)
+        from charter.oracles.rmsnorm import rmsnorm as oracle_rmsnorm
+
+        x = np.ascontiguousarray(np.random.default_rng(0).standard_normal((64, 576), dtype=np.float32))
+        wn = weights["output_norm.weight"].array
+        for name, fn in (("oracle", oracle_rmsnorm), ("native", _native.rmsnorm)):
+            t = time.perf_counter()
+            for _ in range(200):
+                fn(x, wn, 1e-5)
+            print(f"rmsnorm node [64, 576], {name}: {(time.perf_counter() - t) / 200 * 1e6:.0f} us per call")
         _, native_run, _ = parity.run(SPEC, weights=weights, impls={"rmsnorm": _native.rmsnorm}, sequences=[0])
         print(f"\nnative rmsnorm vs oracle, node by node ({sum(n.kernel == 'rmsnorm' for i in plan.instances for n in i.nodes)} nodes, sequence 0): max |difference| {worst:g}; "
               f"whole pass with native rmsnorm: max |logit error| vs llama.cpp "
