@@ -46,7 +46,7 @@ battery: $(STAMP)
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine both --only artifact
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine python --only contract
 	rm -rf .battery-folders && $(BIN)/python -m charter.conforming.folders .battery-folders
-	$(BIN)/charter mutate --contract specs/bundles/all-minilm-l6-v2-5-shards.yaml --artifact .battery-folders/minilm-5 -q
+	$(BIN)/charter mutate --contract specs/bundles/all-minilm-l6-v2-5-shards.yaml --artifact .battery-folders/minilm-5 -j 2 -q
 	rm -rf .battery-folders
 
 # The test suite without the tests marked slow (about 4 minutes on 2 cores), and the slow set alone

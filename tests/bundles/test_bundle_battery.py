@@ -14,7 +14,7 @@ from tests.conftest import ROOT
 from .conftest import CONTRACTS
 
 
-def _battery(folder, contract, only=None, companions=None, engine="python"):
+def _battery(folder, contract, only=None, companions=None, engine="python", jobs=1):
     """The battery; `companions`: only the companion mutants of these files (the full battery is
     make battery's: every companion edit of tokenizer.json costs a parse)."""
     cs = load_set([contract], [ROOT / "specs"])
@@ -26,7 +26,7 @@ def _battery(folder, contract, only=None, companions=None, engine="python"):
 
         cpp_key = choose.cpp_checker(cs, cs.bundles[bundle_id].artifact, cache_dir() / "checkers").key
     return run_bundle(cs, bundle_id, folder, checker, bundle_battery(cs, bundle_id, folder, only, companions),
-                      cpp_key=cpp_key)
+                      cpp_key=cpp_key, jobs=jobs)
 
 
 @pytest.mark.parametrize("shards", [1, pytest.param(2, marks=pytest.mark.slow)])  # 5 shards, whole: make battery
@@ -36,6 +36,13 @@ def test_the_battery_rejects_every_mutant(minilm_folders, shards):
     assert summary["passed"] and summary["rejected"] == summary["mutants"] > 40, report.failures(outcomes)
     stages = {o.stage for o in outcomes if o.stage}
     assert {"files", "companions", "payload", "spec"} <= stages and ("shards" in stages) == (shards > 1)
+
+
+def test_workers_give_the_outcomes_of_one_process(minilm_folders):
+    serial = _battery(minilm_folders[2], CONTRACTS[2], companions=())
+    forked = _battery(minilm_folders[2], CONTRACTS[2], companions=(), jobs=2)
+    assert [(o.mutant.id, o.verdict, o.stage, o.code, o.field) for o in forked] == \
+        [(o.mutant.id, o.verdict, o.stage, o.code, o.field) for o in serial] and len(serial) > 40
 
 
 def test_both_engines_agree_on_every_mutant(minilm_folders):

@@ -116,3 +116,33 @@ def test_the_split_set_battery_rejects_every_mutant(frozen, engine):
     summary = report.summary(outcomes)
     assert summary["passed"] and summary["rejected"] == summary["mutants"] > 250, report.failures(outcomes)
     assert summary["errors"] == 0
+
+
+def _with_exclusion(contract: Path, target: Path, source_count: int) -> Path:
+    """The frozen set's contracts copied to `target` with an exclusion whose count the set states in
+    its metadata (llama.block_count, on the first split only): a later split's policy stage must
+    read the set's metadata, not its own."""
+    import shutil
+
+    shutil.copytree(contract.parent.parent, target)
+    artifact = target / "artifacts" / "sm-gguf.yaml"
+    data = yaml.safe_load(artifact.read_text())
+    data["exclusions"] = [{"name": "none", "source_count": source_count, "count_key": "llama.block_count",
+                           "patterns": ["mtp.*"], "reason": "a count the set states once, on its first split"}]
+    artifact.write_text(dump(data))
+    return target / "bundles" / contract.name
+
+
+@pytest.mark.parametrize("engine", ["python", pytest.param("cpp", marks=pytest.mark.slow)])  # cpp: 2 -O2 compiles
+def test_a_later_splits_exclusion_counts_are_the_sets(frozen, tmp_path, capsys, engine):
+    folder, contract = frozen
+    good = _with_exclusion(contract, tmp_path / "good", 30)
+    code = main(["admit", str(folder), "--contract", str(good), "--engine", engine])
+    assert code == 0, capsys.readouterr().out
+    capsys.readouterr()
+    bad = _with_exclusion(contract, tmp_path / "bad", 31)
+    assert main(["admit", str(folder), "--contract", str(bad), "--engine", engine, "--json"]) == 1
+    report_ = __import__("json").loads(capsys.readouterr().out)
+    d = report_["diagnostic"]
+    assert (report_["file"], d["stage"], d["code"], d["field"]) == (NAMES[0], "policy", "POLICY_EXCLUSION",
+                                                                    "exclusions.none.source_count")

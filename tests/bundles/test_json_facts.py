@@ -15,7 +15,6 @@ from pydantic import ValidationError
 
 from charter.admission.runtime import parse_companion
 from charter.bundles.json_facts import (
-    JsonFact,
     ResolvedJson,
     canonical_json,
     check_json,
@@ -24,6 +23,7 @@ from charter.bundles.json_facts import (
     json_mutants,
     resolve_json_fact,
 )
+from charter.bundles.json_model import JsonFact
 from charter.contract import yamldump
 from charter.contract.load import refusal
 from charter.contract.yamlload import load_text

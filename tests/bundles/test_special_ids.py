@@ -3,15 +3,23 @@ are rejected at the tokenizer stage, naming the key; a folder that disagrees is 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
 import pytest
 import yaml
 
+from charter.bundles.admit import admit_bundle
+from charter.bundles.files import BundleRejected
 from charter.bundles.json_facts import freeze_json
+from charter.bundles.special_ids import check_special_ids
 from charter.cli import main
 from charter.conforming.gguf_split import split_gguf
+from charter.contract.contractset import load_set
+from charter.contract.plan import Located
+from charter.diagnostics import Code
+from charter.engines import choose
 from tests.conftest import smollm2_gguf
 
 from .conftest import CONTRACTS, linked_copy, replace, repinned
@@ -88,3 +96,70 @@ def test_the_weights_disagree_with_config(tmp_path, capsys):
     assert main(["freeze", str(tmp_path / "set"), "--id", "sm", "-o", str(tmp_path / "out")]) == 1
     out = capsys.readouterr().out
     assert "TOKENIZER_SPECIAL_MISMATCH" in out and "smollm2-00001-of-00001.gguf" in out
+
+
+# --- the vocabulary: token ids, embedding rows and the model's two facts (the padded-logits rule) ---
+
+
+def _added_token(tokenizer: dict, id_: int) -> None:
+    tokenizer["added_tokens"].append({"id": id_, "content": f"<extra_{id_}>", "single_word": False,
+                                      "lstrip": False, "rstrip": False, "normalized": False, "special": True})
+
+
+def test_a_token_id_without_an_embedding_row(minilm_folders, tmp_path):
+    folder, contract = _edited(minilm_folders, tmp_path, "tokenizer.json", lambda d: _added_token(d, 30522))
+    d = rejected(admit(folder, contract), "tokenizer", "TOKENIZER_LOGITS_ROWS", "config.json")
+    assert (d.field, d.expected, d.actual) == ('companions.config.json["vocab_size"]', ">= 30523", "30522")
+
+
+def _specs_copy(tmp_path, edit_model) -> Path:
+    """specs/ of models, artifacts and bundles copied, the MiniLM model contract edited; its bundle."""
+    specs = tmp_path / "specs"
+    shutil.copytree(CONTRACTS[1].parents[1], specs, ignore=shutil.ignore_patterns("kernels", "provenance"))
+    model = specs / "models" / "all-minilm-l6-v2.yaml"
+    model.write_text(edit_model(model.read_text()))
+    return specs / "bundles" / CONTRACTS[1].name
+
+
+def _admit_in(folder, contract):
+    cs = load_set([contract], [contract.parents[1]])
+    assert not cs.diagnostics, [d.render() for d in cs.diagnostics]
+    plan = next(iter(cs.bundles.values()))
+    return admit_bundle(folder, plan, choose.python_checker(cs, plan.artifact.id, tmp_generated()).module)
+
+
+def tmp_generated():
+    return CONTRACTS[1].parents[2] / "generated"
+
+
+def test_the_tokenizer_is_the_models_id_domain(minilm_folders, tmp_path):
+    contract = _specs_copy(tmp_path, lambda text: text.replace("  ids: 30522\n", "  ids: 30521\n"))
+    d = rejected(_admit_in(minilm_folders[1], contract), "tokenizer", "TOKENIZER_DOMAIN", "tokenizer.json")
+    assert (d.field, d.expected, d.actual) == ("tokenizer.ids", "30521", "30522")
+    assert str(d.location).split(":")[0].endswith("models/all-minilm-l6-v2.yaml")
+
+
+def test_the_embedding_rows_are_the_models_logits_rows(minilm_folders, tmp_path):
+    contract = _specs_copy(tmp_path, lambda text: text.replace("  logits_rows: vocab_size\n", "  logits_rows: 30523\n"))
+    d = rejected(_admit_in(minilm_folders[1], contract), "tokenizer", "TOKENIZER_LOGITS_ROWS", "config.json")
+    assert (d.field, d.expected, d.actual) == ("tokenizer.logits_rows", "30523", "30522")
+
+
+def test_an_id_in_the_padded_rows_is_no_token(minilm_folders):
+    """Rows past the tokenizer's ids are padding (Qwen4Exp: 243 of them): an id there is out of range."""
+    cs = load_set([CONTRACTS[1]], [CONTRACTS[1].parents[1]])
+    plan = next(iter(cs.bundles.values()))
+    documents = {"config.json": {"vocab_size": 30522, "eos_token_id": 30100}}
+    padded = dataclasses.replace(plan, tokenizer_ids=Located(30000, None), logits_rows=None)
+    with pytest.raises(BundleRejected) as r:
+        check_special_ids(padded, documents, {})
+    d = r.value.diagnostic
+    assert (d.code, d.field, d.expected, d.actual) == (Code.TOKENIZER_SPECIAL_RANGE,
+                                                       'companions.config.json["eos_token_id"]', "below 30000", "30100")
+    check_special_ids(plan, documents, {})  # within the 30,522 ids the shipped model states
+
+
+def test_freeze_states_the_vocabulary(minilm_folders, tmp_path, capsys):
+    assert main(["freeze", str(minilm_folders[2]), "--id", "m", "-o", str(tmp_path / "out")]) == 0
+    model = yaml.safe_load((tmp_path / "out" / "models" / "m-model.yaml").read_text())
+    assert model["tokenizer"] == {"ids": 30522, "logits_rows": "vocab_size"}

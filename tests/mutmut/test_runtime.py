@@ -930,6 +930,28 @@ def test_a_shard_is_checked_for_the_tensors_placed_in_it():
     assert rejection(alone.tensors, TABLE, None)["field"] == "tensors.blk.1.w"
 
 
+
+def test_the_inventory_is_expanded_once_per_tuple():
+    expected, position = runtime._inventory(TABLE)
+    assert list(expected) == ["a", "blk.0.w", "blk.1.w"] and position == {"a": 0, "blk.0.w": 1, "blk.1.w": 2}
+    assert expected["blk.1.w"] == ("norm", (32,), "F16", AT2)
+    assert runtime._EXPANDED == [(TABLE, expected, position)]
+    again = runtime._inventory(TABLE)
+    assert again[0] is expected and again[1] is position  # the shards of a bundle share it
+    rows = [TABLE[0]]  # a list can change under a cache: expanded every time, never kept
+    assert list(runtime._inventory(rows)[0]) == ["a"]
+    rows.append(TABLE[1])
+    assert list(runtime._inventory(rows)[0]) == ["a", "blk.0.w", "blk.1.w"]
+    assert runtime._EXPANDED[0][0] is TABLE
+    other = (TABLE[0],)
+    assert list(runtime._inventory(other)[0]) == ["a"] and runtime._EXPANDED[0][0] is other
+
+
+def test_a_shard_reports_its_first_missing_tensor_in_contract_order():
+    rows = (("z", (), "x", (1,), "F32", AT), ("b", (), "x", (1,), "F32", AT2))
+    shard = Context(view(tensors=[]), "/nonexistent/s.safetensors", only=frozenset({"b", "z", "elsewhere"}))
+    assert rejection(shard.tensors, rows, None)["field"] == "tensors.z"
+
 def test_stores_are_checked_in_the_shard_that_holds_their_tensor(monkeypatch):
     calls = []
     monkeypatch.setattr(runtime.stores, "expert_major", lambda *a: calls.append(("em",) + a[1:]))

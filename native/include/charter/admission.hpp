@@ -65,8 +65,11 @@ inline Report run(Format format, Span<StageFn> stages, const unsigned char* head
     r.stage = stage::kContainer;
     return r;
   }
+  Share share = options.share;
+  share.metadata_elsewhere =
+      std::find(options.skip.begin(), options.skip.end(), stage::kMetadata) != options.skip.end();
   Context ctx(v, r, options.require_status, store::Regions(options.regions, options.reader), options.companion,
-              options.share);
+              share);
   for (const StageFn& s : stages) {
     if (s.name == stage::kPayload) continue;
     if (std::find(options.skip.begin(), options.skip.end(), s.name) != options.skip.end()) continue;

@@ -100,6 +100,9 @@ struct Share {
   bool has_only = false;
   Span<std::string_view> only{};
   Span<std::string_view> owned_keys{};
+  // A GGUF split set's later split: the set's metadata is its first split's (Note [GGUF split
+  // sets]), so the facts read from metadata (an exclusion's count key) are the first split's to check.
+  bool metadata_elsewhere = false;
 };
 
 class Context {
@@ -955,7 +958,7 @@ class Context {
   // --- policy --------------------------------------------------------------------------------
   bool exclusions(Span<ExclusionRow> table) {
     for (const ExclusionRow& row : table) {
-      if (!row.count_key.empty()) {
+      if (!row.count_key.empty() && !share_.metadata_elsewhere) {
         const MetaEntry* e = entry(row.count_key);
         if (!e) return false;
         if (!py_equal(*e, row.source_count)) {

@@ -304,12 +304,10 @@ class Context:
         """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...).
         `at` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
         at_set = at
-        expected: dict[str, tuple] = {}
-        for name, repeat, role, shape, codec, at in rows:
-            for concrete in expand(name, repeat):
-                expected[concrete] = (role, shape, codec, at)
+        expected, position = _inventory(rows)
         if self.only is not None:
-            expected = {name: fact for name, fact in expected.items() if name in self.only}
+            held = sorted((name for name in self.only if name in position), key=position.__getitem__)
+            expected = {name: expected[name] for name in held}
         actual: dict[str, TensorEntry] = {}
         for t in self.view.tensors:
             if t.name in actual:
@@ -630,6 +628,27 @@ def _json_type(value: object) -> str:
     if isinstance(value, str):
         return "string"
     return type(value).__name__ if value is not None else "null"
+
+
+
+# The last inventory expanded, as (rows, name -> fact, name -> position): the shards of a bundle run
+# one checker, whose tensor rows are one constant tuple, so its 1,658 names are expanded once, not
+# once per shard (Note [Bundle stages]). Only a tuple is kept: it cannot change under the cache.
+_EXPANDED: list[tuple[tuple, dict[str, tuple], dict[str, int]]] = []
+
+
+def _inventory(rows: Iterable[tuple]) -> tuple[dict[str, tuple], dict[str, int]]:
+    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order."""
+    if _EXPANDED and _EXPANDED[0][0] is rows:
+        return _EXPANDED[0][1], _EXPANDED[0][2]
+    expected: dict[str, tuple] = {}
+    for name, repeat, role, shape, codec, at in rows:
+        for concrete in expand(name, repeat):
+            expected[concrete] = (role, shape, codec, at)
+    position = {name: i for i, name in enumerate(expected)}
+    if type(rows) is tuple:
+        _EXPANDED[:] = [(rows, expected, position)]
+    return expected, position
 
 
 def _by_extent(tensors) -> list:

@@ -12,7 +12,7 @@ from typing import Annotated, Literal, Union
 
 from pydantic import AfterValidator, Field, StrictBool, StrictFloat, StrictInt, StringConstraints, model_validator
 
-from charter.bundles.json_facts import JsonFact
+from charter.bundles.json_model import JsonFact
 from charter.contract.models import Header, Id, Sha256, Strict, located
 
 # A path inside the bundle folder: relative, '/'-separated, no '.' or '..' segment, no empty

@@ -67,6 +67,7 @@ def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
     config = artifact.pop("config", {"keys": {}})
     names = {(key, ): fact["value"] for key, fact in config["keys"].items()}
     bundle = _bundle(root, bundle_id, model_id, artifact_id, paths, roles, names)
+    model = _with_vocabulary(root, roles, model)
     if len(weights) > 1 or indexes:
         bundle["weights"] = _weights(root, indexes, weights, headers)
     return {"model": model, "artifact": artifact, "bundle": _ordered(bundle)}
@@ -93,6 +94,23 @@ def _freeze_split_set(root: Path, bundle_id: str, paths: list[str], roles: dict,
     if len(weights) > 1:
         bundle["weights"] = {"shards": {p: [t.name for t in h.tensors] for p, h in zip(weights, headers)}}
     return {"model": model, "artifact": artifact, "bundle": _ordered(bundle)}
+
+
+def _with_vocabulary(root: Path, roles: dict, model: dict) -> dict:
+    """The model with its tokenizer facts when the folder states both (Note [Special ids across
+    files]): tokenizer.json's ids and config.json's `vocab_size`, the embedding rows. A tokenizer
+    with more ids than rows is left to admission, which rejects it."""
+    from charter.bundles.special_ids import tokenizer_size
+
+    rows = model.get("constants", {}).get("vocab_size")
+    if roles.get("tokenizer.json") != "companion" or not isinstance(rows, int):
+        return model
+    ids = tokenizer_size(_document(root / "tokenizer.json"))
+    if ids is None or ids > rows:
+        return model
+    items = list(model.items())
+    at = [key for key, _ in items].index("constants") + 1  # where the model contract states it
+    return dict(items[:at] + [("tokenizer", {"ids": ids, "logits_rows": "vocab_size"})] + items[at:])
 
 
 _BUNDLE_ORDER = ("charter", "kind", "id", "status", "model", "artifact", "extra_files", "files", "weights",

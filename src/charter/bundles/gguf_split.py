@@ -78,6 +78,13 @@ split's version and alignment; a file other than the first holds no key but the 
 tensor is in two files; and `split.tensors.count`, on every file, is the number of tensors of the
 set. Rules run in that order, so a fact fails at its own rule, not as a symptom: a dropped split
 is SPLIT_COUNT, not a name; a tensor in two splits is SPLIT_TENSOR_DUPLICATE, not a count.
+
+The set's metadata is its first split's (as the loader reads it): identity, metadata and tokenizer
+run on the first split only, and what a later split's own stages read from metadata is the set's.
+The Python engine gives a later split's Context the first split's metadata; the C++ engine skips
+those stages on a later split and leaves a fact it would read from metadata (an exclusion's count
+key) to the first split (`Share::metadata_elsewhere` in charter/checks.hpp). Either way a wrong
+count is rejected once, on the first split.
 """
 
 from __future__ import annotations

@@ -16,9 +16,19 @@ cls, mask), in that order:
 * the reference id is that id, else (no string) config.json's single id;
 * every id config.json, generation_config.json and the weights state for the role is the reference
   (a list: the reference is among them), else TOKENIZER_SPECIAL_MISMATCH;
-* every stated id is below the tokenizer's size (its vocabulary and added tokens) and below
-  config.json's `vocab_size` (the embedding rows the weights are checked to have), else
-  TOKENIZER_SPECIAL_RANGE.
+* every stated id is below the tokenizer's size (its vocabulary and added tokens), below
+  config.json's `vocab_size` (the embedding rows the weights are checked to have) and below the
+  model's `tokenizer.ids` when it states one, else TOKENIZER_SPECIAL_RANGE.
+
+Before the roles, the vocabulary itself (the padded-logits rule, AFN-005: the tokenizer's id domain
+and the physical rows of the embedding and the output are two facts, and the rows may be padded):
+
+* every token id has a row: tokenizer.json's size is at most config.json's `vocab_size` (or, in a
+  multimodal config, its `text_config`'s), else TOKENIZER_LOGITS_ROWS;
+* when the model contract states `tokenizer.ids`, tokenizer.json's size is that (TOKENIZER_DOMAIN),
+  and when it states `tokenizer.logits_rows`, config.json's `vocab_size` is that
+  (TOKENIZER_LOGITS_ROWS): Qwen4Exp's 248,077 ids in 248,320 rows are both checked, and an id in the
+  243 padded rows is no token (the range rule below uses the smallest of the three limits).
 
 Only files the bundle binds take part: a folder without tokenizer.json checks only the ids the
 other files state against each other. The field is the key that disagrees, in the companion field
@@ -33,6 +43,7 @@ from charter.admission.view import ArtifactView
 from charter.bundles.files import reject
 from charter.bundles.json_facts import json_field
 from charter.bundles.plan import BundlePlan
+from charter.contract.plan import value_of
 from charter.diagnostics import Code
 
 ROLES = ("bos", "eos", "unk", "sep", "pad", "cls", "mask")
@@ -43,11 +54,12 @@ ID_FILES = ("config.json", "generation_config.json")
 
 def check_special_ids(plan: BundlePlan, documents: dict[str, object], views: dict[str, ArtifactView]) -> None:
     tokenizer = _object(documents.get("tokenizer.json"))
-    size = _tokenizer_size(tokenizer)
+    size = tokenizer_size(tokenizer)
     config = _object(documents.get("config.json"))
-    rows = config.get("vocab_size") if _is_id(config.get("vocab_size")) else None
+    rows, rows_path = _vocab_size(config)
     meta = views[plan.weights[0]].meta if plan.artifact.format == "gguf" else {}
-    limits = [x for x in (size, rows) if x is not None]
+    _check_vocabulary(plan, size, rows, rows_path)
+    limits = [x for x in (size, rows, value_of(plan.tokenizer_ids)) if x is not None]
     limit = min(limits) if limits else None
     for role in ROLES:
         stated = _stated_ids(role, documents, meta, plan.weights[0])
@@ -73,6 +85,35 @@ def check_special_ids(plan: BundlePlan, documents: dict[str, object], views: dic
                 raise _reject(Code.TOKENIZER_SPECIAL_MISMATCH, plan, file, role,
                               f"{file} states {role} id {json.dumps(value)}, but {why} is {reference}", reference,
                               json.dumps(value))
+
+
+def _vocab_size(config: dict) -> tuple[int | None, tuple]:
+    """config.json's embedding rows and their key path: `vocab_size`, else the text model's
+    (`text_config`, as transformers' get_text_config() finds it in a multimodal config)."""
+    for path in (("vocab_size",), ("text_config", "vocab_size")):
+        node: object = config
+        for key in path:
+            node = _object(node).get(key)
+        if _is_id(node):
+            return node, path
+    return None, ()
+
+
+def _check_vocabulary(plan: BundlePlan, size: int | None, rows: int | None, rows_path: tuple) -> None:
+    """The tokenizer's ids against the embedding rows and the model's two facts (Note [Special ids
+    across files], the padded-logits rule)."""
+    if size is not None and rows is not None and size > rows:
+        raise reject(Code.TOKENIZER_LOGITS_ROWS, json_field("config.json", rows_path),
+                     f"tokenizer.json has {size} token ids, but config.json's vocab_size gives the embedding "
+                     f"only {rows} rows", _at(plan, "config.json", rows_path[0]), f">= {size}", rows, "config.json")
+    ids, logits = plan.tokenizer_ids, plan.logits_rows
+    if ids is not None and size is not None and size != ids.value:
+        raise reject(Code.TOKENIZER_DOMAIN, "tokenizer.ids", f"tokenizer.json has {size} token ids, but the "
+                     f"model's tokenizer domain is {ids.value} ids", ids.at, ids.value, size, "tokenizer.json")
+    if logits is not None and rows is not None and rows != logits.value:
+        raise reject(Code.TOKENIZER_LOGITS_ROWS, "tokenizer.logits_rows", f"config.json's vocab_size is {rows}, "
+                     f"but the model's physical logits rows are {logits.value}", logits.at, logits.value, rows,
+                     "config.json")
 
 
 def _reject(code: Code, plan: BundlePlan, file: str, role: str, message: str, expected, actual):
@@ -119,8 +160,9 @@ def _id_of(token: str, tokenizer: dict) -> int | None:
     return None
 
 
-def _tokenizer_size(tokenizer: dict) -> int | None:
+def tokenizer_size(tokenizer: object) -> int | None:
     """The number of token ids: one past the largest id of the vocabulary and the added tokens."""
+    tokenizer = _object(tokenizer)
     if not tokenizer:
         return None
     vocab = _object(tokenizer.get("model")).get("vocab")

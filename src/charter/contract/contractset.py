@@ -18,7 +18,8 @@ from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
 from charter.bundles.contract import BundleContract
 from charter.regions.contract import RegionsContract
-from charter.bundles.plan import BundlePlan, resolve_bundle
+from charter.bundles.plan import BundlePlan
+from charter.bundles.resolve import resolve_bundle
 from charter.language import STATUSES
 
 SPEC_SUFFIXES = (".yaml", ".yml")
@@ -205,7 +206,7 @@ def _resolve(cs: ContractSet, primary: set[str]) -> None:
                     f"contract {plan.id} ({plan.status})", location=lc.doc.where(("status",))))
                 continue
             try:
-                cs.bundles[cid] = resolve_bundle(lc, plan, cs.models[plan.model].constants)
+                cs.bundles[cid] = resolve_bundle(lc, plan, cs.models[plan.model])
             except CharterError as exc:
                 cs.diagnostics.extend(exc.diagnostics)
     _resolve_regions(cs, primary)

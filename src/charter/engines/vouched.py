@@ -74,7 +74,7 @@ def output_vouched(manifest: dict, generated: Path, rel: str, inputs: dict[str, 
     bytes the manifest recorded."""
     entry = manifest["outputs"].get(rel)
     return isinstance(entry, dict) and entry.get("inputs") == inputs \
-        and entry.get("sha256") == _file_sha256(generated / rel)
+        and entry.get("sha256") == file_sha256(generated / rel)
 
 
 def vouched_checker(contract: Path, generated: Path, search: list[str], explicit_search: bool = False) -> Vouched | None:
@@ -87,7 +87,7 @@ def vouched_checker(contract: Path, generated: Path, search: list[str], explicit
 
 def committed_checker(contract: Path, generated: Path) -> Vouched | None:
     manifest = read_manifest(generated)
-    digest = _file_sha256(contract)
+    digest = file_sha256(contract)
     if manifest is None or digest is None:
         return None
     spec = display_path(contract)
@@ -98,7 +98,7 @@ def committed_checker(contract: Path, generated: Path) -> Vouched | None:
         if not rel.startswith("python/") or "/" in rel[len("python/"):] or not isinstance(inputs, dict) \
                 or inputs.get(spec) != digest:
             continue
-        if all(_file_sha256(root / path) == sha for path, sha in inputs.items()) \
+        if all(file_sha256(root / path) == sha for path, sha in inputs.items()) \
                 and output_vouched(manifest, generated, rel, inputs):
             module = import_checker(generated / rel)
             if module.SPEC == spec:  # its artifact contract, not its model
@@ -113,11 +113,11 @@ def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: 
     artifact contract first), the model found on `search`."""
     (spec, spec_sha), (_, model_sha) = inputs.items()
     receipt = {"charter": __version__, "templates": template_hashes(), "spec": spec, "inputs": inputs,
-               "search": _resolved(search),
+               "search": resolved_paths(search),
                "files": {str(contract.resolve()): spec_sha, str(model.resolve()): model_sha},
-               "checker": str(checker), "checker_sha256": _file_sha256(checker)}
+               "checker": str(checker), "checker_sha256": file_sha256(checker)}
     if library is not None:
-        receipt["cpp"] = {"key": library[0], "library": str(library[1]), "sha256": _file_sha256(library[1])}
+        receipt["cpp"] = {"key": library[0], "library": str(library[1]), "sha256": file_sha256(library[1])}
     atomic.write_text(_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
@@ -129,9 +129,9 @@ def cached_checker(contract: Path, search: list[str]) -> Vouched | None:
         files, checker, inputs = receipt["files"], Path(receipt["checker"]), receipt["inputs"]
         current = (receipt["charter"] == __version__ and receipt["templates"] == template_hashes()
                    and receipt["spec"] == display_path(contract) and str(contract.resolve()) in files
-                   and receipt["search"] == _resolved(search)
-                   and all(_file_sha256(Path(path)) == sha for path, sha in files.items())
-                   and _file_sha256(checker) == receipt["checker_sha256"])
+                   and receipt["search"] == resolved_paths(search)
+                   and all(file_sha256(Path(path)) == sha for path, sha in files.items())
+                   and file_sha256(checker) == receipt["checker_sha256"])
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
     if not current:
@@ -139,12 +139,12 @@ def cached_checker(contract: Path, search: list[str]) -> Vouched | None:
     module = import_checker(checker)
     cpp = receipt.get("cpp")
     library = None
-    if isinstance(cpp, dict) and _file_sha256(Path(str(cpp.get("library")))) == cpp.get("sha256"):
+    if isinstance(cpp, dict) and file_sha256(Path(str(cpp.get("library")))) == cpp.get("sha256"):
         library = (str(cpp["key"]), Path(cpp["library"]))
     return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})", library)
 
 
-def _resolved(search: list[str]) -> list[str]:
+def resolved_paths(search: list[str]) -> list[str]:
     return [str(Path(d).resolve()) for d in search]
 
 
@@ -162,7 +162,7 @@ def import_checker(path: Path) -> ModuleType:
     return module
 
 
-def _file_sha256(path: Path) -> str | None:
+def file_sha256(path: Path) -> str | None:
     try:
         return hashlib.sha256(path.read_bytes()).hexdigest()
     except OSError:

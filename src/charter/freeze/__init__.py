@@ -201,14 +201,14 @@ def freeze_folder(root: Path, bundle_id: str, output: Path, *, force: bool = Fal
 def bundle_admits_its_input(root: Path, texts: dict[str, str], targets: dict[str, Path]) -> None:
     """As admits_its_input, for a folder and its three contracts."""
     from charter.bundles.admit import admit_bundle
-    from charter.bundles.plan import resolve_bundle
+    from charter.bundles.resolve import resolve_bundle
     from charter.contract.load import load_contract_text
     from charter.contract.resolve import resolve_artifact, resolve_model
 
     try:
         model = resolve_model(load_contract_text(texts["model"], str(targets["model"])))
         plan = resolve_artifact(load_contract_text(texts["artifact"], str(targets["artifact"])), model)
-        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan, model.constants)
+        bundle = resolve_bundle(load_contract_text(texts["bundle"], str(targets["bundle"])), plan, model)
     except CharterError as exc:
         raise FreezeError(f"the frozen contract is not valid: {exc.diagnostics[0].render()}") from None
     report = admit_bundle(root, bundle, self_check_checker(plan))

@@ -6,6 +6,7 @@ language is a rejection at stage spec, judged on its code and field."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import tempfile
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from charter.bundles.admit import admit_bundle
-from charter.bundles.plan import resolve_bundle
+from charter.bundles.resolve import resolve_bundle
 from charter.contract.load import LoadedContract, contract_from_document
 from charter.contract.yamlload import Document
 from charter.diagnostics import CharterError
@@ -22,6 +23,7 @@ from charter.contract.contractset import load_set
 from charter.contract.yamldump import dump
 from charter.mutation.bundle_ops import BundleMutant, contract_mutants, folder_mutants
 from charter.mutation.mutant import Outcome, Verdict, judge
+from charter.mutation.run import default_signals, picklable
 
 
 def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None, companions=None) -> list[BundleMutant]:
@@ -37,31 +39,71 @@ def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None, co
 
 
 def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMutant],
-               progress=None, cpp_key: str | None = None) -> list[Outcome]:
-    """Every mutant's outcome; with `cpp_key`, every mutant is also admitted with the weight files'
-    stages run by that C++ checker, and any difference of (stage, code, field, offset, file) is an
-    error of the mutant."""
+               progress=None, cpp_key: str | None = None, jobs: int = 1) -> list[Outcome]:
+    """Every mutant's outcome, in mutant order; with `cpp_key`, every mutant is also admitted with
+    the weight files' stages run by that C++ checker, and any difference of (stage, code, field,
+    offset, file) is an error of the mutant. `jobs` > 1 forks workers that share the loaded
+    contracts, the checkers and the mutants (charter.mutation.run does the same)."""
+    global _JOB
     plan = cs.bundles[bundle_id]
     search = [cs.contracts[plan.artifact.id].path, cs.contracts[plan.artifact.model].path]  # all a mutant refers to
-    base = _Base(cs, bundle_id)
-    outcomes = []
+    results: list[Outcome | None] = [None] * len(mutants)
     with tempfile.TemporaryDirectory(prefix="charter-bundle-battery-") as tmp:
-        for n, bm in enumerate(mutants, 1):
-            m = bm.mutant
-            if m.equivalent is not None:
-                outcomes.append(Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent))
-            elif bm.folder is not None:
-                copy = Path(tmp) / f"m{n}"
-                shutil.copytree(folder, copy, copy_function=os.link)
-                bm.folder(copy)
-                outcomes.append(_both(m, lambda key: admit_bundle(copy, plan, checker, verify_payload=bm.verify_payload,
-                                                                 cpp_key=key), cpp_key))
-                shutil.rmtree(copy)
+        _JOB = _Job(plan, folder, checker, mutants, cpp_key, Path(tmp), search, _Base(cs, bundle_id))
+        try:
+            if jobs <= 1:
+                done = ((i, picklable(_one(i))) for i in range(len(mutants)))
+                _collect(done, results, progress)
             else:
-                outcomes.append(_contract_run(bm, Path(tmp) / f"m{n}.yaml", folder, checker, search, base, cpp_key))
-            if progress:
-                progress(n, len(mutants))
-    return outcomes
+                ctx = multiprocessing.get_context("fork")
+                with ctx.Pool(jobs, initializer=default_signals) as pool:
+                    _collect(pool.imap_unordered(_work, range(len(mutants)), chunksize=4), results, progress)
+        finally:
+            _JOB = None
+    return results  # type: ignore[return-value]
+
+
+class _Job(NamedTuple):
+    plan: object
+    folder: Path
+    checker: object
+    mutants: list
+    cpp_key: str | None
+    tmp: Path
+    search: list
+    base: object
+
+
+_JOB: _Job | None = None  # the battery being run: what forked workers share
+
+
+def _collect(done, results: list, progress) -> None:
+    for n, (i, outcome) in enumerate(done, 1):
+        results[i] = outcome
+        if progress:
+            progress(n, len(results), outcome)
+
+
+def _work(i: int) -> tuple[int, Outcome]:
+    return i, picklable(_one(i))
+
+
+def _one(i: int) -> Outcome:
+    job = _JOB
+    bm = job.mutants[i]
+    m = bm.mutant
+    if m.equivalent is not None:
+        return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
+    if bm.folder is None:
+        return _contract_run(bm, job.tmp / f"m{i}.yaml", job.folder, job.checker, job.search, job.base, job.cpp_key)
+    copy = job.tmp / f"m{i}"
+    shutil.copytree(job.folder, copy, copy_function=os.link)
+    try:
+        bm.folder(copy)
+        return _both(m, lambda key: admit_bundle(copy, job.plan, job.checker, verify_payload=bm.verify_payload,
+                                                 cpp_key=key), job.cpp_key)
+    finally:
+        shutil.rmtree(copy)
 
 
 def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list, base,
@@ -82,7 +124,7 @@ def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search:
         try:
             loaded = LoadedContract(contract_from_document(doc), doc, original.path)
             artifact = base.cs.bundles[base.bundle_id].artifact
-            plan = resolve_bundle(loaded, artifact, base.cs.models[artifact.model].constants)
+            plan = resolve_bundle(loaded, artifact, base.cs.models[artifact.model])
         except CharterError as exc:
             d = exc.diagnostics[0]
             return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
@@ -157,7 +199,7 @@ def run_command(args, cs, bundle_id: str) -> int:
     if not args.quiet:
         print(f"battery {bundle_id}: {len(mutants)} mutants of {folder} and its bundle contract", file=sys.stderr)
     outcomes = run_bundle(cs, bundle_id, folder, checker, mutants, None if args.quiet else stderr_progress(start),
-                          cpp_key)
+                          cpp_key, jobs=args.jobs)
     elapsed = time.monotonic() - start
     meta = {"contract": bundle_id, "spec": cs.contracts[bundle_id].doc.file, "artifact": str(folder), "kind": "bundle",
             "seconds": round(elapsed, 2)}

@@ -474,15 +474,15 @@ _MUTANTS: list[Mutant] = []
 
 def _work(index: int) -> tuple[int, Outcome]:
     outcome = run_mutant(_BATTERY, _MUTANTS[index])
-    return index, _picklable(outcome)
+    return index, picklable(outcome)
 
 
-def _picklable(o: Outcome) -> Outcome:
+def picklable(o: Outcome) -> Outcome:
     m = o.mutant
     return dataclasses.replace(o, mutant=Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent))
 
 
-def _default_signals() -> None:
+def default_signals() -> None:
     """A worker dies quietly when the pool terminates it: the parent's handler (charter.cli turns
     SIGTERM into an exception, for its own cleanup) would print a traceback from a worker that is
     already exiting."""
@@ -521,12 +521,12 @@ def _run(mutants: list[Mutant], jobs: int, progress, results: list) -> None:
     b = _BATTERY
     if jobs <= 1:
         for i in range(len(mutants)):
-            results[i] = _picklable(run_mutant(b, mutants[i]))
+            results[i] = picklable(run_mutant(b, mutants[i]))
             if progress:
                 progress(i + 1, len(mutants), results[i])
     else:
         ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(jobs, initializer=_default_signals) as pool:
+        with ctx.Pool(jobs, initializer=default_signals) as pool:
             for done, (i, outcome) in enumerate(pool.imap_unordered(_work, range(len(mutants)), chunksize=8), 1):
                 results[i] = outcome
                 if progress:
