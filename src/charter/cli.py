@@ -37,7 +37,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     kinds: dict[str, int] = {}
     for c in cs.contracts.values():
         kinds[c.kind] = kinds.get(c.kind, 0) + 1
-    summary = ", ".join(f"{n} {k}{'s' if n != 1 else ''}" for k, n in sorted(kinds.items()))
+    summary = ", ".join(f"{n} {k}{'s' if n != 1 and not k.endswith('s') else ''}" for k, n in sorted(kinds.items()))
     if args.format == "json":
         print(json.dumps({"valid": True, "contracts": sorted(cs.contracts)}, indent=2))
     else:

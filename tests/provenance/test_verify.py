@@ -15,8 +15,8 @@ from .conftest import PROVENANCE, SHIPPED, edit, run
 def test_every_shipped_fixture_verifies(capsys):
     code, out, err = run(capsys, "fixtures", "verify", str(PROVENANCE))
     assert code == 0, out + err
-    assert re.fullmatch(r"ok: 4 fixtures verified \(\d+ arrays\)\n", out)
-    assert len(SHIPPED) == 4
+    assert re.fullmatch(r"ok: 5 fixtures verified \(\d+ arrays\)\n", out)
+    assert len(SHIPPED) == 5
 
 
 def test_shipped_specs_follow_the_conventions():
@@ -165,3 +165,43 @@ def test_upstream_callable_may_be_a_dotted_path(capsys, tamper):
     edit(spec, "module: gguf.quants, callable: dequantize}", "callable: gguf.quants.dequantize}", count=2)
     code, out = _verify(capsys, spec)
     assert code == 0, out
+
+
+# Note [Opt-in upstream packages]: the llama.cpp fixture verifies without llama-cpp-python.
+_NO_LLAMA = pytest.mark.skipif(__import__("importlib.util").util.find_spec("llama_cpp") is not None,
+                               reason="llama-cpp-python is installed here")
+
+
+@_NO_LLAMA
+def test_an_opt_in_upstream_verifies_offline_without_its_package(capsys, tamper):
+    spec = tamper("smollm2-llamacpp-logits")
+    code, out = _verify(capsys, spec)
+    assert code == 0, out
+
+
+@_NO_LLAMA
+def test_a_pin_the_extra_does_not_declare_is_not_opt_in(capsys, tamper):
+    spec = tamper("smollm2-llamacpp-logits")
+    edit(spec, "version: 0.3.36", "version: 0.3.35")
+    code, out = _verify(capsys, spec)
+    assert code == 1
+    assert _codes(out) == ["FIXTURE_PRODUCER"] and "not installed (pin: llama-cpp-python==0.3.35)" in out
+
+
+@_NO_LLAMA
+def test_capture_refuses_an_opt_in_upstream_that_is_not_installed(capsys, tamper, tmp_path):
+    spec = tamper("smollm2-llamacpp-logits")
+    code, out, err = run(capsys, "fixtures", "capture", str(spec), "-o", str(tmp_path / "x.npz"))
+    assert code == 1
+    assert set(_codes(out)) == {"FIXTURE_PRODUCER"} and "not installed" in out
+
+
+@_NO_LLAMA
+def test_an_opt_in_fixture_is_still_checked_offline(capsys, tamper):
+    spec = tamper("smollm2-llamacpp-logits")
+    arrays = read_npz(spec.with_suffix(".npz"))
+    arrays["last_logits"] = arrays["last_logits"].copy()
+    arrays["last_logits"][3, 7] += 1.0
+    spec.with_suffix(".npz").write_bytes(npz_bytes(list(arrays.items())))
+    code, out = _verify(capsys, spec)
+    assert code == 1 and _codes(out) == ["FIXTURE_DIGEST"]

@@ -16,7 +16,7 @@ def register(sub) -> None:
 
     p = sub.add_parser("admit", help="admit an artifact against its contract (ordered stages, one diagnostic)")
     p.add_argument("artifact", nargs="?", type=path_arg, help="GGUF or safetensors file, or a bundle folder (default: the contract's pinned source)")
-    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract, or bundle contract for a folder (YAML)")
+    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract, bundle contract for a folder, or regions contract (YAML)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--json", action="store_true", help="print the AdmissionReport as JSON")
     p.add_argument("--require-status", choices=STATUSES, help="reject contracts whose status is below this")
@@ -52,6 +52,12 @@ def run_admit(args) -> int:
         from charter.bundles.commands import run_admit_bundle
 
         return run_admit_bundle(args)
+    from charter.regions.commands import is_regions_contract
+
+    if is_regions_contract(args.contract):
+        from charter.regions.commands import run_admit_regions
+
+        return run_admit_regions(args)
     try:
         chosen = _vouched(args) or _loaded(args)
     except _Refused as exc:

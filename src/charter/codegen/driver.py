@@ -58,6 +58,7 @@ def render_all(cs: ContractSet) -> list[Output]:
     outputs.extend(_cpp_checker_outputs(cs))
     outputs.extend(_label_outputs(cs))
     outputs.extend(_kernel_outputs(cs))
+    outputs.extend(_regions_outputs(cs))
     return _one_output_per_path(sorted(outputs, key=lambda o: o.path))
 
 
@@ -87,6 +88,18 @@ def _kernel_outputs(cs: ContractSet) -> list[Output]:
     for render, inputs_of in ((render_bindings, bindings_inputs), (render_metal, metal_inputs)):
         inputs = inputs_of(cs)
         out.extend(Output(path, normalize(text), inputs[path]) for path, text in render(cs))
+    return out
+
+
+def _regions_outputs(cs: ContractSet) -> list[Output]:
+    """Region tables of every regions contract (generated/python/regions/, generated/cpp/regions/)."""
+    from charter.codegen import regions
+
+    out = []
+    for cid in sorted(cs.regions):
+        plan = cs.regions[cid]
+        for path, text in regions.render(cs, plan):
+            out.append(Output(path, normalize(text), regions.inputs(cs, plan)))
     return out
 
 

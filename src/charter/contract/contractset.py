@@ -17,6 +17,7 @@ from charter.contract.models import ArtifactContract, KernelContract, ModelContr
 from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import check_kernel, resolve_artifact, resolve_model
 from charter.bundles.contract import BundleContract
+from charter.regions.contract import RegionsContract
 from charter.bundles.plan import BundlePlan
 from charter.bundles.resolve import resolve_bundle
 from charter.text.contract import TextContract, text_references
@@ -33,6 +34,7 @@ class ContractSet:
     models: dict[str, ModelPlan] = field(default_factory=dict)
     artifacts: dict[str, ArtifactPlan] = field(default_factory=dict)
     bundles: dict[str, "BundlePlan"] = field(default_factory=dict)
+    regions: dict[str, object] = field(default_factory=dict)  # charter.regions.plan.RegionsPlan by id
     diagnostics: list[Diagnostic] = field(default_factory=list)
 
     @property
@@ -134,6 +136,8 @@ def _check_references(cs: ContractSet, primary: set[str]) -> None:
             refs.append((("model",), c.model, "model"))
         elif isinstance(c, BundleContract):
             refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
+        elif isinstance(c, RegionsContract):
+            refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
         elif isinstance(c, KernelContract):
             refs.extend((("models", i), m, "model") for i, m in enumerate(c.models))
         elif isinstance(c, ProvenanceContract):
@@ -208,3 +212,30 @@ def _resolve(cs: ContractSet, primary: set[str]) -> None:
                 cs.bundles[cid] = resolve_bundle(lc, plan, cs.models[plan.model])
             except CharterError as exc:
                 cs.diagnostics.extend(exc.diagnostics)
+    _resolve_regions(cs, primary)
+
+
+def _resolve_regions(cs: ContractSet, primary: set[str]) -> None:
+    """Regions contracts over their model, artifact and kernel contracts (charter.regions.plan)."""
+    from charter.regions.plan import kernel_and_provenance, resolve_regions
+
+    kernels, provenance = kernel_and_provenance(cs.contracts)
+    for cid in sorted(primary):
+        lc = cs.contracts[cid]
+        if not isinstance(lc.contract, RegionsContract) or lc.contract.model not in cs.models:
+            continue
+        artifact = cs.artifacts.get(lc.contract.artifact)
+        if artifact is None:
+            found = cs.contracts.get(lc.contract.artifact)
+            if found is None or not isinstance(found.contract, ArtifactContract) or found.contract.model not in cs.models:
+                continue
+            try:
+                artifact = resolve_artifact(found, cs.models[found.contract.model])
+            except CharterError as exc:
+                cs.diagnostics.extend(d for d in exc.diagnostics if d not in cs.diagnostics)
+                continue
+        try:
+            cs.regions[cid] = resolve_regions(lc, cs.models[lc.contract.model], artifact, kernels, provenance,
+                                              cs.contracts.get(lc.contract.artifact))
+        except CharterError as exc:
+            cs.diagnostics.extend(exc.diagnostics)

@@ -1,4 +1,5 @@
-"""Every contract kind by its `kind:` name (the bundle kind lives in charter.bundles.contract, the text kind in charter.text.contract)."""
+"""Every contract kind by its `kind:` name (the bundle, text and regions kinds live in their own
+packages: charter.bundles.contract, charter.text.contract, charter.regions.contract)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ from typing import Union
 
 from charter.bundles.contract import BundleContract
 from charter.contract.models import ArtifactContract, Header, KernelContract, ModelContract, ProvenanceContract
+from charter.regions.contract import RegionsContract
 from charter.text.contract import TextContract
 
 CONTRACT_KINDS: dict[str, type[Header]] = {
@@ -15,6 +17,8 @@ CONTRACT_KINDS: dict[str, type[Header]] = {
     "kernel": KernelContract,
     "bundle": BundleContract,
     "text": TextContract,
+    "regions": RegionsContract,
 }
 
-Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract, TextContract]
+Contract = Union[ModelContract, ArtifactContract, ProvenanceContract, KernelContract, BundleContract, TextContract,
+                 RegionsContract]

@@ -51,7 +51,7 @@ def contract_from_document(doc: Document) -> Contract:
         actual = "missing" if "charter" not in data else repr(version)
         raise _err(Code.SPEC_VERSION, "charter", f"expected charter: {SCHEMA_VERSION}, got {actual}", doc, where)
     kind = data.get("kind")
-    if kind not in CONTRACT_KINDS:
+    if not isinstance(kind, str) or kind not in CONTRACT_KINDS:  # `kind: {}` is unhashable
         where = ("kind",) if "kind" in data else ()
         raise _err(Code.SPEC_KIND, "kind",
                    f"expected one of {', '.join(CONTRACT_KINDS)}, got {'missing' if kind is None else repr(kind)}",

@@ -646,6 +646,15 @@ class MetalBackend(Strict):
 class Backends(Strict):
     cpp: CppBackend | None = None
     metal: MetalBackend | None = None
+    oracle_only: StrictBool = Field(False, description="No native backend: the contract defines its numpy oracle "
+                                                       "only (a node of a regions contract calls it); no binding "
+                                                       "or Metal header is generated.")
+
+    @model_validator(mode="after")
+    def _oracle_only_alone(self) -> "Backends":
+        if self.oracle_only and (self.cpp is not None or self.metal is not None):
+            raise located(("oracle_only",), "an oracle-only kernel has no cpp or metal backend")
+        return self
 
 
 class Tolerance(Strict):

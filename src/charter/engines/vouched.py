@@ -94,7 +94,9 @@ def committed_checker(contract: Path, generated: Path) -> Vouched | None:
     root = project_root(contract) or Path.cwd()
     for rel, entry in sorted(manifest["outputs"].items()):
         inputs = entry.get("inputs") if isinstance(entry, dict) else None
-        if not rel.startswith("python/") or not isinstance(inputs, dict) or inputs.get(spec) != digest:
+        # checkers are python/<module>.py; python/labels/ and python/regions/ hold other generated code
+        if not rel.startswith("python/") or "/" in rel[len("python/"):] or not isinstance(inputs, dict) \
+                or inputs.get(spec) != digest:
             continue
         if all(file_sha256(root / path) == sha for path, sha in inputs.items()) \
                 and output_vouched(manifest, generated, rel, inputs):

@@ -13,7 +13,7 @@ def register(sub) -> None:
     from charter.console import path_arg
 
     p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
-    p.add_argument("--contract", required=True, type=path_arg, help="artifact contract, or bundle contract (YAML)")
+    p.add_argument("--contract", required=True, type=path_arg, help="artifact, bundle, provenance or regions contract (YAML)")
     p.add_argument("--artifact", type=path_arg, help="conforming artifact, or model folder for a bundle (default: the pinned source, else one built from "
                                       "the contract by charter.conforming)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
@@ -56,6 +56,10 @@ def run_mutate(args) -> int:
         from charter.text.battery import run_command as run_text_command
 
         return run_text_command(args, cs, texts[0])
+    if len(cs.primary) == 1 and next(iter(cs.primary)) in cs.regions:  # a regions contract: the region battery
+        from charter.regions.battery import run_command as run_regions_command
+
+        return run_regions_command(args, cs.contracts[next(iter(cs.primary))].path)
     if len(cs.primary) == 1 and next(iter(cs.primary)) in cs.bundles:  # a model folder: the bundle battery
         from charter.mutation.bundle_run import run_command as run_bundle_command
 

@@ -62,7 +62,7 @@ def capture(loaded: LoadedContract, cs: ContractSet, *, output: Path | None = No
     assert isinstance(contract, ProvenanceContract)
     result = Captured(contract.id, output or fixture_path(loaded))
     where = loaded.doc.where
-    result.diagnostics = check_labels(loaded, cs)
+    result.diagnostics = check_labels(loaded, cs, capture=True)
     for i, label in enumerate(contract.arrays):
         try:
             label_dtype(label)

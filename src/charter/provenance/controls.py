@@ -135,3 +135,50 @@ def padded_argmax_winners(inputs: tuple, seed: int, shape: tuple[int, ...]) -> n
             and (valid[:, :-1].max(axis=1) < valid[:, -1]).all()):
         raise ValueError("padded_logits does not make every padded row dominant and the last valid id win")
     return np.full(shape, valid_ids - 1, dtype=np.int32)
+
+
+# --- SmolLM2 prompts: the caller tensors of the regions parity fixture (smollm2-llamacpp-logits) ----
+
+# Eight texts of different kinds and lengths (prose, code, a list, a chat turn with control tokens)
+# and their token ids as the SmolLM2 GGUF's tokenizer splits them (llama.cpp 0.3.36 `tokenize`, no
+# BOS, special tokens parsed), written out literally; the last is cut to 64 ids, the F1 domain's
+# largest call. tests/regions/test_smollm2_parity.py re-tokenizes them when llama-cpp-python is there.
+SMOLLM2_PROMPTS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ('The capital of France is Paris, and the capital of Italy is',
+     (504, 3575, 282, 4649, 314, 7042, 28, 284, 260, 3575, 282, 7158, 314)),
+    ('def fibonacci(n):\n    if n < 2:\n        return n\n    return',
+     (1604, 3987, 46477, 24, 94, 727, 472, 585, 304, 2067, 216, 34, 42, 448, 1003, 304, 472, 1003)),
+    ('Water boils at one hundred degrees Celsius at sea level, but at high altitude it boils at a',
+     (12615, 36411, 418, 582, 3822, 5027, 20590, 418, 3426, 1106, 28, 564, 418, 904, 14676, 357, 36411,
+      418, 253)),
+    ('Once upon a time, in a small village by the sea, there lived an old fisherman who every',
+     (6403, 1980, 253, 655, 28, 281, 253, 1165, 6560, 411, 260, 3426, 28, 665, 4161, 354, 1573, 43663, 617,
+      897)),
+    ('1, 2, 3, 4, 5, 6, 7, 8,',
+     (33, 28, 216, 34, 28, 216, 35, 28, 216, 36, 28, 216, 37, 28, 216, 38, 28, 216, 39, 28, 216, 40, 28)),
+    ('The quick brown fox jumps over the lazy',
+     (504, 2365, 6354, 16438, 27003, 690, 260, 23790)),
+    ('<|im_start|>user\nWhat is the largest planet?<|im_end|>\n<|im_start|>assistant\n',
+     (1, 4093, 198, 1780, 314, 260, 3995, 3925, 47, 2, 198, 1, 520, 9531, 198)),
+    ('Photosynthesis is the process by which green plants use sunlight, water and carbon dioxide to produce glucose and oxygen. It takes place mainly in the chloroplasts of leaf cells, where the green pigment chlorophyll absorbs light energy and converts it into chemical energy that the plant stores as sugar. Animals that eat the plants then use this stored energy to',
+     (33580, 14870, 314, 260, 980, 411, 527, 2654, 2109, 722, 8118, 28, 913, 284, 3118, 7600, 288, 2690,
+      8102, 284, 4983, 30, 657, 2933, 1379, 5630, 281, 260, 46194, 99, 282, 6695, 1960, 28, 837, 260, 2654,
+      20864, 29677, 25502, 1420, 1439, 284, 18065, 357, 618, 2819, 1439, 338, 260, 1783, 7821, 347, 3982,
+      30, 16319, 338, 3134, 260, 2109, 965, 722, 451, 6314)),
+)
+
+
+def smollm2_prompt_ids(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: the token ids of the eight SMOLLM2_PROMPTS, concatenated in order, int32."""
+    return np.array([i for _, ids in SMOLLM2_PROMPTS for i in ids], dtype=np.int32)
+
+
+def smollm2_prompt_lengths(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: the number of token ids of each of the eight SMOLLM2_PROMPTS, in order, int32."""
+    return np.array([len(ids) for _, ids in SMOLLM2_PROMPTS], dtype=np.int32)
+
+
+def smollm2_layer_sequences(inputs: tuple, seed: None, shape: tuple[int, ...]) -> np.ndarray:
+    """Rule: the indices of the shortest and the longest of the SMOLLM2_PROMPTS, in that order, int32."""
+    lengths = [len(ids) for _, ids in SMOLLM2_PROMPTS]
+    return np.array([lengths.index(min(lengths)), lengths.index(max(lengths))], dtype=np.int32)

@@ -85,6 +85,21 @@ def _control(name: str) -> Run:
     return run
 
 
+def _regions_capture(inputs: tuple, seed, shape):
+    """llama.cpp on the pinned SmolLM2 GGUF (charter.regions.capture: the adapter finds the file and
+    arranges the calls; the logits are llama.cpp's)."""
+    from charter.regions.capture import llama_eval
+
+    return llama_eval(inputs, seed, shape)
+
+
+def _regions_layers(inputs: tuple, seed, shape):
+    """llama.cpp's per-layer residual stream through its eval callback (charter.regions.capture)."""
+    from charter.regions.capture import llama_layers
+
+    return llama_layers(inputs, seed, shape)
+
+
 _ENTRIES = [
     Entry(UP, "gguf.quants", "dequantize", 2, _call("gguf.quants", "dequantize", _gguf_qtype)),
     Entry(CROSS, f"{ORACLES}.dequant", "dequantize_q8_0", 1, _call(f"{ORACLES}.dequant", "dequantize_q8_0")),
@@ -98,6 +113,11 @@ _ENTRIES = [
     Entry(CONTROL, CONTROLS, "eps_1e_6", 0, _control("eps_1e_6")),
     Entry(CONTROL, CONTROLS, "router_tie_logits", 0, _control("router_tie_logits"), seeded=True),
     Entry(CONTROL, CONTROLS, "padded_argmax_winners", 2, _control("padded_argmax_winners"), seeded=True),
+    Entry(CONTROL, CONTROLS, "smollm2_prompt_ids", 0, _control("smollm2_prompt_ids")),
+    Entry(CONTROL, CONTROLS, "smollm2_prompt_lengths", 0, _control("smollm2_prompt_lengths")),
+    Entry(UP, "llama_cpp", "Llama.eval", 2, _regions_capture, outputs=3),
+    Entry(CONTROL, CONTROLS, "smollm2_layer_sequences", 0, _control("smollm2_layer_sequences")),
+    Entry(UP, "llama_cpp", "ggml_backend_sched_eval_callback", 3, _regions_layers),
 ]
 REGISTRY: dict[tuple[str, str], Entry] = {(e.module, e.callable): e for e in _ENTRIES}
 
@@ -232,7 +252,7 @@ def _article(word: str) -> str:
     return "an" if word[0] in "aeiou" else "a"
 
 
-def _upstream(label: FixtureArray) -> None:
+def _upstream(label: FixtureArray, capture: bool = False) -> None:
     p = label.producer
     ref = producer_ref(label)
     if _in_charter(ref.module):
@@ -241,6 +261,9 @@ def _upstream(label: FixtureArray) -> None:
     try:
         installed = importlib.metadata.version(p.package)
     except (importlib.metadata.PackageNotFoundError, ValueError):
+        if not capture and opt_in_pin(p.package, p.version):
+            entry_for(label)  # Note [Opt-in upstream packages]
+            return
         raise LabelError(Code.FIXTURE_PRODUCER, ("producer", "package"),
                          f"package {p.package} is not installed (pin: {p.package}=={p.version})") from None
     if installed != p.version:
@@ -253,6 +276,36 @@ def _upstream(label: FixtureArray) -> None:
                          f"module {ref.module} is not part of the package {p.package}")
     _resolve(ref, "module" if p.module else "callable")
     entry_for(label)
+
+
+# Note [Opt-in upstream packages]: an upstream producer too heavy for the test extra (llama.cpp
+# through llama-cpp-python) is pinned in charter's own opt-in extra `capture` instead. Without it
+# installed, `verify` still checks everything it can offline (the label's class and fields, the
+# registered producer, the arrays' dtype, shape and digest) and skips what needs the package (its
+# installed version, the module's distribution, the callable); `capture` refuses, as for any
+# missing package. The pin must be exactly the extra's, so a label cannot name a version the extra
+# does not install.
+OPT_IN_EXTRA = "capture"
+
+
+@functools.lru_cache(maxsize=None)
+def _opt_in_pins() -> frozenset[tuple[str, str]]:
+    try:
+        requires = importlib.metadata.requires("charter") or []
+    except importlib.metadata.PackageNotFoundError:
+        return frozenset()
+    pins = set()
+    for req in requires:
+        spec, _, marker = req.partition(";")
+        m = re.fullmatch(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([0-9][0-9A-Za-z.+-]*)\s*", spec)
+        if m and re.search(r"extra\s*==\s*[\"']" + OPT_IN_EXTRA + r"[\"']", marker):
+            pins.add((_norm(m[1]), m[2]))
+    return frozenset(pins)
+
+
+def opt_in_pin(package: str, version: str) -> bool:
+    """`package==version` is pinned by charter's opt-in extra `capture` (Note [Opt-in upstream packages])."""
+    return (_norm(package), version) in _opt_in_pins()
 
 
 def _crosscheck(label: FixtureArray) -> None:
@@ -327,7 +380,7 @@ def _cycles(contract: ProvenanceContract) -> set[str]:
 
 
 def check_labels(loaded: LoadedContract, cs: ContractSet,
-                 stored: dict[str, np.ndarray] | None = None) -> list[Diagnostic]:
+                 stored: dict[str, np.ndarray] | None = None, *, capture: bool = False) -> list[Diagnostic]:
     """Every label names a producer of its own class (Note [Producer registry]); one diagnostic
     per array at most, the first rule it breaks."""
     contract = loaded.contract
@@ -338,7 +391,7 @@ def check_labels(loaded: LoadedContract, cs: ContractSet,
         try:
             _fields(label)
             if label.cls is UP:
-                _upstream(label)
+                _upstream(label, capture)
             elif label.cls is CROSS:
                 _crosscheck(label)
             elif label.cls is CONTROL:

@@ -328,7 +328,7 @@ def build_register(views: list[KernelView], specs: dict[str, str]) -> RegisterVi
 
 def kernel_contracts(cs: ContractSet) -> list[LoadedContract]:
     """The kernel contracts of a set, by id; ids whose identifiers collide are an error."""
-    kernels = sorted(cs.of_kind("kernel"), key=lambda lc: lc.id)
+    kernels = sorted((lc for lc in cs.of_kind("kernel") if not lc.contract.backends.oracle_only), key=lambda lc: lc.id)
     seen: dict[str, str] = {}
     for lc in kernels:
         ident = identifier(lc.id)

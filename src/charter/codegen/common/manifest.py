@@ -15,7 +15,8 @@ from charter.codegen.common.names import module_name
 
 MANIFEST = "manifest.json"
 TEMPLATE_PACKAGES = ("charter.codegen.python", "charter.codegen.labels", "charter.codegen.bindings",
-                     "charter.codegen.metal", "charter.codegen.cpp", "charter.codegen.textcases")
+                     "charter.codegen.metal", "charter.codegen.cpp", "charter.codegen.textcases",
+                     "charter.codegen.regions")
 _CODEGEN = Path(__file__).resolve().parents[1]  # charter/codegen: each package's templates/ by path,
 # so that hashing them imports none of the packages (whose modules pull in Jinja2 and the models)
 

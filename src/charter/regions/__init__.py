@@ -1,0 +1,12 @@
+"""Regions: a model as a graph of executable regions (docs/regions.md).
+
+contract.py     the `kind: regions` Pydantic models
+plan.py         resolution against the model, the artifact inventory and the kernel contracts
+gate.py         the F1 gate: what the reference interpreter refuses before any node runs
+interpreter.py  the F1 reference interpreter (numpy, the kernel contracts' oracles)
+weights.py      the labelled dequantization of an admitted artifact (the precision profile)
+parity.py       the interpreter's logits and residual stream against the llama.cpp capture
+capture.py      the llama.cpp capture adapter (opt-in `capture` extra)
+battery.py      the region mutation battery (`charter mutate --contract <regions contract>`)
+commands.py     `charter admit --contract <regions contract>`
+"""

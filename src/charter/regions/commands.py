@@ -1,0 +1,112 @@
+"""`charter admit [ARTIFACT] --contract REGIONS`: the artifact admitted by the regions contract's
+artifact contract (every stage, as `charter admit` runs it), then the region ownership of the
+file's own tensor table (Note [Ownership at admission]).
+
+Note [Ownership at admission]: `charter check` verifies ownership against the artifact contract's
+inventory; a file the artifact contract admits has exactly that inventory (TENSOR_MISSING,
+TENSOR_UNEXPECTED), so the check below cannot find what admission let through. It is run anyway,
+over the names the strict reader read from the file (every tensor owned by exactly one region
+instance, a store's records, or a named exclusion; every owned tensor present), because the claim
+"this file's tensors are owned" is about the file, and the cost is a set comparison.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+KIND = re.compile(r"^kind:\s*regions\s*(#.*)?$", re.M)
+
+
+def is_regions_contract(path: str) -> bool:
+    try:
+        return KIND.search(Path(path).read_text(encoding="utf-8", errors="replace")[:65536]) is not None
+    except OSError:
+        return False
+
+
+def run_admit_regions(args) -> int:
+    from charter.admission.locate import locate
+    from charter.admission.view import read_view
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
+    from charter.contract.contractset import load_set
+    from charter.contract.paths import PinnedSource
+    from charter.diagnostics import CharterError
+    from charter.engines import Options, python
+    from charter.engines.choose import python_checker
+
+    if args.engine != "python":
+        print("charter: a regions contract is admitted with the Python engine (--engine python)", file=sys.stderr)
+        return EXIT_USAGE
+    search = search_paths([args.contract], args.search)
+    cs = load_set([args.contract], search)
+    if cs.diagnostics:
+        print_diagnostics(cs.diagnostics, "text")
+        return EXIT_USAGE
+    (plan,) = [cs.regions[i] for i in cs.regions]
+    artifact_lc = cs.contracts[plan.artifact]
+    if plan.artifact not in cs.artifacts:
+        cs = load_set([artifact_lc.path], search)
+        cs.raise_if_failed()
+    if args.artifact:
+        path = Path(args.artifact)
+        if not path.is_file():
+            print(f"charter: {path}: {not_a_file(path)}", file=sys.stderr)
+            return EXIT_USAGE
+    else:
+        s = artifact_lc.contract.source
+        if s is None:
+            print("charter: name the artifact file (the artifact contract pins no source)", file=sys.stderr)
+            return EXIT_USAGE
+        try:
+            path = locate(PinnedSource(s.package, s.path, s.sha256, s.size), artifact_lc.path.parent,
+                          digest=args.verify_payload)
+        except CharterError as exc:
+            print_diagnostics(exc.diagnostics, "text")
+            return EXIT_USAGE
+    checker = python_checker(cs, plan.artifact, Path(args.generated))
+    if args.verbose:
+        print(f"checker: {checker.origin}", file=sys.stderr)
+    report = python.admit(path, checker.module, Options(require_status=args.require_status,
+                                                        verify_payload=args.verify_payload))
+    if not report.admitted:
+        print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
+        return EXIT_REJECTED
+    names = [t.name for t in read_view(str(path), checker.module.FORMAT).tensors]
+    problems = ownership(plan, names)
+    if args.json:
+        import json
+
+        print(json.dumps({"admission": json.loads(report.to_json()), "regions": plan.id, "status": plan.status,
+                          "owned": not problems, "diagnostics": [d.to_json() for d in problems]}, indent=2,
+                         sort_keys=True))
+    elif problems:
+        print(f"rejected at regions: {problems[0].render()}")
+    else:
+        print(f"{report.render()}; regions {plan.id} (status {plan.status}): {len(plan.instances)} region instances "
+              f"own all {len(names)} tensors" + (f" ({len(plan.excluded)} excluded)" if plan.excluded else ""))
+    return EXIT_REJECTED if problems else EXIT_OK
+
+
+def ownership(plan, names: list[str]) -> list:
+    """Every tensor of the file owned once (by name, by a store's records, or excluded), and every
+    owned tensor in the file."""
+    from charter.diagnostics import Code, Diagnostic
+
+    owners: dict[str, list[str]] = {}
+    for inst in plan.instances:
+        for n in inst.tensors:
+            owners.setdefault(n, []).append(inst.name)
+    stores = {n for n, c in plan.codecs.items() if n not in owners and n not in plan.excluded}
+    out = []
+    for n in names:
+        held = owners.get(n, [])
+        if len(held) > 1:
+            out.append(Diagnostic(Code.REGION_OWNERSHIP, n, f"tensor {n} is owned by {', '.join(held)}"))
+        elif not held and n not in plan.excluded and n not in stores:
+            out.append(Diagnostic(Code.REGION_UNOWNED, n, f"tensor {n} of the file belongs to no region of {plan.id}"))
+    present = set(names)
+    for n in sorted(set(owners) - present):
+        out.append(Diagnostic(Code.REGION_UNOWNED, n, f"region {owners[n][0]} owns {n}, which the file does not hold"))
+    return out
