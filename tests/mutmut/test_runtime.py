@@ -796,6 +796,15 @@ def test_float64_compares_bits_not_equality():
     assert c.array(stage="metadata", key="a", length=1, values=(float("nan"),), sha256=None, at=AT) is None
 
 
+
+def test_codecs_an_empty_row():
+    """A tensor whose row is empty (ne[0] = 0) has no rows: no division by its width, no header."""
+    empty = ctx(view(tensors=[tensor("e", (0, 3), "IQ4_KSS", 64, 68, record=11)]))
+    assert rejection(empty.codecs, (("IQ4_KSS", 4, 2, 3, AT),)) == diag(
+        "CODEC_ROW_HEADER", "codecs.IQ4_KSS.header",
+        "e: 0 rows of a 3-byte header and 0 IQ4_KSS blocks of 2 bytes are 0 bytes, but the extent holds 4 "
+        "(IQ4_KSS rows carry a 4-byte header)", "3", "4", AT, 11)
+
 def test_codecs_safetensors_row_is_the_last_dim():
     s = ctx(view(tensors=[tensor("t", (4, 6, 8), "Q", 64, 88)], fmt="safetensors"))
     assert s.codecs(rows=(("Q", 8, 1, 0, AT),)) is None
