@@ -54,7 +54,7 @@ battery: $(STAMP)
 	$(BIN)/charter mutate --contract specs/bundles/all-minilm-l6-v2-5-shards.yaml --artifact .battery-folders/minilm-5 -j 2 -q
 	rm -rf .battery-folders
 
-# The test suite without the tests marked slow (about 4 minutes on 2 cores), and the slow set alone
+# The test suite without the tests marked slow (about 3 minutes on 2 cores), and the slow set alone
 # (the large batteries as pytest items, sanitizer and standalone builds, -O2 checker compiles; about
 # 5 minutes). CI (.ci/run) runs `make test`, `make battery` and the code-mutation gate; the slow set
 # is run before merging a change to native/, the readers or the battery. `pytest -n 2` with no -m
