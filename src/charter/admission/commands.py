@@ -46,7 +46,8 @@ def run_admit(args) -> int:
     from charter.admission.locate import locate
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics
     from charter.diagnostics import CharterError
-    from charter.engines import Options, cpp, python
+    from charter.engines import Options, python
+    from charter.engines.options import EngineUnavailable
 
     if args.artifact and Path(args.artifact).is_dir():
         from charter.bundles.commands import run_admit_bundle
@@ -62,7 +63,7 @@ def run_admit(args) -> int:
         chosen = _vouched(args) or _loaded(args)
     except _Refused as exc:
         return exc.args[0]
-    except cpp.EngineUnavailable as exc:
+    except EngineUnavailable as exc:
         print(f"charter: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.artifact:
@@ -83,9 +84,11 @@ def run_admit(args) -> int:
     if args.verbose:
         print(f"checker: {chosen.origin}", file=sys.stderr)
     if chosen.cpp_key is not None:
+        from charter.engines import cpp
+
         try:
             report = cpp.admit(path, chosen.cpp_key, options, checker=chosen.checker)
-        except cpp.EngineUnavailable as exc:
+        except EngineUnavailable as exc:
             print(f"charter: {exc}", file=sys.stderr)
             return EXIT_USAGE
         if args.verbose:
@@ -104,7 +107,6 @@ def _vouched(args) -> Chosen | None:
     """The checkers the manifest or a receipt vouches for (Note [Vouched checker]): no contract is
     parsed. None when neither does, or when `--engine cpp` finds no current C++ checker that way."""
     from charter.console import search_paths
-    from charter.engines import cpp
     from charter.engines.vouched import cached_checker, vouched_checker
 
     contract = Path(args.contract)
@@ -116,6 +118,8 @@ def _vouched(args) -> Chosen | None:
     chosen = Chosen(found.module, found.origin, source, contract.parent)
     if args.engine != "cpp":
         return chosen
+    from charter.engines import cpp
+
     try:
         cpp.require_current(found.module.CONTRACT_ID, found.inputs)
         return chosen._replace(cpp_key=found.module.CONTRACT_ID, cpp_origin="c++ (charter._native)")

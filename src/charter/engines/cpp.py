@@ -39,17 +39,12 @@ from types import ModuleType
 
 from charter.admission.report import AdmissionReport, DiagnosticModel
 from charter.diagnostics import ADMISSION_STAGES, Stage
-from charter.engines.options import Companion, Options
+from charter.engines.options import Companion, EngineUnavailable, Options  # callers catch cpp.EngineUnavailable
 from charter.engines.verdict import Verdict
 from charter.formats.safetensors import MAX_HEADER_BYTES as SAFETENSORS_MAX_HEADER
 from charter.formats.sniff import SNIFF_BYTES
 
 ReadAt = Callable[[int, int], bytes]  # (absolute offset, length) -> bytes; fewer at the end of the file
-
-
-class EngineUnavailable(RuntimeError):
-    """The C++ engine cannot judge this here: charter._native is not built, holds no checker for
-    the contract or a stale one, or the checker cannot evaluate the contract (INTERNAL)."""
 
 
 def _module():

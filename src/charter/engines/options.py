@@ -41,3 +41,10 @@ class Options:
     def status(self) -> str | None:
         """The required status by its name, as the runtimes compare it."""
         return self.require_status
+
+
+class EngineUnavailable(RuntimeError):
+    """The C++ engine cannot judge this here: charter._native is not built, holds no checker for
+    the contract or a stale one, or the checker cannot evaluate the contract (INTERNAL). Defined
+    here, beside the options, so that a caller of the Python engine can catch it without importing
+    the C++ engine's module."""
