@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test test-slow battery install clean
+.PHONY: demo test test-slow test-capture battery install clean
 
 NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
                      generated/cpp/*.hpp generated/bindings/*.cpp)
@@ -58,12 +58,19 @@ battery: $(STAMP)
 # (the large batteries as pytest items, sanitizer and standalone builds, -O2 checker compiles; about
 # 5 minutes). CI (.ci/run) runs `make test`, `make battery` and the code-mutation gate; the slow set
 # is run before merging a change to native/, the readers or the battery. `pytest -n 2` with no -m
-# runs everything at once.
+# runs everything at once (the capture set needs its extra: make test-capture installs it).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m "not slow"
+	$(BIN)/python -m pytest -n 2 -m "not slow and not capture"
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m slow
+	$(BIN)/python -m pytest -n 2 -m "slow and not capture"
+
+# The tests that run the opt-in upstream producers (`capture` extra: llama-cpp-python, built from
+# source when the registry has no wheel for the platform, about 15 minutes on 2 cores): capture
+# reproduces every upstream fixture and text case byte for byte, the cross-checks against llama.cpp.
+test-capture: $(STAMP)
+	$(BIN)/python -m pip install --quiet -e '.[capture]'
+	$(BIN)/python -m pytest -n 2 -m capture
 
 clean:
 	rm -rf $(VENV) build .pytest_cache .hypothesis .demo

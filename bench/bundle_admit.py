@@ -59,8 +59,8 @@ def commands(folder: Path) -> dict[str, list[str]]:
     py = sys.executable
     shards = [str(p) for p in sorted(folder.glob("*.safetensors"))]
     charter = PEAK + "import sys; from charter.cli import main; sys.exit(main(sys.argv[1:]))"
-    forget = PEAK + ("import sys; from charter.bundles.vouched import _receipt_path; from charter.cli import main\n"
-                     "from pathlib import Path; _receipt_path(Path(sys.argv[4])).unlink(missing_ok=True)\n"
+    forget = PEAK + ("import sys; from charter.bundles.vouched import bundle_receipt_path; from charter.cli import main\n"
+                     "from pathlib import Path; bundle_receipt_path(Path(sys.argv[4])).unlink(missing_ok=True)\n"
                      "sys.exit(main(sys.argv[1:]))")
     admit = ["admit", str(folder), "--contract", str(BUNDLE)]
     return {

@@ -401,9 +401,9 @@ def test_freeze_refuses_a_folder_that_contradicts_itself(minilm_folders, tmp_pat
 
 @pytest.mark.parametrize("shards", [1, 5])
 def test_the_cpp_engine_admits_the_folders(minilm_folders, capsys, shards):
-    from charter.bundles.vouched import _receipt_path
+    from charter.bundles.vouched import bundle_receipt_path
 
-    _receipt_path(CONTRACTS[shards]).unlink(missing_ok=True)  # the contracts, not an earlier run's receipt
+    bundle_receipt_path(CONTRACTS[shards]).unlink(missing_ok=True)  # the contracts, not an earlier run's receipt
     assert main(["admit", str(minilm_folders[shards]), "--contract", str(CONTRACTS[shards]), "--engine", "cpp",
                  "-v"]) == 0
     assert "weight files: c++ (charter._native)" in capsys.readouterr().err

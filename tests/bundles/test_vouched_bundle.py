@@ -4,6 +4,7 @@ the admission back to the contracts."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 
@@ -81,8 +82,8 @@ def test_a_tampered_plan_is_no_vouching(frozen, capsys):
     folder, out = frozen
     bundle = out / "bundles" / "m.yaml"
     assert _admit(capsys, folder, bundle)[0] == 0
-    receipt = vouched._receipt_path(bundle)
-    plan = vouched.json.loads(receipt.read_text())["plan"]
+    receipt = vouched.bundle_receipt_path(bundle)
+    plan = json.loads(receipt.read_text())["plan"]
     with open(plan, "ab") as f:
         f.write(b"\0")
     code, _, err = _admit(capsys, folder, bundle)
@@ -91,7 +92,7 @@ def test_a_tampered_plan_is_no_vouching(frozen, capsys):
 
 def test_the_cpp_engine_is_vouched_for_once_it_ran(minilm_folders, capsys):
     folder, bundle = minilm_folders[2], CONTRACTS[2]
-    vouched._receipt_path(bundle).unlink(missing_ok=True)
+    vouched.bundle_receipt_path(bundle).unlink(missing_ok=True)
     assert _admit(capsys, folder, bundle)[0] == 0  # a receipt without a C++ checker
     code, _, err = _admit(capsys, folder, bundle, "--engine", "cpp")
     assert code == 0 and RECEIPT not in err and "weight files: c++" in err

@@ -11,14 +11,10 @@ from .conftest import PROVENANCE, SHIPPED, edit, run
 
 def _opt_in(stem: str):
     """A fixture whose upstream producer is in the opt-in `capture` extra (llama-cpp-python) is
-    reproduced only where that extra is installed, and in the slow set (it runs llama.cpp)."""
-    import importlib.util
-
+    reproduced by the capture set (`make test-capture`, which installs the extra)."""
     if "llama-cpp-python" not in (PROVENANCE / f"{stem}.yaml").read_text():
         return stem
-    missing = importlib.util.find_spec("llama_cpp") is None
-    return pytest.param(stem, marks=[pytest.mark.slow,
-                                     pytest.mark.skipif(missing, reason="the opt-in capture extra is not installed")])
+    return pytest.param(stem, marks=[pytest.mark.capture])
 
 
 @pytest.mark.parametrize("stem", [_opt_in(s) for s in SHIPPED])

@@ -168,8 +168,26 @@ def test_upstream_callable_may_be_a_dotted_path(capsys, tamper):
 
 
 # Note [Opt-in upstream packages]: the llama.cpp fixture verifies without llama-cpp-python.
-_NO_LLAMA = pytest.mark.skipif(__import__("importlib.util").util.find_spec("llama_cpp") is not None,
-                               reason="llama-cpp-python is installed here")
+@pytest.fixture()
+def _without_llama_cpp(monkeypatch):
+    """The machine as the default install leaves it: the opt-in `capture` extra (llama-cpp-python)
+    absent, whether or not this venv has it."""
+    import importlib.metadata
+    import importlib.util
+
+    version, find_spec = importlib.metadata.version, importlib.util.find_spec
+
+    def absent_version(name):
+        if name.lower().replace("_", "-") == "llama-cpp-python":
+            raise importlib.metadata.PackageNotFoundError(name)
+        return version(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", absent_version)
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name.split(".")[0] == "llama_cpp" else find_spec(name, *a))
+
+
+_NO_LLAMA = pytest.mark.usefixtures("_without_llama_cpp")
 
 
 @_NO_LLAMA

@@ -4,7 +4,6 @@ the numeric mutants and the re-tokenization are in the slow set."""
 
 from __future__ import annotations
 
-import importlib.util
 
 import numpy as np
 import pytest
@@ -81,8 +80,7 @@ def test_numeric_mutants_fail_the_parity(run_short, mutant):
     assert error > plan.parity.max_abs_logit_error or agree < plan.parity.top1_agreement_min
 
 
-@pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llama_cpp") is None, reason="the opt-in capture extra is not installed")
+@pytest.mark.capture
 def test_prompt_ids_are_llama_cpps_tokenization():
     from llama_cpp import Llama
 

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import subprocess
 
 import pytest
 
+from charter.toolchain import compiler
 from tests.conftest import ROOT
 
 
@@ -33,7 +33,6 @@ def test_python_tables_are_the_contract(smollm2):
     assert len(m.upstream(m.CHAT)) == 36
 
 
-@pytest.mark.skipif(shutil.which("g++") is None, reason="no C++ compiler")
 def test_cpp_tables_compile_and_agree(tmp_path):
     src = tmp_path / "t.cpp"
     src.write_text("""
@@ -53,6 +52,6 @@ static_assert(s::kAdded.size() == 17 && m::kAdded.size() == 5);
 static_assert(s::kChat.size() == 41 && s::kChat[36].cls == CaseClass::ContractControl && s::kChat[36].failed);
 static_assert(m::kDecode[0].output_hex == "5b434c535d2068656c6c6f2c20776f726c6421205b5345505d");
 """)
-    proc = subprocess.run(["g++", "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
+    proc = subprocess.run([compiler(), "-std=c++17", "-fsyntax-only", "-Wall", "-Wextra", "-Werror",
                            f"-I{ROOT / 'generated' / 'cpp'}", str(src)], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr

@@ -36,7 +36,6 @@ def test_wordpiece_transcription_agrees_with_tokenizers(minilm_pair, text, speci
 
 @pytest.fixture(scope="module")
 def smollm2_pair(smollm2_definition):
-    pytest.importorskip("llama_cpp")  # the opt-in `capture` extra
     from charter.text.engines import ByteLevelTables, LlamaCppTokenizer
 
     llama = LlamaCppTokenizer(smollm2_definition.gguf_path)
@@ -44,6 +43,7 @@ def smollm2_pair(smollm2_definition):
     llama.llm.close()
 
 
+@pytest.mark.capture
 @settings(max_examples=60, deadline=None)
 @given(text=TEXT.map(lambda t: t.replace("[CLS]", "<|im_end|>")), special=st.booleans())
 def test_gguf_bpe_agrees_with_llama_cpp(smollm2_pair, text, special):

@@ -102,8 +102,8 @@ def test_capture_reproduces_the_minilm_cases(minilm):
     assert result.cases == sum(c.cls == "upstream_capture" for c in [*lc.contract.encode, *lc.contract.decode])
 
 
+@pytest.mark.capture
 def test_capture_reproduces_the_smollm2_cases(smollm2):
-    pytest.importorskip("llama_cpp")  # the opt-in `capture` extra
     lc, cs = smollm2
     result = tv.capture(lc, cs)
     assert result.diagnostics == []

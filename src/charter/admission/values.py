@@ -155,6 +155,11 @@ class TensorBounds:
             f"{'>=' if below else '<='} {bound}", str(bad.value), offset
 
 
+def _first_rule(name: str, rules):
+    """The first row whose patterns (its second field) match `name`, or None: the policy's order decides."""
+    return next((r for r in rules if any(fnmatch.fnmatchcase(name, p) for p in r[1])), None)
+
+
 def tensor_bounds(tensors, bounds, fmt: str, native: bool = False) -> dict[str, TensorBounds]:
     """The bounded tensors by name (rows of charter.contract.plan.BoundRule, as generated checkers
     pass them; `charter check` made sure each tensor has one bound and an integer codec). `native`:
@@ -167,7 +172,7 @@ def tensor_bounds(tensors, bounds, fmt: str, native: bool = False) -> dict[str, 
         scan = _native.first_out_of_bounds
     out: dict[str, TensorBounds] = {}
     for t in tensors:
-        rule = next((r for r in bounds if any(fnmatch.fnmatchcase(t.name, p) for p in r[1])), None)
+        rule = _first_rule(t.name, bounds)
         if rule is not None and t.codec in integers:
             out[t.name] = TensorBounds(t.name, t.codec, integers[t.codec], rule, scan)
     return out
@@ -193,7 +198,7 @@ def tensor_rules(tensors, rules, fmt: str, block_bytes, native: bool = False) ->
         scan = _native.first_bad_value
     out: dict[str, TensorValues] = {}
     for t in tensors:
-        rule = next((r for r in rules if any(fnmatch.fnmatchcase(t.name, p) for p in r[1])), None)
+        rule = _first_rule(t.name, rules)
         if rule is None or not rule[2] or not fields.get(t.codec):
             continue  # unchecked, or a codec with nothing that can be non-finite (integers, NVFP4)
         out[t.name] = TensorValues(t.name, t.codec, fields[t.codec], block_bytes(t.codec), rule[3], scan)

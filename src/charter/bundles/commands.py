@@ -41,13 +41,14 @@ def run_admit_bundle(args) -> int:
 def _cpp_from_receipt(cpp: dict) -> str | None:
     """The key of the receipt's C++ checker once it is loaded and current, else None."""
     from charter.engines import cpp as engine
-    from charter.engines.vouched import file_sha256
+    from charter.engines.vouched import vouched_library
 
     try:
         if "library" in cpp:
-            if file_sha256(Path(cpp["library"])) != cpp["sha256"]:
+            library = vouched_library(cpp)
+            if library is None:
                 return None
-            engine.load_library(cpp["library"])
+            engine.load_library(library[1])
         else:
             engine.require_current(cpp["key"], cpp["inputs"])
     except (engine.EngineUnavailable, KeyError, TypeError):

@@ -66,8 +66,9 @@ def freeze_bundle(root: Path, bundle_id: str) -> dict[str, dict]:
     # config.json is bound once, in the bundle: its numbers that name model constants stay names
     config = artifact.pop("config", {"keys": {}})
     names = {(key, ): fact["value"] for key, fact in config["keys"].items()}
-    bundle = _bundle(root, bundle_id, model_id, artifact_id, paths, roles, names)
-    model = _with_vocabulary(root, roles, model)
+    documents: dict[str, object] = {}
+    bundle = _bundle(root, bundle_id, model_id, artifact_id, paths, roles, names, documents)
+    model = _with_vocabulary(documents.get("tokenizer.json"), model)
     if len(weights) > 1 or indexes:
         bundle["weights"] = _weights(root, indexes, weights, headers)
     return {"model": model, "artifact": artifact, "bundle": _ordered(bundle)}
@@ -96,16 +97,17 @@ def _freeze_split_set(root: Path, bundle_id: str, paths: list[str], roles: dict,
     return {"model": model, "artifact": artifact, "bundle": _ordered(bundle)}
 
 
-def _with_vocabulary(root: Path, roles: dict, model: dict) -> dict:
+def _with_vocabulary(tokenizer: object, model: dict) -> dict:
     """The model with its tokenizer facts when the folder states both (Note [Special ids across
-    files]): tokenizer.json's ids and config.json's `vocab_size`, the embedding rows. A tokenizer
-    with more ids than rows is left to admission, which rejects it."""
+    files]): the ids of tokenizer.json (its parsed document, or None) and config.json's
+    `vocab_size`, the embedding rows. A tokenizer with more ids than rows is left to admission,
+    which rejects it."""
     from charter.bundles.special_ids import tokenizer_size
 
     rows = model.get("constants", {}).get("vocab_size")
-    if roles.get("tokenizer.json") != "companion" or not isinstance(rows, int):
+    if not isinstance(rows, int):
         return model
-    ids = tokenizer_size(_document(root / "tokenizer.json"))
+    ids = tokenizer_size(tokenizer)
     if ids is None or ids > rows:
         return model
     items = list(model.items())
@@ -122,8 +124,9 @@ def _ordered(bundle: dict) -> dict:
 
 
 def _bundle(root: Path, bundle_id: str, model_id: str, artifact_id: str, paths: list[str], roles: dict,
-            names: dict) -> dict:
-    """The bundle's file set and companion facts (`names`: config.json paths -> model constants)."""
+            names: dict, documents: dict | None = None) -> dict:
+    """The bundle's file set and companion facts (`names`: config.json paths -> model constants);
+    `documents` receives each companion's parsed JSON."""
     companions = {}
     for p in [p for p in paths if roles[p] == "companion"]:
         document = _document(root / p)
@@ -131,6 +134,8 @@ def _bundle(root: Path, bundle_id: str, model_id: str, artifact_id: str, paths: 
             roles[p] = "other"  # not strict JSON: bound by size and digest instead
         else:
             companions[p] = freeze_json(document, names=names if p == "config.json" else None)
+            if documents is not None:
+                documents[p] = document
     files = {p: {"role": roles[p]} if roles[p] in ("companion", "index") else _pinned(root, p, roles[p]) for p in paths}
     bundle: dict = {"charter": 1, "kind": "bundle", "id": bundle_id, "status": "structural", "model": model_id,
                     "artifact": artifact_id, "extra_files": "reject", "files": files}

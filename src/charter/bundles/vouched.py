@@ -37,7 +37,7 @@ from charter import __version__, atomic
 from charter.bundles.plan import BundlePlan
 from charter.codegen.common.manifest import template_hashes
 from charter.contract.paths import display_path
-from charter.engines.vouched import cache_dir, file_sha256, import_checker, resolved_paths
+from charter.engines.vouched import cache_dir, file_sha256, import_checker, receipt_path, resolved_paths
 
 
 class VouchedBundle(NamedTuple):
@@ -60,7 +60,7 @@ def write_bundle_receipt(contract: Path, files: list[Path], search: list[str], p
                "files": {str(f.resolve()): file_sha256(f) for f in files},
                "plan": str(plan_file), "plan_sha256": digest,
                "checker": str(checker), "checker_sha256": file_sha256(checker), "cpp": cpp}
-    atomic.write_text(_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    atomic.write_text(bundle_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
 def vouched_bundle(contract: Path, search: list[str], engine: str) -> VouchedBundle | None:
@@ -68,7 +68,7 @@ def vouched_bundle(contract: Path, search: list[str], engine: str) -> VouchedBun
     byte they were made from (Note [Vouched bundle]); None: take the full path. With engine "cpp",
     also None when the receipt names no C++ checker."""
     try:
-        receipt = json.loads(_receipt_path(contract).read_text("utf-8"))
+        receipt = json.loads(bundle_receipt_path(contract).read_text("utf-8"))
         files, checker, plan_file = receipt["files"], Path(receipt["checker"]), Path(receipt["plan"])
         current = (receipt["charter"] == __version__ and receipt["templates"] == template_hashes()
                    and receipt["spec"] == display_path(contract) and str(contract.resolve()) in files and receipt["search"] == resolved_paths(search)
@@ -87,6 +87,5 @@ def vouched_bundle(contract: Path, search: list[str], engine: str) -> VouchedBun
                                                         f"{contract})", cpp if engine == "cpp" else None)
 
 
-def _receipt_path(contract: Path) -> Path:
-    key = hashlib.sha256(str(contract.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return cache_dir() / "bundle-receipts" / f"{key}.json"
+def bundle_receipt_path(contract: Path) -> Path:
+    return receipt_path(contract, "bundle-receipts")

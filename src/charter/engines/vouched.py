@@ -118,14 +118,14 @@ def write_receipt(contract: Path, model: Path, inputs: dict[str, str], checker: 
                "checker": str(checker), "checker_sha256": file_sha256(checker)}
     if library is not None:
         receipt["cpp"] = {"key": library[0], "library": str(library[1]), "sha256": file_sha256(library[1])}
-    atomic.write_text(_receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
+    atomic.write_text(receipt_path(contract), json.dumps(receipt, indent=2, sort_keys=True) + "\n")
 
 
 def cached_checker(contract: Path, search: list[str]) -> Vouched | None:
     """The cached checker of `contract` when its receipt vouches for every byte it was made from,
     found with this search path."""
     try:
-        receipt = json.loads(_receipt_path(contract).read_text("utf-8"))
+        receipt = json.loads(receipt_path(contract).read_text("utf-8"))
         files, checker, inputs = receipt["files"], Path(receipt["checker"]), receipt["inputs"]
         current = (receipt["charter"] == __version__ and receipt["templates"] == template_hashes()
                    and receipt["spec"] == display_path(contract) and str(contract.resolve()) in files
@@ -137,20 +137,27 @@ def cached_checker(contract: Path, search: list[str]) -> Vouched | None:
     if not current:
         return None
     module = import_checker(checker)
-    cpp = receipt.get("cpp")
-    library = None
+    return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})",
+                   vouched_library(receipt.get("cpp")))
+
+
+def vouched_library(cpp: object) -> tuple[str, Path] | None:
+    """A receipt's C++ checker ({"key", "library", "sha256"}) as (key, library file) when the file
+    still has the recorded digest, else None."""
     if isinstance(cpp, dict) and file_sha256(Path(str(cpp.get("library")))) == cpp.get("sha256"):
-        library = (str(cpp["key"]), Path(cpp["library"]))
-    return Vouched(module, dict(inputs), f"cached {checker} (its receipt vouches for {receipt['spec']})", library)
+        return str(cpp["key"]), Path(cpp["library"])
+    return None
 
 
 def resolved_paths(search: list[str]) -> list[str]:
     return [str(Path(d).resolve()) for d in search]
 
 
-def _receipt_path(contract: Path) -> Path:
+def receipt_path(contract: Path, folder: str = "receipts") -> Path:
+    """Where the receipt of the contract file `contract` is kept (one per resolved path), under the
+    cache's `folder` (bundle contracts keep theirs apart: charter.bundles.vouched)."""
     key = hashlib.sha256(str(contract.resolve()).encode("utf-8", "surrogatepass")).hexdigest()[:32]
-    return cache_dir() / "receipts" / f"{key}.json"
+    return cache_dir() / folder / f"{key}.json"
 
 
 def import_checker(path: Path) -> ModuleType:

@@ -6,7 +6,6 @@ language is a rejection at stage spec, judged on its code and field."""
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import tempfile
@@ -23,7 +22,7 @@ from charter.contract.contractset import load_set
 from charter.contract.yamldump import dump
 from charter.mutation.bundle_ops import BundleMutant, contract_mutants, folder_mutants
 from charter.mutation.mutant import Outcome, Verdict, judge
-from charter.mutation.run import default_signals, picklable
+from charter.mutation.run import in_workers
 
 
 def bundle_battery(cs, bundle_id: str, folder: Path, only: str | None = None, companions=None) -> list[BundleMutant]:
@@ -43,67 +42,29 @@ def run_bundle(cs, bundle_id: str, folder: Path, checker, mutants: list[BundleMu
     """Every mutant's outcome, in mutant order; with `cpp_key`, every mutant is also admitted with
     the weight files' stages run by that C++ checker, and any difference of (stage, code, field,
     offset, file) is an error of the mutant. `jobs` > 1 forks workers that share the loaded
-    contracts, the checkers and the mutants (charter.mutation.run does the same)."""
-    global _JOB
+    contracts, the checkers and the mutants (charter.mutation.run.in_workers)."""
     plan = cs.bundles[bundle_id]
     search = [cs.contracts[plan.artifact.id].path, cs.contracts[plan.artifact.model].path]  # all a mutant refers to
-    results: list[Outcome | None] = [None] * len(mutants)
+    base = _Base(cs, bundle_id)
     with tempfile.TemporaryDirectory(prefix="charter-bundle-battery-") as tmp:
-        _JOB = _Job(plan, folder, checker, mutants, cpp_key, Path(tmp), search, _Base(cs, bundle_id))
-        try:
-            if jobs <= 1:
-                done = ((i, picklable(_one(i))) for i in range(len(mutants)))
-                _collect(done, results, progress)
-            else:
-                ctx = multiprocessing.get_context("fork")
-                with ctx.Pool(jobs, initializer=default_signals) as pool:
-                    _collect(pool.imap_unordered(_work, range(len(mutants)), chunksize=4), results, progress)
-        finally:
-            _JOB = None
-    return results  # type: ignore[return-value]
 
+        def one(i: int) -> Outcome:
+            bm = mutants[i]
+            m = bm.mutant
+            if m.equivalent is not None:
+                return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
+            if bm.folder is None:
+                return _contract_run(bm, Path(tmp) / f"m{i}.yaml", folder, checker, search, base, cpp_key)
+            copy = Path(tmp) / f"m{i}"
+            shutil.copytree(folder, copy, copy_function=os.link)
+            try:
+                bm.folder(copy)
+                return _both(m, lambda key: admit_bundle(copy, plan, checker, verify_payload=bm.verify_payload,
+                                                         cpp_key=key), cpp_key)
+            finally:
+                shutil.rmtree(copy)
 
-class _Job(NamedTuple):
-    plan: object
-    folder: Path
-    checker: object
-    mutants: list
-    cpp_key: str | None
-    tmp: Path
-    search: list
-    base: object
-
-
-_JOB: _Job | None = None  # the battery being run: what forked workers share
-
-
-def _collect(done, results: list, progress) -> None:
-    for n, (i, outcome) in enumerate(done, 1):
-        results[i] = outcome
-        if progress:
-            progress(n, len(results), outcome)
-
-
-def _work(i: int) -> tuple[int, Outcome]:
-    return i, picklable(_one(i))
-
-
-def _one(i: int) -> Outcome:
-    job = _JOB
-    bm = job.mutants[i]
-    m = bm.mutant
-    if m.equivalent is not None:
-        return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
-    if bm.folder is None:
-        return _contract_run(bm, job.tmp / f"m{i}.yaml", job.folder, job.checker, job.search, job.base, job.cpp_key)
-    copy = job.tmp / f"m{i}"
-    shutil.copytree(job.folder, copy, copy_function=os.link)
-    try:
-        bm.folder(copy)
-        return _both(m, lambda key: admit_bundle(copy, job.plan, job.checker, verify_payload=bm.verify_payload,
-                                                 cpp_key=key), job.cpp_key)
-    finally:
-        shutil.rmtree(copy)
+        return in_workers(len(mutants), one, jobs, progress)
 
 
 def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search: list, base,

@@ -477,13 +477,11 @@ def _validated_where_shared(data, original, validated):
 
 # --- running many ------------------------------------------------------------------------------
 
-_BATTERY: Battery | None = None
-_MUTANTS: list[Mutant] = []
+_ONE: Callable[[int], Outcome] | None = None  # the mutant runner that forked workers share
 
 
 def _work(index: int) -> tuple[int, Outcome]:
-    outcome = run_mutant(_BATTERY, _MUTANTS[index])
-    return index, picklable(outcome)
+    return index, picklable(_ONE(index))
 
 
 def picklable(o: Outcome) -> Outcome:
@@ -504,11 +502,34 @@ def default_signals() -> None:
 def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
         progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
-    global _BATTERY, _MUTANTS
-    _BATTERY, _MUTANTS = b, mutants
-    results: list[Outcome | None] = [None] * len(mutants)
     with _frozen_heap():
-        _run(mutants, jobs, progress, results)
+        return in_workers(len(mutants), lambda i: run_mutant(b, mutants[i]), jobs, progress)
+
+
+def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
+               progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
+    """`one(i)` for i in range(count), in that order; `jobs` > 1 forks workers that share
+    everything `one` closes over (a battery, its checkers, its mutants), and report each outcome
+    to `progress` as it arrives. Outcomes carry no mutant function (picklable)."""
+    global _ONE
+    results: list[Outcome | None] = [None] * count
+    _ONE = one
+    try:
+        if jobs <= 1:
+            done = ((i, picklable(one(i))) for i in range(count))
+            for n, (i, outcome) in enumerate(done, 1):
+                results[i] = outcome
+                if progress:
+                    progress(n, count, outcome)
+        else:
+            ctx = multiprocessing.get_context("fork")
+            with ctx.Pool(jobs, initializer=default_signals) as pool:
+                for n, (i, outcome) in enumerate(pool.imap_unordered(_work, range(count), chunksize=8), 1):
+                    results[i] = outcome
+                    if progress:
+                        progress(n, count, outcome)
+    finally:
+        _ONE = None
     return results  # type: ignore[return-value]
 
 
@@ -524,22 +545,6 @@ def _frozen_heap():
         yield
     finally:
         gc.unfreeze()
-
-
-def _run(mutants: list[Mutant], jobs: int, progress, results: list) -> None:
-    b = _BATTERY
-    if jobs <= 1:
-        for i in range(len(mutants)):
-            results[i] = picklable(run_mutant(b, mutants[i]))
-            if progress:
-                progress(i + 1, len(mutants), results[i])
-    else:
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(jobs, initializer=default_signals) as pool:
-            for done, (i, outcome) in enumerate(pool.imap_unordered(_work, range(len(mutants)), chunksize=8), 1):
-                results[i] = outcome
-                if progress:
-                    progress(done, len(mutants), outcome)
 
 
 def stderr_progress(start: float | None = None) -> Callable[[int, int, Outcome], None]:

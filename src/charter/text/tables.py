@@ -17,12 +17,12 @@ it names the values, not the bytes of either file.
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from charter.admission.runtime import parse_companion
 from charter.diagnostics import CharterError, Code, Diagnostic
 
 GGUF_TOKEN_TYPES = {1: "normal", 2: "unknown", 3: "control", 4: "user_defined", 5: "unused", 6: "byte"}
@@ -140,23 +140,10 @@ def read_packaged_json(src) -> str:
         raise _refuse("source.tokenizer_json.member", f"{src.member} is not UTF-8: {exc}") from None
 
 
-def _strict_pairs(pairs):
-    out = {}
-    for k, v in pairs:
-        if k in out:
-            raise ValueError(f"duplicate key {k!r}")
-        out[k] = v
-    return out
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not JSON")
-
-
 def from_tokenizer_json(text: str, where: str = "source.tokenizer_json") -> Definition:
     try:
-        doc = json.load(io.StringIO(text), object_pairs_hook=_strict_pairs, parse_constant=_no_constant)
-    except ValueError as exc:
+        doc = parse_companion(text.encode("utf-8"))  # the JSON a bundle's companion is read as
+    except (ValueError, RecursionError) as exc:
         raise _refuse(where, f"tokenizer.json is not strict JSON: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("model"), dict):
         raise _refuse(where, "tokenizer.json has no `model` object")
