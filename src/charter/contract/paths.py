@@ -10,9 +10,9 @@ from typing import NamedTuple
 
 
 def display_path(path: Path) -> str:
-    """How a spec is named in diagnostics and generated code: relative to the project root (the
-    parent of the enclosing `specs/` directory), so the name does not depend on where charter runs;
-    outside a `specs/` tree, relative to the working directory."""
+    """How a spec is named in generated code, receipts and the manifest (its *name*): relative to
+    the project root (Note [Spec names and shown paths]), so the name does not depend on where
+    charter runs; outside a specs tree, relative to the working directory."""
     resolved = Path(path).resolve()
     root = project_root(resolved)
     if root is not None:
@@ -24,12 +24,70 @@ def display_path(path: Path) -> str:
 
 
 def project_root(path: Path) -> Path | None:
-    """The parent of the `specs/` directory that encloses `path` (resolved), if one does: the
-    directory display paths are relative to."""
-    for parent in Path(path).resolve().parents:
+    """The root that encloses `path` (resolved), if one does: the directory of the pyproject.toml
+    whose `[tool.charter] specs` folder holds it, else the parent of an enclosing `specs/` folder."""
+    from charter.config import active
+
+    parents = Path(path).resolve().parents
+    config = active()
+    if config.specs != "specs":
+        specs = Path(config.specs).resolve()
+        if specs in parents:
+            return config.root.resolve() if config.root is not None else specs.parent
+    for parent in parents:
         if parent.name == "specs":
             return parent.parent
     return None
+
+
+def specs_tree(path: Path) -> Path | None:
+    """The specs folder that encloses `path` (resolved) or is `path`: the configured one, else the
+    nearest folder named `specs`."""
+    from charter.config import active
+
+    resolved = Path(path).resolve()
+    config = active()
+    if config.specs != "specs":
+        specs = Path(config.specs).resolve()
+        if specs == resolved or specs in resolved.parents:
+            return specs
+    return next((d for d in [resolved, *resolved.parents] if d.name == "specs" and d.is_dir()), None)
+
+
+# Note [Spec names and shown paths]: a contract location carries the spec's *name*, relative to
+# its project root (or to the working directory outside a specs tree): generated checkers state it
+# as a literal, so it cannot depend on where charter runs. What a user reads is a *shown* path:
+# charter.console resolves the name against the root of the command's own inputs and prints it
+# relative to the working directory when it lies below it, else absolute (ruff's rule, so that the
+# path always opens from where the user stands, and a pre-commit hook's or an editor's click works).
+
+
+def resolve_name(name: str, anchors: list[str | Path]) -> Path:
+    """The file a spec name (or any file name a diagnostic cites) stands for, given the paths the
+    command was given: the first of their project roots that holds it, else the working directory."""
+    if os.path.isabs(name):
+        return Path(name)
+    roots: list[Path] = []
+    for anchor in anchors:
+        root = project_root(Path(anchor))
+        if root is not None and root not in roots:
+            roots.append(root)
+    for root in roots:
+        if (root / name).exists():
+            return root / name
+    return Path(os.path.abspath(name))
+
+
+def shown(path: str | Path) -> str:
+    """`path` as the user reads it: relative to the working directory below it, else absolute."""
+    absolute = os.path.normpath(os.path.abspath(path))
+    cwd = os.getcwd()
+    if absolute == cwd:
+        return "."
+    prefix = cwd if cwd.endswith(os.sep) else cwd + os.sep
+    if absolute.startswith(prefix):
+        return Path(absolute[len(prefix):]).as_posix()
+    return Path(absolute).as_posix()
 
 
 class PinnedSource(NamedTuple):

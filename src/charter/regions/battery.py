@@ -371,14 +371,14 @@ def run_command(args, spec: Path) -> int:
         print("charter: a region battery mutates the regions contract only (no --artifact, --only artifact or "
               "--engine both)", file=sys.stderr)
         return 2
-    return main([str(spec)], json_path=Path(args.json) if args.json else None)
+    return main([str(spec)], json_path=args.report)
 
 
-def main(argv: list[str] | None = None, json_path: Path | None = None) -> int:
+def main(argv: list[str] | None = None, json_path: str | None = None) -> int:
     import json
     import sys
 
-    from charter import atomic
+    from charter.console import print_or_write
 
     argv = sys.argv[1:] if argv is None else argv
     spec = Path(argv[0] if argv else "specs/regions/smollm2-135m-instruct-q4_1.yaml")
@@ -402,7 +402,7 @@ def main(argv: list[str] | None = None, json_path: Path | None = None) -> int:
           f"({sum(o.mutant.side == 'gate' for o in structural)} by the F1 gate before any node); "
           f"{len(numeric)} numeric mutant(s) left to the parity run")
     if json_path is not None:
-        atomic.write_text(json_path, json.dumps([
+        print_or_write(json_path, json.dumps([
             {"mutant": o.mutant.name, "side": o.mutant.side, "expected": {"code": o.mutant.code, "field": o.mutant.field},
              "verdict": o.verdict, "got": o.first.to_json() if o.first else None} for o in outcomes], indent=2) + "\n")
     return 0 if killed == len(structural) and all(o.verdict == "numeric" for o in numeric) else 1
