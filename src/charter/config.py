@@ -160,5 +160,12 @@ def active() -> Config:
 
 
 def activate(config: Config) -> None:
+    """Make `config` this run's. Configured limits reach the YAML loader when it is imported, or
+    now if it already is (the loader imports PyYAML, which a cold admission never does)."""
+    import sys
+
     global _active
     _active = config
+    loader = sys.modules.get("charter.contract.yamlload")
+    if loader is not None and config.limits != Limits():
+        loader.apply_limits(config.limits)

@@ -69,7 +69,7 @@ def resolve_name(name: str, anchors: list[str | Path]) -> Path:
         return Path(name)
     roots: list[Path] = []
     for anchor in anchors:
-        root = project_root(Path(anchor))
+        root = project_root(Path(anchor) / "x")  # the anchor itself may be the specs folder
         if root is not None and root not in roots:
             roots.append(root)
     for root in roots:

@@ -14,9 +14,25 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from charter.admission.report import _SCHEMA_CONFIG, AdmissionReport
+
 KIND = re.compile(r"^kind:\s*regions\s*(#.*)?$", re.M)
+
+
+@dataclass(frozen=True)
+class RegionsAdmission:
+    """`charter admit --contract REGIONS --format json`: the admission, then the ownership check."""
+
+    __pydantic_config__ = _SCHEMA_CONFIG
+    admission: AdmissionReport
+    regions: str
+    """the regions contract's id"""
+    status: str
+    owned: bool | None
+    """every tensor owned once; null when the admission rejected the file first"""
 
 
 def is_regions_contract(path: str) -> bool:
