@@ -47,7 +47,8 @@ class Run:
 
     @property
     def report(self) -> dict:
-        return json.loads(self.out)
+        """The AdmissionReport: the result of `admit --format json` (schemas/output.schema.json)."""
+        return json.loads(self.out)["result"]
 
 
 def admit(capsys, artifact, contract: str = SMOLLM2_CONTRACT, *extra: str, json_out: bool = True) -> Run:
@@ -59,10 +60,15 @@ def admit(capsys, artifact, contract: str = SMOLLM2_CONTRACT, *extra: str, json_
     return Run(code, out, err)
 
 
-def fact_text(location: str, root: Path = ROOT) -> str:
+def where(location: dict) -> str:
+    """A published location object as `file:line:col` text."""
+    return ":".join(str(location[k]) for k in ("file", "line", "column") if location[k] is not None)
+
+
+def fact_text(location: dict, root: Path = ROOT) -> str:
     """The contract text a location points at: its line and the line before (a block mapping's
     value starts on the line after its key)."""
-    m = LOCATION.match(location)
+    m = LOCATION.match(where(location))
     assert m, f"not a file:line location into specs/: {location!r}"
     lines = (root / m.group(1)).read_text("utf-8").splitlines()
     line = int(m.group(2))

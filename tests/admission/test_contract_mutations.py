@@ -73,7 +73,7 @@ def test_contract_mutation_rejects_the_real_file(capsys, tmp_path, smollm2_path,
     spec = contract_tree(tmp_path, text)
     extra = ("--verify-payload",) if stage == "payload" else ()
     d = assert_rejected(admit(capsys, smollm2_path, spec, *extra), stage, code, field, fact=fact, root=tmp_path)
-    assert d["location"].split(":")[0] in ("specs/artifacts/mutant.yaml", "specs/models/smollm2-135m-instruct.yaml")
+    assert d["location"]["file"] in ("specs/artifacts/mutant.yaml", "specs/models/smollm2-135m-instruct.yaml")
 
 
 def test_unmutated_copy_of_the_contract_admits(capsys, tmp_path, smollm2_path):
