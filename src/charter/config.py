@@ -75,7 +75,7 @@ def discover(start: Path | None = None) -> Config:
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
     if b"charter" not in raw:
-        return Config(file=path)
+        return _defaults(path)
     import tomllib
 
     try:
@@ -84,8 +84,13 @@ def discover(start: Path | None = None) -> Config:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
     table = data.get("tool", {}).get("charter") if isinstance(data.get("tool"), dict) else None
     if table is None:
-        return Config(file=path)
+        return _defaults(path)
     return from_table(table, path)
+
+
+def _defaults(path: Path) -> Config:
+    """The defaults in the project of `path`: its specs/ and generated/, from any sub-folder."""
+    return Config(file=path, specs=_relative(path.parent, "specs"), generated=_relative(path.parent, "generated"))
 
 
 _STRINGS = {"specs": None, "generated": None, "engine": ENGINES, "battery-engine": BATTERY_ENGINES,
@@ -101,7 +106,7 @@ def from_table(table: object, path: Path) -> Config:
     for key in table:
         if key not in known:
             raise ConfigError(f"{where}: unknown key {key!r} (known: {', '.join(sorted(known))})")
-    values: dict[str, object] = {}
+    values: dict[str, object] = {"specs": "specs", "generated": "generated"}
     for key, choices in _STRINGS.items():
         if key in table:
             value = table[key]

@@ -30,10 +30,8 @@ def project_root(path: Path) -> Path | None:
 
     parents = Path(path).resolve().parents
     config = active()
-    if config.specs != "specs":
-        specs = Path(config.specs).resolve()
-        if specs in parents:
-            return config.root.resolve() if config.root is not None else specs.parent
+    if config.root is not None and Path(config.specs).resolve() in parents:
+        return config.root.resolve()
     for parent in parents:
         if parent.name == "specs":
             return parent.parent
@@ -47,10 +45,9 @@ def specs_tree(path: Path) -> Path | None:
 
     resolved = Path(path).resolve()
     config = active()
-    if config.specs != "specs":
-        specs = Path(config.specs).resolve()
-        if specs == resolved or specs in resolved.parents:
-            return specs
+    specs = Path(config.specs).resolve()
+    if config.root is not None and (specs == resolved or specs in resolved.parents):
+        return specs
     return next((d for d in [resolved, *resolved.parents] if d.name == "specs" and d.is_dir()), None)
 
 
