@@ -288,7 +288,9 @@ def test_the_configured_engine_and_limits_apply_and_the_command_line_wins(projec
 
 
 def test_finding_the_settings_costs_no_toml_parse_on_the_cold_path(project):
-    """A pyproject.toml that does not mention charter is not parsed (Note [Finding the configuration])."""
+    """A pyproject.toml without a charter table is not parsed (Note [Finding the configuration]),
+    even in a project named charter."""
+    (project / "pyproject.toml").write_text("[project]\nname = 'charter'\n[tool.other]\nx = 1\n", "utf-8")
     probe = ("import sys; from charter.config import discover; c = discover(); "
              "print('tomllib' in sys.modules, c.file is not None)")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

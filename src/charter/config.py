@@ -3,7 +3,7 @@
 Note [Finding the configuration]: the project is the directory of the first `pyproject.toml` found
 walking up from the working directory; nothing above it is read (a checkout inside another
 project's tree is its own project, as in ruff and datamodel-code-generator). A pyproject.toml
-that does not mention charter is not parsed at all: `charter admit` on its cold path pays one
+that holds no charter table (mentions_charter) is not parsed at all: `charter admit` on its cold path pays one
 `stat` per parent directory and, at most, one read, never a TOML parse it does not need. A
 pyproject.toml without a `[tool.charter]` table still ends the walk, and the defaults apply.
 Relative paths in the table are relative to the pyproject.toml's directory; the command line
@@ -13,6 +13,7 @@ overrides every key. An unknown key, or a value of the wrong type, is a usage er
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 
@@ -74,7 +75,7 @@ def discover(start: Path | None = None) -> Config:
         raw = path.read_bytes()
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read: {exc.strerror}") from None
-    if b"charter" not in raw:
+    if not mentions_charter(raw):
         return _defaults(path)
     import tomllib
 
@@ -91,6 +92,18 @@ def discover(start: Path | None = None) -> Config:
 def _defaults(path: Path) -> Config:
     """The defaults in the project of `path`: its specs/ and generated/, from any sub-folder."""
     return Config(file=path, specs=_relative(path.parent, "specs"), generated=_relative(path.parent, "generated"))
+
+
+# A `[tool.charter]` table is written as a header (`[tool.charter]`, `[tool."charter".limits]`), as
+# dotted keys (`tool.charter.specs = ...`), or inside a `[tool]` table or an inline `tool = {...}`.
+_DOTTED = re.compile(rb"""tool\s*\.\s*["']?charter\b""")
+_TOOL_TABLE = re.compile(rb"""^\s*\[\s*["']?tool["']?\s*\]|^\s*tool\s*=\s*\{""", re.M)
+
+
+def mentions_charter(raw: bytes) -> bool:
+    """Whether a pyproject.toml may hold charter settings: if not, it is not parsed (a project
+    named charter, like this one, only says so in [project])."""
+    return b"charter" in raw and (_DOTTED.search(raw) is not None or _TOOL_TABLE.search(raw) is not None)
 
 
 _STRINGS = {"specs": None, "generated": None, "engine": ENGINES, "battery-engine": BATTERY_ENGINES,
