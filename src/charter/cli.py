@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from charter import __version__
-from charter.config import FORMATS, Config, ConfigError, activate, discover
+from charter.config import FORMATS, Config, ConfigError, activate, active, discover
 from charter.console import (
     EXIT_INTERNAL,
     EXIT_OK,
@@ -189,7 +189,16 @@ def main(argv: list[str] | None = None) -> int:
         config = discover()
     except ConfigError as exc:
         parser.error(str(exc))
+    previous = active(), current()
     activate(config)
+    try:
+        return _main(parser, args, config)
+    finally:  # in process (tests, the pytest plugin), the next run starts from the defaults
+        activate(previous[0])
+        start(previous[1])
+
+
+def _main(parser: argparse.ArgumentParser, args: argparse.Namespace, config: Config) -> int:
     configure(args, config)
     to_stdout = [name for name in getattr(args, "stdout_files", ()) if getattr(args, name, None) == "-"]
     if len(to_stdout) > 1 or (to_stdout and args.format == "json"):
@@ -203,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
         for sig in (signal.SIGTERM, signal.SIGHUP):
             signal.signal(sig, _terminate)
     code = _run(args) if args.format != "json" and not to_stdout else _run_beside_stdout(args)
-    if args.format == "json" and code not in (130, EXIT_INTERNAL) and code < 128:
+    if args.format == "json" and code < 128:  # not after a signal or Ctrl-C
         out.emit(out.envelope(code))
     return code
 

@@ -161,12 +161,9 @@ def _limits(table: object, where: str) -> Limits:
 
 
 def _relative(base: Path, value: str) -> str:
-    """`value` (relative to the pyproject.toml's folder) as a path usable from the working directory."""
-    target = Path(value) if os.path.isabs(value) else base / value
-    try:
-        return os.path.relpath(target)
-    except ValueError:  # another drive
-        return str(target)
+    """`value`, relative to the pyproject.toml's folder `base`, as an absolute path (it stays right
+    whatever the working directory; what is printed is shown from there, charter.contract.paths.shown)."""
+    return os.path.normpath(value if os.path.isabs(value) else os.path.join(base, value))
 
 
 _active = Config()
