@@ -314,3 +314,19 @@ def test_help_names_installed_docs_not_repository_paths(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert f"installed with charter: {docs_folder()}" in text
     assert (docs_folder() / "cli.md").is_file()
+
+
+def test_freeze_and_fixtures_print_their_documented_shapes(project, tiny_gguf, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code, out, _ = run(capsys, "freeze", "sub/tiny.gguf", "--id", "frozen", "-o", "out", "--format", "json")
+    assert code == 0 and "out/artifacts/frozen.yaml" in envelope(out)["result"]["written"]
+    code, out, _ = run(capsys, "fixtures", "verify", str(ROOT / "specs" / "provenance" / "rmsnorm-seeded.yaml"),
+                       "--format", "json")
+    data = envelope(out)
+    assert (code, data["command"], data["result"]["verified"]) == (0, "fixtures verify", True)
+
+
+def test_generate_check_annotates_stale_files_under_github(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code, out, _ = run(capsys, "generate", "specs", "-o", "gen", "--check", "--format", "github")
+    assert code == 1 and out.startswith("::error file=gen/"), out

@@ -27,7 +27,7 @@ from charter.console import (
     wants_colour,
 )
 from charter.contract.paths import shown
-from charter.docs import docs_folder
+from charter.docs import docs_folder, schemas_folder
 from charter.diagnostics import CharterError
 
 
@@ -80,11 +80,16 @@ def add_common_options(p: argparse.ArgumentParser, top: bool = False) -> None:
 
 
 def _with_common_options(parser: argparse.ArgumentParser) -> None:
+    """Every command gets the shared options and an epilog saying where the docs/ pages its help
+    names are (installed with charter, charter.docs)."""
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
                 if not any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
                     add_common_options(sub)
+                if sub.epilog is None:
+                    sub.epilog = (f"docs/ pages named here are installed in {docs_folder()}; "
+                                  f"this command's JSON: {schemas_folder() / 'output.schema.json'}")
                 _with_common_options(sub)
 
 

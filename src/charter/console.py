@@ -167,6 +167,10 @@ class Output:
         text = d.render(where="")
         return f"::error {','.join(props)}::{_gh_data(text)}" if props else f"::error::{_gh_data(text)}"
 
+    def annotation(self, file: str, message: str) -> str:
+        """A GitHub Actions annotation about a whole file (a stale generated one, say)."""
+        return f"::error file={_gh_property(file)}::{_gh_data(message)}"
+
     def envelope(self, code: int) -> str:
         """The one JSON object a run prints under --format json (schemas/output.schema.json)."""
         from charter import __version__

@@ -39,7 +39,8 @@ def run_generate(args) -> int:
         shell.result = {"current": not result.stale, "stale": [shown(out / item) for item in result.stale],
                         "written": []}
         for item in result.stale:
-            shell.say(f"stale: {shown(out / item)}")
+            shell.say(shell.annotation(shown(out / item), "stale: run `charter generate`")
+                      if shell.format == "github" else f"stale: {shown(out / item)}")
         if result.stale:
             shell.info(f"{len(result.stale)} generated file(s) out of date: run `charter generate`")
             return EXIT_REJECTED
