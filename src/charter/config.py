@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import NamedTuple
 
 ENGINES = ("python", "cpp")
 BATTERY_ENGINES = ("python", "both")
@@ -26,9 +26,9 @@ class ConfigError(Exception):
     """The configuration cannot be used; the message names the file and the key."""
 
 
-@dataclass(frozen=True)
-class Limits:
-    """Bounds on what charter reads (charter.contract.yamlload); raise them for a larger contract."""
+class Limits(NamedTuple):
+    """Bounds on what charter reads (charter.contract.yamlload); raise them for a larger contract.
+    NamedTuples, not dataclasses, here: a cold `charter admit` builds these classes too."""
 
     contract_bytes: int = 16 * 1024 * 1024
     yaml_nodes: int = 200_000
@@ -36,8 +36,7 @@ class Limits:
     yaml_aliases: int = 16
 
 
-@dataclass(frozen=True)
-class Config:
+class Config(NamedTuple):
     """The settings of one run; `file` is the pyproject.toml they came from (None: the defaults)."""
 
     file: Path | None = None
@@ -49,7 +48,7 @@ class Config:
     jobs: int | None = None
     format: str = "text"
     require_status: str | None = None
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = Limits()
 
     @property
     def root(self) -> Path | None:
@@ -149,7 +148,7 @@ def from_table(table: object, path: Path) -> Config:
 def _limits(table: object, where: str) -> Limits:
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: limits must be a table")
-    names = {f.name.replace("_", "-"): f.name for f in fields(Limits)}
+    names = {name.replace("_", "-"): name for name in Limits._fields}
     out = {}
     for key, value in table.items():
         if key not in names:
