@@ -365,7 +365,7 @@ class PleStore(Strict):
     width: IntOrExpr = Field(description="Elements per row.")
     rows_per_page: IntOrExpr = Field(description="Rows in one page (row r is in page r // rows_per_page).")
     page_header_bytes: IntOrExpr = Field(description="Bytes of the header at the start of every page.")
-    page_alignment: IntOrExpr = Field(description="Byte alignment of the first page and of the page stride.")
+    page_alignment: IntOrExpr = Field(description="Byte alignment of the pages.")
     codec: StoreCodec = Field(description="The codec of the rows.")
 
 

@@ -122,7 +122,7 @@ class Finding(Strict):
 
 
 class Case(Strict):
-    name: CaseName = Field(description="The case's name, unique in the contract.", examples=["ascii-hello"])
+    name: CaseName = Field(description="The case's name, unique in the contract.", examples=["hello"])
     cls: CaseClass = Field(alias="class", description="`upstream_capture`: what the pinned producer emits; "
                                                       "`contract_control`: charter's own policy, stated with its "
                                                       "`rule`.")
