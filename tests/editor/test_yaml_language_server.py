@@ -5,12 +5,13 @@ LSP by a small stdio client (tests/editor/lsp.py), reading each document's
 * Every shipped spec opens without a diagnostic.
 * The golden negatives whose fault the schema sees are flagged, on the line `charter check` names.
 * Hovering a key shows its description, the one written in the model (every property of every
-  schema has one: tests/contract/test_schemas.py), for every property any shipped spec uses. For an
+  schema has one: tests/contract/test_schemas.py), and its examples if it has any, for every
+  property any shipped spec uses. For an
   optional section (`tokenizer: TokenizerBinding | None`) the server shows the section's own
   docstring (its `$defs` entry's description), which it finds first; that is written in the model
   too.
 
-Slow set (about 10 s on two cores, and it needs node): `make test-slow` and `make test-editor`
+Slow set (about 20 s on two busy cores, and it needs node): `make test-slow` and `make test-editor`
 (which CI runs, .ci/run) install the server first (`make lsp`: `npm ci` from the committed lock
 file, no network at test time). The fast real test of the same schemas, check-jsonschema over
 every shipped spec and every golden negative, is in the default set (tests/contract/test_schemas.py).
@@ -135,7 +136,8 @@ def described_keys(node: yaml.Node, schema: dict, root: dict, pointer: str = "#"
         for key, value in node.value:
             if key.value in props:
                 sub = props[key.value]
-                yield f"{pointer}/{key.value}", key, [sub["description"], *_section_docstring(sub, root)]
+                yield f"{pointer}/{key.value}", key, [sub["description"], *_section_docstring(sub, root)], \
+                    sub.get("examples", [])
                 yield from described_keys(value, sub, root, f"{pointer}/{key.value}")
             elif isinstance(schema.get("additionalProperties"), dict):
                 yield from described_keys(value, schema["additionalProperties"], root, f"{pointer}/*")
@@ -154,7 +156,7 @@ def renderings(text: str) -> tuple[str, str]:
 def test_hover_shows_the_models_descriptions(server):
     """Every property any shipped spec uses: its first occurrence in each spec hovers with the
     description from the model."""
-    hovered = 0
+    hovered = with_examples = 0
     missing = []
     for path in SHIPPED:
         text = path.read_text()
@@ -162,7 +164,7 @@ def test_hover_shows_the_models_descriptions(server):
         uri = path.as_uri()
         server.open(uri, text)
         seen: set[str] = set()
-        for pointer, key, descriptions in described_keys(yaml.compose(text), root, root):
+        for pointer, key, descriptions, examples in described_keys(yaml.compose(text), root, root):
             if pointer in seen:
                 continue
             seen.add(pointer)
@@ -170,5 +172,8 @@ def test_hover_shows_the_models_descriptions(server):
             hovered += 1
             if not any(r in shown for d in descriptions for r in renderings(d) if d):
                 missing.append((path.name, key.start_mark.line + 1, pointer, shown[:200]))
+            elif examples and "Example:" not in shown:
+                missing.append((path.name, key.start_mark.line + 1, f"{pointer} (its examples)", shown[:200]))
+            with_examples += bool(examples)
     assert not missing, "\n".join(f"{m[0]}:{m[1]} {m[2]}: {m[3][:70]!r}" for m in missing)
-    assert hovered > 300
+    assert hovered > 300 and with_examples > 30, (hovered, with_examples)
