@@ -277,12 +277,17 @@ class LocationJSON:
 class DiagnosticJSON:
     __pydantic_config__ = _SCHEMA_CONFIG
     stage: str
+    """the stage that found it (spec for a contract error; an admission stage)"""
     code: str
-    """a stable code (docs/diagnostics.md)"""
+    """the stable diagnostic code, documented in docs/diagnostics.md"""
     field: str
+    """the field path of the fact, e.g. metadata.llama.block_count"""
     message: str
+    """what was expected and what was found, in words"""
     expected: str | None
+    """the contract's value, when there is one to print"""
     actual: str | None
+    """the artifact's value, when there is one to print"""
     location: LocationJSON | None
     """the contract fact that says so"""
     offset: int | None
@@ -293,6 +298,7 @@ class DiagnosticJSON:
 class CheckResult:
     __pydantic_config__ = _SCHEMA_CONFIG
     valid: bool
+    """every contract is valid"""
     contracts: list[str]
     """the ids of the valid contracts (empty when any is invalid)"""
 
@@ -303,21 +309,25 @@ class WrittenResult:
 
     __pydantic_config__ = _SCHEMA_CONFIG
     written: list[str]
+    """the files written, shown from the working directory"""
 
 
 @dataclass(frozen=True)
 class GenerateResult:
     __pydantic_config__ = _SCHEMA_CONFIG
     current: bool
+    """the generated tree is what the contracts generate (after writing, or as checked)"""
     stale: list[str]
     """--check: every stale, missing or orphaned generated file"""
     written: list[str]
+    """the files written (none under --check)"""
 
 
 @dataclass(frozen=True)
 class LocateResult:
     __pydantic_config__ = _SCHEMA_CONFIG
     path: str
+    """the pinned artifact, its size and sha256 checked"""
 
 
 @dataclass(frozen=True)
@@ -341,6 +351,7 @@ class OutputJSON:
 class FixturesVerifyResult:
     __pydantic_config__ = _SCHEMA_CONFIG
     verified: bool
+    """every fixture and text contract verified"""
     fixtures: dict[str, bool]
     """provenance contract id -> verified"""
     text: dict[str, bool]
@@ -351,7 +362,9 @@ class FixturesVerifyResult:
 class CapturedFixture:
     __pydantic_config__ = _SCHEMA_CONFIG
     output: str
+    """the fixture file"""
     wrote: bool
+    """it changed and was written (false: byte for byte what was there)"""
     updated: list[str]
     """arrays whose digests --update-digests rewrote"""
 
@@ -360,5 +373,8 @@ class CapturedFixture:
 class FixturesCaptureResult:
     __pydantic_config__ = _SCHEMA_CONFIG
     captured: bool
+    """every producer ran and reproduced its arrays or cases"""
     fixtures: dict[str, CapturedFixture]
+    """provenance contract id -> what was captured"""
     text: dict[str, bool]
+    """text contract id -> its upstream cases reproduced"""

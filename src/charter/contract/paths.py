@@ -65,14 +65,29 @@ def resolve_name(name: str, anchors: list[str | Path]) -> Path:
     if os.path.isabs(name):
         return Path(name)
     roots: list[Path] = []
-    for anchor in anchors:
-        root = project_root(Path(anchor) / "x")  # the anchor itself may be the specs folder
-        if root is not None and root not in roots:
-            roots.append(root)
+    for anchor in anchors:  # the root as the user spells it (through a symlinked specs/), then resolved
+        for root in (_lexical_root(anchor), project_root(Path(anchor) / "x")):  # the anchor may be specs/
+            if root is not None and root not in roots:
+                roots.append(root)
     for root in roots:
         if (root / name).exists():
             return root / name
     return Path(os.path.abspath(name))
+
+
+def _lexical_root(anchor: str | Path) -> Path | None:
+    """The project root above `anchor` without resolving symlinks: `work/specs -> /elsewhere/specs`
+    is shown as `specs/...` from `work/`, as the user named it."""
+    from charter.config import active
+
+    config = active()
+    absolute = Path(os.path.abspath(anchor))
+    for folder in (absolute, *absolute.parents):
+        if config.root is not None and str(folder) == config.specs:
+            return config.root
+        if folder.name == "specs":
+            return folder.parent
+    return None
 
 
 def shown(path: str | Path) -> str:

@@ -1,4 +1,11 @@
-"""JSON Schemas of the contract kinds, published for editors (yaml-language-server) and CI."""
+"""JSON Schemas of the contract kinds, published for editors (yaml-language-server) and CI.
+
+Every property carries a description (tests/contract/test_schemas.py), written once in the models
+(Field descriptions, report attribute docstrings), never patched in here. The schemas have no `$id`:
+charter has no public home to resolve one at, so each schema's base URI is where it was read from
+(the `$schema=../../schemas/<kind>.schema.json` modeline of every shipped spec), and its `$ref`s are
+local (`#/$defs/...`).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,6 @@ def schema_for(kind: str) -> dict:
     model = CONTRACT_KINDS[kind]
     schema = model.model_json_schema(mode="validation", by_alias=True)
     schema["$schema"] = SCHEMA_DIALECT
-    schema["$id"] = f"https://charter.invalid/schemas/{kind}.schema.json"
     schema["title"] = f"charter {kind} contract"
     return schema
 
@@ -24,20 +30,17 @@ def render(kind: str) -> str:
     return json.dumps(schema_for(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_report_schema(report: type | None = None, name: str = "admission-report",
-                         title: str = "charter admission report") -> str:
+def render_report_schema(report: type | None = None, title: str = "charter admission report") -> str:
     """The JSON Schema of a report dataclass (default: AdmissionReport)."""
     from pydantic import TypeAdapter
 
     from charter.admission.report import AdmissionReport
-
     from charter.console import LocationJSON
 
     schema = TypeAdapter(tuple[report or AdmissionReport, LocationJSON]).json_schema(mode="serialization")
     defs = schema["$defs"]
     schema = published_locations({**defs.pop((report or AdmissionReport).__name__), "$defs": defs})
     schema["$schema"] = SCHEMA_DIALECT
-    schema["$id"] = f"https://charter.invalid/schemas/{name}.schema.json"
     schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -51,8 +54,9 @@ def published_locations(schema):
         for key, value in schema.items():
             if key == "properties" and isinstance(value, dict) and "location" in value \
                     and _text_or_null(value["location"]):
+                described = {k: v for k, v in value["location"].items() if k in ("description", "examples")}
                 value = {**value, "location": {"anyOf": [{"$ref": "#/$defs/LocationJSON"}, {"type": "null"}],
-                                               "description": "the contract fact that says so"}}
+                                               **described}}
             out[key] = published_locations(value)
         return out
     if isinstance(schema, list):
@@ -92,9 +96,10 @@ def render_output_schema() -> str:
     branches = []
     for command, types in results.items():
         refs = [{"$ref": f"#/$defs/{t.__name__}"} for t in types] + [{"type": "null"}]
-        branches.append({"if": {"properties": {"command": {"const": command}}},
-                         "then": {"properties": {"result": {"anyOf": refs}}}})
-    branches.append({"if": {"properties": {"command": {"const": "mutate"}}},
+        branches.append({"if": {"properties": {"command": {"const": command, "description": f"charter {command}"}}},
+                         "then": {"properties": {"result": {"anyOf": refs,
+                                                            "description": f"the result of charter {command}"}}}})
+    branches.append({"if": {"properties": {"command": {"const": "mutate", "description": "charter mutate"}}},
                      "then": {"properties": {"result": {
                          "description": "the battery's report, as --report writes it (docs/mutation.md)",
                          "type": ["object", "array", "null"]}}}})
@@ -102,7 +107,6 @@ def render_output_schema() -> str:
     schema["properties"]["command"]["enum"] = [*results, "mutate"]
     schema = published_locations(schema)
     schema["$schema"] = SCHEMA_DIALECT
-    schema["$id"] = "https://charter.invalid/schemas/output.schema.json"
     schema["title"] = "charter command output (--format json)"
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -113,7 +117,7 @@ def all_schemas() -> dict[str, str]:
     out["admission-report.schema.json"] = render_report_schema()
     from charter.bundles.report import BundleReport
 
-    out["bundle-report.schema.json"] = render_report_schema(BundleReport, "bundle-report", "charter bundle admission report")
+    out["bundle-report.schema.json"] = render_report_schema(BundleReport, "charter bundle admission report")
     out["output.schema.json"] = render_output_schema()
     return out
 

@@ -28,9 +28,11 @@ class RegionsAdmission:
 
     __pydantic_config__ = _SCHEMA_CONFIG
     admission: AdmissionReport
+    """the admission by the regions contract's artifact contract"""
     regions: str
     """the regions contract's id"""
     status: str
+    """the regions contract's status (a claim boundary, docs/contracts.md#status)"""
     owned: bool | None
     """every tensor owned once; null when the admission rejected the file first"""
 
