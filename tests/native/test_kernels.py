@@ -67,7 +67,25 @@ def seeded_input(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     if dtype == "uint8":
         raw = controls.splitmix64(seed, int(np.prod(shape)))
         return (raw >> np.uint64(56)).astype(np.uint8).reshape(shape)
+    if dtype == "int32":  # [0, 64): ids of any table of 64 rows or more, positions inside the F1 domain
+        raw = controls.splitmix64(seed, int(np.prod(shape)))
+        return (raw >> np.uint64(58)).astype(np.int32).reshape(shape)
     raise AssertionError(f"no seeded input for {dtype}")
+
+
+# Free dims a kernel constrains beyond "any size": rope-norm's width is whole heads.
+FREE_DIMS = {("rope-norm", "width"): lambda env, rows: rows * env["head_dim"]}
+
+# Kernels whose oracle computes with what numpy calls: BLAS sgemm (blocked, fused sums) or numpy's own
+# SIMD exp, sin and cos. Their reference kernels take the oracle's order where one exists and sum dot
+# products in double (Note [Reference order of the transformer kernels] in native/src/transformer.cpp):
+# within the contract's tolerance, not bit for bit. Every other kernel is asserted bit-identical.
+ORDER_DIFFERS = {
+    "linear": "numpy's float32 matmul is BLAS sgemm",
+    "attention-causal-gqa": "BLAS sgemm for q k^T and p v, numpy's SIMD exp",
+    "rope-norm": "numpy's SIMD float32 sin and cos",
+    "swiglu": "numpy's SIMD float32 exp",
+}
 
 
 def run_both(kernels, kernel_id: str, inputs: dict[str, np.ndarray], model: str):
@@ -104,14 +122,16 @@ CASES = [(kid, model, rows) for kid, k in sorted(KERNELS.items()) for model in k
 def test_contract_shapes_match_oracle(kernels, kernel_id, model, rows):
     """Seeded inputs at each model's constants: within the contract's tolerance, and bit-exact."""
     k = KERNELS[kernel_id]
-    env = dict(CS.models[model].constants) | {d: rows for d in k.dims}
+    env = dict(CS.models[model].constants)
+    env |= {d: FREE_DIMS.get((kernel_id, d), lambda env, rows: rows)(env, rows) for d in k.dims}
     inputs = {a.name: seeded_input(a.dtype, shape_of(a, env), seed=1000 + i + 7 * rows)
               for i, a in enumerate(k.inputs)}
     got, want = run_both(kernels, kernel_id, inputs, model)
     for arg, g in zip(k.outputs, got):
         assert g.shape == shape_of(arg, env), arg.name
     assert_within_contract(kernel_id, got, want)
-    assert all(bits_equal(g, w) for g, w in zip(got, want)), f"{kernel_id} is not bit-identical to its oracle"
+    if kernel_id not in ORDER_DIFFERS:
+        assert all(bits_equal(g, w) for g, w in zip(got, want)), f"{kernel_id} is not bit-identical to its oracle"
 
 
 def test_every_kernel_contract_is_bound(kernels):
