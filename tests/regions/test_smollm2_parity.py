@@ -154,9 +154,9 @@ U = 2.0 ** -24  # float32 unit roundoff
 FORWARD_MAX_ABS_LOGIT = 1.0e-3
 
 
-def _short_inputs(plan):
+def _short_inputs(plan, seq: int = SHORTEST):
     fx = parity.upstream(battery.contract_set(SPEC), plan.parity.fixture)
-    n, start = int(fx["lengths"][SHORTEST]), int(np.sum(fx["lengths"][:SHORTEST]))
+    n, start = int(fx["lengths"][seq]), int(np.sum(fx["lengths"][:seq]))
     return {"ids": np.ascontiguousarray(fx["token_ids"][start:start + n]), "positions": interpreter.positions(n)}
 
 
@@ -181,7 +181,7 @@ class NativeRun:
     """One oracle pass of the 8-token sequence, every node also computed by its native kernel from
     the oracle's own inputs (worst excess per kernel, node counts), then the native-mode pass."""
 
-    def __init__(self, plan, weights):
+    def __init__(self, plan, weights, seq: int = SHORTEST):
         cs = battery.contract_set(SPEC)
         impls = interpreter.native_impls(plan)
         self.worst: dict[str, float] = {}
@@ -201,7 +201,7 @@ class NativeRun:
                 flat[i] = np.nextafter(flat[i], np.inf) if node.kernel in BIT_IDENTICAL else flat[i] * np.float32(1.001)
                 self.perturbed[node.kernel] = node_excess(node.kernel, args, off, result, tol)
 
-        inputs = _short_inputs(plan)
+        inputs = _short_inputs(plan, seq)
         self.oracle = interpreter.run(plan, inputs, weights, on_node=compare)["logits"]
         self.trace = interpreter.Trace()
         self.native = interpreter.run(plan, inputs, weights, kernels="native", trace=self.trace)["logits"]
@@ -246,6 +246,20 @@ def test_native_forward_matches_the_oracle_forward(run_short, native_run):
     decided = (top2[:, 1] - top2[:, 0]) > 2 * FORWARD_MAX_ABS_LOGIT
     assert decided.all() and np.array_equal(native.argmax(axis=1)[decided], oracle.argmax(axis=1)[decided])
     assert not np.array_equal(native.view(np.uint32), oracle.view(np.uint32))  # linear sums differ: not the oracle
+
+
+@pytest.mark.slow
+def test_native_nodes_and_forward_on_the_64_token_sequence(run_short):
+    """The same node-by-node and whole-pass comparison over the longest sequence (64 tokens, the
+    F1 domain's end), where attention reads the most rows."""
+    plan, _, weights = run_short
+    r = NativeRun(plan, weights, seq=7)
+    assert all(v <= 0 for v in r.worst.values()), r.worst
+    assert all(v > 0 for v in r.perturbed.values())
+    assert float(np.abs(r.native - r.oracle).max()) <= FORWARD_MAX_ABS_LOGIT
+    top2 = np.sort(r.oracle, axis=1)[:, -2:]
+    decided = (top2[:, 1] - top2[:, 0]) > 2 * FORWARD_MAX_ABS_LOGIT
+    assert np.array_equal(r.native.argmax(axis=1)[decided], r.oracle.argmax(axis=1)[decided])
 
 
 def test_native_mode_refuses_a_graph_with_an_oracle_only_kernel(run_short, monkeypatch):

@@ -222,7 +222,7 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
         if attr.type == "bool" or isinstance(attr.value, bool):
             raise _fail(lc, ("attributes", name, "value"), "fixed bool attributes are not supported by the bindings "
                                                            "generator; make the attribute a call argument")
-        text = attr.value.strip() if isinstance(attr.value, str) else repr(attr.value)
+        text = attr.value.strip() if isinstance(attr.value, str) else str(attr.value)
         if attr.type.startswith("float"):  # a per-model number of the kernel's C type (struct Fixed)
             reals.append((name, ctype, text, ("attributes", name, "value")))
             attr_params.append((name, ctype, None))
