@@ -16,7 +16,10 @@
 // (sums left to right, x * inv then * w, q * d then + m). Fused multiply-add would change the
 // bits, so kernels.cmake compiles these sources with -ffp-contract=off, and no kernel is built
 // with fast-math. The contracts' tolerances allow other orders (SIMD, Metal); the reference
-// kernels are tested to be bit-identical to the oracles as well.
+// kernels are tested to be bit-identical to the oracles as well, except the four transformer
+// kernels whose oracle calls BLAS or numpy's SIMD exp, sin and cos (linear, rope_norm,
+// attention_causal_gqa, swiglu: Note [Reference order of the transformer kernels] in
+// transformer.cpp), which are tested against their contract tolerance.
 #pragma once
 
 #include <cstddef>

@@ -61,7 +61,8 @@ def test_a_wrong_prediction_is_a_regression(bat):
 def test_an_edit_admission_cannot_see_survives(bat):
     """A table change no fact owns (the same records) is admitted: a survivor, never counted killed."""
     same = ab.ArtifactMutant("no change", lambda ts: ts, MUTANTS[0].admission, MUTANTS[0].regions)
-    assert bat.run(same).verdict == "survived"
+    o = bat.run(same)
+    assert o.verdict == "survived" and o.admission is None and o.regions is None
 
 
 def test_the_qwen4exp_battery_has_no_artifact_side(capsys):
