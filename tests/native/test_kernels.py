@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from charter.codegen.bindings import standalone
 from charter.codegen.common.names import identifier
 from charter.formats.gguf import read_gguf
-from charter.oracles import dequant, logits, rmsnorm, router
+from charter.oracles import dequant, logits, rmsnorm, router, transformer
 from charter.provenance import controls
 from charter.contract import expr
 from charter.contract.contractset import load_set
@@ -316,3 +316,53 @@ def test_half_decoding_matches_numpy_for_every_bit_pattern(kernels):
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(scales), nan) and nan.sum() == 2 * 1023
     assert bits_equal(scales[~nan], want[~nan])
+
+
+def _normal(seed: int, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape, dtype=np.float32) * np.float32(scale)).astype(np.float32)
+
+
+@HYPOTHESIS
+@given(tokens=st.integers(0, 5), n_in=st.integers(1, 80), n_out=st.integers(1, 24), seed=st.integers(0, 2**32),
+       scale=st.sampled_from([1e-3, 1.0, 1e3]))
+def test_linear_within_the_float32_sum_bound(kernels, tokens, n_in, n_out, seed, scale):
+    """|native - oracle| <= (n_in + 2) 2^-24 sum |x w| (docs/regions.md, "Native kernels"), any widths."""
+    x, w = _normal(seed, (tokens, n_in), scale), _normal(seed + 1, (n_out, n_in), 1.0)
+    got, want = kernels.linear(x, w), transformer.linear(x, w)
+    bound = (n_in + 2) * 2.0 ** -24 * 1.001 * (np.abs(x) @ np.abs(w).T).astype(np.float64)
+    assert got.shape == want.shape == (tokens, n_out)
+    assert (np.abs(got.astype(np.float64) - want) <= bound).all()
+
+
+@HYPOTHESIS
+@given(tokens=st.integers(1, 24), seed=st.integers(0, 2**32), scale=st.sampled_from([0.1, 1.0, 3.0]))
+def test_attention_rope_swiglu_within_their_contracts(kernels, tokens, seed, scale):
+    """Random activations of SmolLM2's widths, positions inside the F1 domain: each kernel within
+    its contract tolerance of its oracle."""
+    q, k, v = (_normal(seed + i, (tokens, w), scale) for i, w in enumerate((576, 192, 192)))
+    positions = (np.arange(tokens, dtype=np.int32) + seed % 40).astype(np.int32)
+    cases = [("attention-causal-gqa", (kernels.attention_causal_gqa(q, k, v),),
+              (transformer.attention_causal_gqa(q, k, v, 9, 3, 64),)),
+             ("rope-norm", (kernels.rope_norm(q, positions),), (transformer.rope_norm(q, positions, 64, 100000.0),)),
+             ("swiglu", (kernels.swiglu(_normal(seed, (tokens, 1536), 4 * scale), _normal(seed + 3, (tokens, 1536), 1.0)),),
+              (transformer.swiglu(_normal(seed, (tokens, 1536), 4 * scale), _normal(seed + 3, (tokens, 1536), 1.0)),))]
+    for kernel_id, got, want in cases:
+        assert_within_contract(kernel_id, got, want)
+
+
+def test_transformer_kernels_refuse_what_their_oracles_refuse(kernels):
+    """The domain facts a shape cannot express: an id beyond the table, a non-finite activation, a
+    negative position; a ValueError naming the kernel, as the oracle raises one."""
+    table = np.zeros((49152, 576), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"embedding_lookup\(\): row 1: ids must lie in"):
+        kernels.embedding_lookup(table, np.array([0, 49152], dtype=np.int32))
+    with pytest.raises(ValueError):
+        transformer.embedding_lookup(table, np.array([0, 49152], dtype=np.int32))
+    x = controls.uniform(6, (2, 576))
+    x[1, 3] = np.inf
+    with pytest.raises(ValueError, match=r"linear\(\): x contains a non-finite value"):
+        kernels.linear(x, controls.uniform(7, (4, 576)))
+    with pytest.raises(ValueError, match=r"rope_norm\(\): row 0: positions must be >= 0"):
+        kernels.rope_norm(controls.uniform(8, (1, 576)), np.array([-1], dtype=np.int32))
+    with pytest.raises(ValueError, match=r"attention_causal_gqa\(\): q, k or v contains a non-finite value"):
+        kernels.attention_causal_gqa(x, controls.uniform(9, (2, 192)), controls.uniform(10, (2, 192)))
