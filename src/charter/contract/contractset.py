@@ -127,30 +127,32 @@ def _check_identifiers(cs: ContractSet) -> None:
                 location=lc.doc.where(("id",))))
 
 
+def references(lc: LoadedContract) -> list[tuple[tuple, str, str]]:
+    """(path, id, kind) of every contract that `lc` names, in the order they are checked."""
+    c = lc.contract
+    if isinstance(c, ArtifactContract):
+        return [(("model",), c.model, "model")]
+    if isinstance(c, (BundleContract, RegionsContract)):
+        return [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
+    if isinstance(c, KernelContract):
+        return [(("models", i), m, "model") for i, m in enumerate(c.models)]
+    if isinstance(c, ProvenanceContract):
+        return ([(("model",), c.model, "model")] if c.model else []) + \
+               ([(("artifact",), c.artifact, "artifact")] if c.artifact else [])
+    if isinstance(c, TextContract):
+        return text_references(c)
+    return []
+
+
 def _check_references(cs: ContractSet, primary: set[str]) -> None:
     for cid in sorted(primary):
         lc = cs.contracts[cid]
         c = lc.contract
-        refs: list[tuple[tuple, str, str]] = []
-        if isinstance(c, ArtifactContract):
-            refs.append((("model",), c.model, "model"))
-        elif isinstance(c, BundleContract):
-            refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
-        elif isinstance(c, RegionsContract):
-            refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
-        elif isinstance(c, KernelContract):
-            refs.extend((("models", i), m, "model") for i, m in enumerate(c.models))
-        elif isinstance(c, ProvenanceContract):
-            if c.model:
-                refs.append((("model",), c.model, "model"))
-            if c.artifact:
-                refs.append((("artifact",), c.artifact, "artifact"))
-            if lc.path is not None and not (lc.path.parent / c.fixture).is_file():
-                cs.diagnostics.append(Diagnostic(
-                    Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
-                    location=lc.doc.where(("fixture",))))
-        elif isinstance(c, TextContract):
-            refs += text_references(c)
+        refs = references(lc)
+        if isinstance(c, ProvenanceContract) and lc.path is not None and not (lc.path.parent / c.fixture).is_file():
+            cs.diagnostics.append(Diagnostic(
+                Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
+                location=lc.doc.where(("fixture",))))
         for path, target, kind in refs:
             found = cs.contracts.get(target)
             if found is None or found.kind != kind:
