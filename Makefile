@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test test-slow test-capture battery install clean
+.PHONY: demo test test-slow test-capture test-editor battery install lsp clean
 
 NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
                      generated/cpp/*.hpp generated/bindings/*.cpp)
@@ -18,6 +18,16 @@ $(STAMP): pyproject.toml CMakeLists.txt tools/checkpoints.txt $(NATIVE)
 	touch $(STAMP)
 
 install: $(STAMP)
+
+# yaml-language-server, pinned with its dependencies by tools/lsp/package-lock.json, for the editor
+# tests (tests/editor: the published schemas over LSP, as an editor uses them). Needs node and npm
+# and, once, the npm registry; the tests themselves run offline.
+LSP := tools/lsp/node_modules/.package-lock.json
+$(LSP): tools/lsp/package.json tools/lsp/package-lock.json
+	cd tools/lsp && npm ci --no-audit --no-fund --loglevel=error
+	touch $(LSP)
+
+lsp: $(LSP)
 
 # The main job: charter over the shipped contracts, the real pinned checkpoint and the batteries.
 SMOLLM2  := specs/artifacts/smollm2-135m-instruct-q4_1.yaml
@@ -62,8 +72,13 @@ battery: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m "not slow and not capture"
 
-test-slow: $(STAMP)
+test-slow: $(STAMP) $(LSP)
 	$(BIN)/python -m pytest -n 2 -m "slow and not capture"
+
+# The editor tests alone (part of the slow set; CI runs them, .ci/run): yaml-language-server over
+# LSP on every shipped spec, the golden negatives and a hover on every property the specs use.
+test-editor: $(STAMP) $(LSP)
+	$(BIN)/python -m pytest -m slow tests/editor
 
 # The tests that run the opt-in upstream producers (`capture` extra: llama-cpp-python, built from
 # source when the registry has no wheel for the platform, about 15 minutes on 2 cores): capture
@@ -73,4 +88,4 @@ test-capture: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -m capture
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .hypothesis .demo
+	rm -rf $(VENV) build .pytest_cache .hypothesis .demo tools/lsp/node_modules

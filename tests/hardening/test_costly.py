@@ -277,3 +277,37 @@ def test_a_million_metadata_keys_fit_the_memory_target_in_both_engines(tmp_path)
         finding, peak_mib = json.loads(out)
         assert finding is None if engine == "python" else not finding.startswith("CONTAINER_")  # read whole
         assert peak_mib <= 256, f"{engine}: {peak_mib} MiB"
+
+
+def _walk_reference(buf: bytes, start: int, count: int, end: int):
+    """What `_walk_strings` must return, one element at a time with every bound spelled out."""
+    p, splits = start, []
+    for _ in range(count):
+        if p + 8 > end:
+            return None
+        n = int.from_bytes(buf[p : p + 8], "little")
+        if any(b >= 0x80 for b in buf[p : p + 8]):
+            splits.append(p)
+        p += 8 + n
+    return (p, splits) if p <= end else None
+
+
+@pytest.mark.parametrize("lengths,tail,cut", [
+    ([], b"", 0),
+    ([0, 3, 0], b"", 0),  # ends exactly at `end`
+    ([5, 127, 128, 200, 0x8000, 1], b"", 0),  # prefixes with a byte >= 0x80: their offsets listed
+    ([4, 4], b"xy", 0),  # bytes left after the last
+    ([4, 4], b"", 1),  # the last element one byte short
+    ([4, 4], b"", 4),  # the last length prefix cut inside
+    ([4, 2**63], b"", 0),  # a length far past the end
+    ([2**64 - 1, 0], b"", 0),  # the largest length: the next prefix would start past any buffer
+    ([0x80, 0], b"", 200),  # a high-byte prefix, then an overrun
+])
+def test_the_string_walk_matches_its_reference(lengths, tail, cut):
+    """`_walk_strings`' two walks (lengths ORed, then the high-byte prefixes) against the plain
+    element-by-element walk, on lengths with and without high bytes, exact and short ends."""
+    buf = b"head" + b"".join(n.to_bytes(8, "little") + b"a" * min(n, 0x9000) for n in lengths) + tail
+    buf = buf[: len(buf) - cut]
+    want = _walk_reference(buf, 4, len(lengths), len(buf))
+    assert gguf._walk_strings(buf, 4, len(lengths), len(buf)) == want
+    assert gguf._walk_strings(buf + b"\0" * 64, 4, len(lengths), len(buf)) == want  # `end` short of the buffer

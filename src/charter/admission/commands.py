@@ -161,7 +161,9 @@ def _loaded(args) -> Chosen:
     loaded = artifacts[0]
     plan = cs.artifacts[loaded.id]
     checker, origin = choose.python_checker(cs, loaded.id, Path(args.generated))
-    chosen = Chosen(checker, origin, plan.source, loaded.path.parent)
+    # The contract's directory as given (as _vouched has it), so a source relative to the contract
+    # prints the same whether or not a receipt vouched for the checker.
+    chosen = Chosen(checker, origin, plan.source, Path(args.contract).parent)
     library = None
     if args.engine == "cpp":
         key, engine, built = choose.cpp_checker(cs, plan, cache_dir() / "checkers")

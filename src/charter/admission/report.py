@@ -28,18 +28,27 @@ _SCHEMA_CONFIG = {"extra": "forbid", "use_attribute_docstrings": True}
 class StageOutcome:
     __pydantic_config__ = _SCHEMA_CONFIG
     stage: str
+    """the stage's name, in the order admission runs them (docs/diagnostics.md)"""
     result: StageResult
+    """passed; failed (the diagnostic says why); not-run (an earlier stage failed); skipped (the opt-in payload
+    stage, not asked for)"""
 
 
 @dataclass(frozen=True)
 class DiagnosticModel:
     __pydantic_config__ = _SCHEMA_CONFIG
     stage: str
+    """the stage that rejected the artifact"""
     code: str
+    """the stable diagnostic code, documented in docs/diagnostics.md"""
     field: str
+    """the field path of the fact, e.g. metadata.llama.block_count"""
     message: str
+    """what was expected and what was found, in words"""
     expected: str | None
+    """the contract's value, when there is one to print"""
     actual: str | None
+    """the artifact's value, when there is one to print"""
     location: str | None
     """file:line:col of the contract fact"""
     offset: int | None
@@ -52,15 +61,25 @@ class AdmissionReport:
 
     __pydantic_config__ = _SCHEMA_CONFIG
     artifact: str
+    """the artifact file admitted, as given"""
     contract: str
+    """the artifact contract's id"""
     spec: str
+    """the contract file"""
     format: str
+    """the container format: gguf or safetensors"""
     status: str
+    """the contract's status, the claim boundary of this admission"""
     charter: str = __version__
+    """the charter version that admitted it"""
     admitted: bool = False
+    """true when every stage that ran passed"""
     stages: list[StageOutcome] = field(default_factory=list)
+    """every stage, in order, with its result"""
     diagnostic: DiagnosticModel | None = None
+    """the one diagnostic that stopped admission; null when admitted"""
     claim: str = CLAIM
+    """what an admission proves, and what it does not"""
 
     def record(self, stage: str, result: StageResult) -> None:
         self.stages.append(StageOutcome(stage=stage, result=result))

@@ -72,14 +72,15 @@ class Weights(Strict):
 
 
 class BundleContract(Header):
-    kind: Literal["bundle"]
-    model: Id
+    kind: Literal["bundle"] = Field(description="`bundle`: a model folder or split set as one exact set of files.")
+    model: Id = Field(description="The model contract of the bundle's weights and companions.")
     artifact: Id = Field(description="The artifact contract that admits every weight file.")
     extra_files: Literal["reject", "allow"] = Field(
         "reject", description="A file in the folder that `files` does not list: rejected, or allowed.")
     files: dict[BundlePath, BundleFile] = Field(min_length=1, description="The exact file set, by path "
                                                                           "inside the bundle folder.")
-    weights: Weights = Weights()
+    weights: Weights = Field(Weights(), description="How the artifact contract's tensors are spread over the "
+                                                    "weight files, and the index.")
     companions: dict[BundlePath, JsonFact] = Field(
         default_factory=dict, description="Companion file -> the JSON fact of its whole document (every key "
                                           "with its exact JSON type; docs/bundles.md).")

@@ -35,7 +35,8 @@ _FIELDS: dict[str, frozenset[str]] = {
 class JsonFact(Strict):
     """One JSON node: its exact type and its value (Note [JSON facts])."""
 
-    type: JsonType
+    type: JsonType = Field(description="The exact JSON type: `int` and `float` differ (`1` is not `1.0`), "
+                                       "`null` is a stated null.")
     value: Union[StrictBool, StrictInt, StrictFloat, str, list[PlainJson], None] = Field(
         None, description="int/float: a literal or an expression over model constants; bool, string: the "
                           "literal; list: the list, compared exactly; null: absent.")

@@ -20,21 +20,31 @@ class BundleReport:
     bundle: str
     """the bundle folder, as given"""
     contract: str
+    """the bundle contract's id"""
     spec: str
+    """the bundle contract file"""
     artifact_contract: str
     """the artifact contract every weight file is admitted by"""
     format: str
+    """the container format of the weight files"""
     status: str
+    """the bundle contract's status, the claim boundary of this admission"""
     files: int = 0
     """files the contract lists"""
     weight_files: int = 0
+    """files of role weights, each admitted by the artifact contract"""
     charter: str = __version__
+    """the charter version that admitted it"""
     admitted: bool = False
+    """true when every stage that ran passed"""
     stages: list[StageOutcome] = field(default_factory=list)
+    """every bundle stage, in order, with its result"""
     file: str | None = None
     """the bundle file the diagnostic is about (a path inside the bundle), when it is about one"""
     diagnostic: DiagnosticModel | None = None
+    """the one diagnostic that stopped admission; null when admitted"""
     claim: str = CLAIM
+    """what an admission proves, and what it does not"""
 
     def record(self, stage: str, result: StageResult) -> None:
         self.stages.append(StageOutcome(stage=stage, result=result))

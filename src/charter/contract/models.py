@@ -62,29 +62,43 @@ class Status(str, Enum):
 
 
 class Header(Strict):
-    charter: Literal[1] = Field(description="Contract schema version.")
+    charter: Literal[1] = Field(description="Contract schema version (1).")
     kind: str
-    id: Id
-    status: Annotated[Status, Field(strict=False)]
-    description: str | None = None
+    id: Id = Field(description="The contract's id, unique in a contract set: other contracts name it by this id. "
+                               "Lowercase letters, digits, `.`, `_` and `-`, at most 128 characters.",
+                   examples=["smollm2-135m-instruct"])
+    status: Annotated[Status, Field(strict=False)] = Field(
+        description="The claim boundary, reported with every admission: `structural` (stated and enforced; facts "
+                    "marked as charter's choices may not be the real model's) < `pinned-not-supported` (pinned to "
+                    "real, identified artifacts) < `supported` (a runtime's gates passed). `charter admit "
+                    "--require-status` fails closed below it (docs/contracts.md#status-the-claim-boundary).")
+    description: str | None = Field(None, description="What the contract is about, for people; charter does not "
+                                                      "read it.")
 
 
 # --- model ------------------------------------------------------------------------------------
 
 
 class ModelSource(Strict):
-    repository: str = Field(min_length=1, description="Upstream repository the weights come from.")
-    revision: str | None = Field(None, description="Pinned upstream revision, when one is known.")
-    license: str | None = None
+    repository: str = Field(min_length=1, description="Upstream repository the weights come from.",
+                            examples=["HuggingFaceTB/SmolLM2-135M-Instruct"])
+    revision: str | None = Field(None, description="Pinned upstream revision (a commit hash), when one is known.")
+    license: str | None = Field(None, description="License of the weights, as upstream names it.",
+                                examples=["apache-2.0"])
 
 
 class TokenizerFacts(Strict):
     """The tokenizer id domain and the physical logits width are two facts, never one n_vocab."""
 
-    ids: IntOrExpr = Field(description="Number of tokenizer ids: the sampling domain [0, ids).")
-    logits_rows: IntOrExpr = Field(description="Physical rows of the output projection (may be padded).")
-    special: dict[Name, IntOrExpr] = Field(default_factory=dict, description="Named special ids.")
-    stop_ids: list[IntOrExpr] = Field(default_factory=list)
+    ids: IntOrExpr = Field(description="Number of tokenizer ids: the sampling domain [0, ids). An integer or an "
+                                       "expression over the constants.", examples=["tokenizer_ids", 49152])
+    logits_rows: IntOrExpr = Field(description="Physical rows of the output projection (may be padded): "
+                                               "`logits_rows >= ids` is enforced.", examples=["logits_rows", 49152])
+    special: dict[Name, IntOrExpr] = Field(default_factory=dict, description="Named special ids, each inside "
+                                                                             "[0, ids).",
+                                           examples=[{"bos": 1, "eos": 2}])
+    stop_ids: list[IntOrExpr] = Field(default_factory=list, description="Ids that end generation, each inside "
+                                                                        "[0, ids).", examples=[[2]])
     non_stop_ids: list[IntOrExpr] = Field(
         default_factory=list, description="Ids that must not stop generation (guards against a wrong stop set)."
     )
@@ -92,7 +106,8 @@ class TokenizerFacts(Strict):
 
 class LayerPattern(Strict):
     period: list[Name] = Field(min_length=1, description="Layer kinds of one period, in order.")
-    repeat: IntOrExpr
+    repeat: IntOrExpr = Field(description="How many times the period repeats: the pattern covers exactly the "
+                                          "model's `layers`.", examples=[12])
     kinds: dict[Name, str] = Field(default_factory=dict, description="What each layer kind stands for.")
 
     @model_validator(mode="after")
@@ -104,15 +119,27 @@ class LayerPattern(Strict):
 
 
 class ModelContract(Header):
-    kind: Literal["model"]
+    kind: Literal["model"] = Field(description="`model`: identity and constants of a model, independent of any "
+                                              "file.")
     source: ModelSource | None = Field(None, description="Upstream provenance of the weights, for people.")
-    architecture: str = Field(min_length=1)
-    family: str = Field(min_length=1)
-    constants: dict[Name, Number] = Field(default_factory=dict)
-    derived: dict[Name, Expr] = Field(default_factory=dict, description="Constants defined by expressions.")
-    invariants: list[Expr] = Field(default_factory=list, description="Boolean expressions that must hold.")
-    tokenizer: TokenizerFacts | None = None
-    layer_pattern: LayerPattern | None = None
+    architecture: str = Field(min_length=1, description="The architecture as artifacts name it (GGUF "
+                                                        "`general.architecture`); identity values use it as "
+                                                        "`{model.architecture}`.", examples=["llama"])
+    family: str = Field(min_length=1, description="The model family; identity values use it as `{model.family}`.",
+                        examples=["smollm2"])
+    constants: dict[Name, Number] = Field(default_factory=dict, description="Named integer and float constants; "
+                                                                            "artifact facts name them instead of "
+                                                                            "repeating the numbers.",
+                                          examples=[{"layers": 30, "hidden": 576, "rms_eps": 1e-05}])
+    derived: dict[Name, Expr] = Field(default_factory=dict, description="Constants defined by expressions over "
+                                                                        "the others (docs/contracts.md#expressions).",
+                                      examples=[{"head_dim": "hidden // heads"}])
+    invariants: list[Expr] = Field(default_factory=list, description="Boolean expressions that must hold.",
+                                   examples=[["hidden % heads == 0"]])
+    tokenizer: TokenizerFacts | None = Field(None, description="The tokenizer id domain, the physical logits rows, "
+                                                               "special and stop ids: two widths, never one n_vocab.")
+    layer_pattern: LayerPattern | None = Field(None, description="The kinds of the layers, a period repeated; it "
+                                                                 "must cover exactly `layers`.")
 
     @model_validator(mode="after")
     def _names_distinct(self) -> "ModelContract":
@@ -139,9 +166,12 @@ ValueType = Literal[
 class MetaFact(Strict):
     """One metadata key: its exact type and its value, pinned literally, by expression, or by digest."""
 
-    type: ValueType
+    type: ValueType = Field(description="The exact type the artifact stores the key with: a uint32 is not a "
+                                        "uint64 of the same value. `array` states its `element` type.",
+                            examples=["uint32"])
     value: Union[StrictBool, StrictInt, StrictFloat, str, None] = Field(
-        None, description="Expected value; for numeric types a string is an expression over model constants."
+        None, description="Expected value; for numeric types a string is an expression over model constants.",
+        examples=["layers", 32]
     )
     element: GGUFScalarType | None = Field(None, description="Element type of an array.")
     length: IntOrExpr | None = Field(None, description="Array length.")
@@ -209,7 +239,10 @@ def _require_values(keys: dict[str, MetaFact], bound: set[str]) -> None:
 
 class Metadata(Strict):
     extra_keys: Literal["reject", "allow"] = Field("reject", description="Keys the contract does not name.")
-    keys: dict[MetadataKey, MetaFact] = Field(default_factory=dict)
+    keys: dict[MetadataKey, MetaFact] = Field(default_factory=dict, description=(
+        "Metadata key -> its exact type and value. With `extra_keys: reject`, these and the identity and tokenizer "
+        "keys are the only keys the artifact may hold."),
+        examples=[{"llama.block_count": {"type": "uint32", "value": "layers"}}])
     forbidden: list[MetadataKey] = Field(default_factory=list, description="Keys that must not appear.")
 
     @model_validator(mode="after")
@@ -229,9 +262,13 @@ class LogitsBinding(Strict):
 class TokenizerBinding(Strict):
     """How the artifact states the model's tokenizer facts; the tokenizer stage owns these keys."""
 
-    keys: dict[Key, MetaFact] = Field(default_factory=dict)
-    tokens: Key | None = Field(None, description="Array key whose length is the tokenizer id domain.")
-    logits: LogitsBinding | None = None
+    keys: dict[Key, MetaFact] = Field(default_factory=dict, description=(
+        "Tokenizer keys with their exact types and values; every key named by `tokens`, `special` and `stop` is "
+        "pinned here (a key bound to a model special id does not repeat its value)."))
+    tokens: Key | None = Field(None, description="Array key whose length is the tokenizer id domain.",
+                               examples=["tokenizer.ggml.tokens"])
+    logits: LogitsBinding | None = Field(None, description="The tensor and axis holding the physical logits rows "
+                                                           "(they must equal the model's `logits_rows`).")
     special: dict[Key, Name] = Field(default_factory=dict, description="Metadata key -> model special id name.")
     stop: list[Key] = Field(default_factory=list, description="Keys holding stop ids (each must be a model stop id).")
 
@@ -253,10 +290,13 @@ class TensorFact(Strict):
                                                      "`{{` and `}}` are literal braces (empty: safetensors only).")
     repeat: dict[Name, IntOrExpr] | None = Field(None, description="Placeholder -> count: range(count).")
     layer_kind: Name | None = Field(None, description="Only the layers of this kind (model layer_pattern).")
-    role: str = Field(min_length=1)
+    role: str = Field(min_length=1, description="What the tensor is for, in the contract's words; diagnostics "
+                                                "name it.", examples=["attn_q"])
     shape: list[IntOrExpr] = Field(max_length=8, description="Dims in the container's own order ([] for a "
                                                              "safetensors scalar).")
-    codec: str = Field(min_length=1)
+    codec: str = Field(min_length=1, description="GGUF: a ggml type name (`F32`, `Q4_1`); safetensors: a dtype "
+                                                 "(`BF16`). Checked against the format's table when the contract "
+                                                 "loads.", examples=["Q4_1"])
 
     @model_validator(mode="after")
     def _placeholders_bound(self) -> "TensorFact":
@@ -281,50 +321,52 @@ class TensorFact(Strict):
 class StoreCodec(Strict):
     """Codec identity of a store: its own fact, independent of container version and geometry."""
 
-    id: IntOrExpr
-    name: str = Field(min_length=1)
-    version: IntOrExpr | None = None
+    id: IntOrExpr = Field(description="The codec id the store's manifest records.")
+    name: str = Field(min_length=1, description="The codec's name.", examples=["mlx-affine4-g64"])
+    version: IntOrExpr | None = Field(None, description="The codec version, for a store that records one.")
     group: IntOrExpr = Field(description="Elements per group (must divide every row width).")
-    group_bytes: IntOrExpr
+    group_bytes: IntOrExpr = Field(description="Bytes of one encoded group.")
     label: str = Field(min_length=1, description="Qualification label, e.g. phase2-structural-not-release-qualified.")
 
 
 class StoreComponent(Strict):
-    name: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,15}$")]
+    name: Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,15}$")] = Field(
+        description="The component's name in the store's component table.", examples=["gate"])
     shape: list[IntOrExpr] = Field(min_length=2, max_length=2, description="[row width, rows] of one expert.")
 
 
 class ExpertMajorStore(Strict):
     """Routed experts as one embedded `expert-major-v2` store (docs/stores.md)."""
 
-    kind: Literal["expert-major-v2"]
+    kind: Literal["expert-major-v2"] = Field(description="`expert-major-v2`: one record per (layer, expert).")
     tensor: str = Field(min_length=1, description="The artifact tensor whose extent holds the store.")
-    version: IntOrExpr
-    family: IntOrExpr
-    layers: IntOrExpr
-    experts: IntOrExpr
-    experts_used: IntOrExpr
-    codec: StoreCodec
-    components: list[StoreComponent] = Field(min_length=1, max_length=8)
-    record_alignment: IntOrExpr
+    version: IntOrExpr = Field(description="The store's container version, as its manifest records it.")
+    family: IntOrExpr = Field(description="The family id the manifest records.")
+    layers: IntOrExpr = Field(description="Layers with routed experts (ids 0..layers-1, contiguous).")
+    experts: IntOrExpr = Field(description="Routed experts per layer.")
+    experts_used: IntOrExpr = Field(description="Experts selected per token.")
+    codec: StoreCodec = Field(description="The codec of the expert records.")
+    components: list[StoreComponent] = Field(min_length=1, max_length=8, description="The matrices of one expert "
+                                                                                    "record, in record order.")
+    record_alignment: IntOrExpr = Field(description="Byte alignment of every record.")
 
 
 class PleStore(Strict):
     """Per-layer embeddings as one embedded `ple-rows-v1` fixed-page row store (docs/stores.md)."""
 
-    kind: Literal["ple-rows-v1"]
-    tensor: str = Field(min_length=1)
-    version: IntOrExpr
-    family: IntOrExpr
-    heads: IntOrExpr
+    kind: Literal["ple-rows-v1"] = Field(description="`ple-rows-v1`: fixed-stride pages of fixed-width rows.")
+    tensor: str = Field(min_length=1, description="The artifact tensor whose extent holds the store.")
+    version: IntOrExpr = Field(description="The store's format version, as its manifest records it.")
+    family: IntOrExpr = Field(description="The family id the manifest and every page header record.")
+    heads: IntOrExpr = Field(description="Hash heads: one segment of `head_rows` each.")
     head_rows: list[IntOrExpr] = Field(min_length=1, max_length=16, description="Prime-sized hash head segments.")
-    logical_rows: IntOrExpr
-    row_alignment: IntOrExpr
-    width: IntOrExpr
-    rows_per_page: IntOrExpr
-    page_header_bytes: IntOrExpr
-    page_alignment: IntOrExpr
-    codec: StoreCodec
+    logical_rows: IntOrExpr = Field(description="Rows the heads address: the sum of `head_rows`.")
+    row_alignment: IntOrExpr = Field(description="The row count is padded up to a multiple of this.")
+    width: IntOrExpr = Field(description="Elements per row.")
+    rows_per_page: IntOrExpr = Field(description="Rows in one page (row r is in page r // rows_per_page).")
+    page_header_bytes: IntOrExpr = Field(description="Bytes of the header at the start of every page.")
+    page_alignment: IntOrExpr = Field(description="Byte alignment of the pages.")
+    codec: StoreCodec = Field(description="The codec of the rows.")
 
 
 Store = Annotated[Union[ExpertMajorStore, PleStore], Field(discriminator="kind")]
@@ -333,8 +375,10 @@ Store = Annotated[Union[ExpertMajorStore, PleStore], Field(discriminator="kind")
 class Profile(Strict):
     """Constants of one physical profile (codec and page choices), beside the model's."""
 
-    constants: dict[Name, Number] = Field(default_factory=dict)
-    derived: dict[Name, Expr] = Field(default_factory=dict)
+    constants: dict[Name, Number] = Field(default_factory=dict, description="Named constants of this profile, "
+                                                                            "beside the model's (names are distinct).")
+    derived: dict[Name, Expr] = Field(default_factory=dict, description="Profile constants defined by expressions "
+                                                                        "over model and profile constants.")
 
 
 class CodecFact(Strict):
@@ -361,11 +405,11 @@ class Layout(Strict):
 
 
 class Exclusion(Strict):
-    name: Name
+    name: Name = Field(description="The class of excluded source tensors.", examples=["vision"])
     source_count: IntOrExpr = Field(description="Source tensors this exclusion accounts for.")
     count_key: Key | None = Field(None, description="Metadata key in which the artifact states that count.")
     patterns: list[str] = Field(min_length=1, description="fnmatch patterns; no artifact tensor may match.")
-    reason: str = Field(min_length=1)
+    reason: str = Field(min_length=1, description="Why the artifact leaves these source tensors out.")
 
 
 ConfigType = Literal["int64", "float64", "bool", "string"]
@@ -374,7 +418,8 @@ ConfigType = Literal["int64", "float64", "bool", "string"]
 class ConfigFact(Strict):
     """One value of a JSON file shipped beside the weights (e.g. Hugging Face config.json)."""
 
-    type: ConfigType
+    type: ConfigType = Field(description="The exact JSON type: int64 (an integer), float64 (a number with a "
+                                         "fraction or exponent), bool, string.")
     value: Union[StrictBool, StrictInt, StrictFloat, str] = Field(
         description="Expected value; for int64/float64 a string is an expression over model constants."
     )
@@ -409,8 +454,9 @@ class ArtifactSource(Strict):
 
 
 class Payload(Strict):
-    file_sha256: Sha256 | None = None
-    tensors: dict[str, Sha256] = Field(default_factory=dict)
+    file_sha256: Sha256 | None = Field(None, description="sha256 of the whole artifact file.")
+    tensors: dict[str, Sha256] = Field(default_factory=dict, description="Tensor name -> sha256 of its bytes in "
+                                                                         "the data section.")
 
 
 class ValueException(Strict):
@@ -466,22 +512,40 @@ class ValuePolicy(Strict):
 
 
 class ArtifactContract(Header):
-    kind: Literal["artifact"]
-    model: Id
-    format: Literal["gguf", "safetensors"]
-    source: ArtifactSource | None = None
-    profile: Profile = Profile()
-    container: Container = Container()
-    identity: dict[Key, str] = Field(default_factory=dict, description="String keys naming what the artifact is.")
-    metadata: Metadata = Metadata()
-    tokenizer: TokenizerBinding | None = None
+    kind: Literal["artifact"] = Field(description="`artifact`: one physical profile of a model in one container "
+                                                 "format.")
+    model: Id = Field(description="The model contract this artifact is a profile of.",
+                      examples=["smollm2-135m-instruct"])
+    format: Literal["gguf", "safetensors"] = Field(description="The container format.")
+    source: ArtifactSource | None = Field(None, description="Where the pinned real file is, for `charter locate` "
+                                                            "and `charter admit --contract` without an artifact "
+                                                            "(docs/contracts.md#source).")
+    profile: Profile = Field(Profile(), description="Constants of this physical profile (codec and page choices), "
+                                                    "beside the model's.")
+    container: Container = Field(Container(), description="Container facts (container stage): GGUF version and "
+                                                          "alignment, safetensors header alignment.")
+    identity: dict[Key, str] = Field(default_factory=dict, description="String keys naming what the artifact is.",
+                                     examples=[{"general.architecture": "{model.architecture}"}])
+    metadata: Metadata = Field(Metadata(), description="Every other metadata key with its exact type and value "
+                                                       "(metadata stage).")
+    tokenizer: TokenizerBinding | None = Field(None, description="How the artifact states the model's tokenizer "
+                                                                 "facts (tokenizer stage).")
     config: ConfigBinding | None = Field(None, description="Companion JSON beside the artifact, checked at metadata.")
-    tensors: list[TensorFact] = Field(default_factory=list)
-    codecs: dict[str, CodecFact] = Field(default_factory=dict, description="Block geometry of each codec used.")
-    layout: Layout = Layout()
+    tensors: list[TensorFact] = Field(default_factory=list, description="The exact tensor set (tensors stage): "
+                                                                        "every tensor with role, shape and codec.",
+                                      examples=[[{"name": "blk.{i}.attn_q.weight", "repeat": {"i": "layers"},
+                                                  "role": "attn_q", "shape": ["hidden", "hidden"],
+                                                  "codec": "Q4_1"}]])
+    codecs: dict[str, CodecFact] = Field(default_factory=dict, description="Block geometry of each codec used.",
+                                         examples=[{"Q4_1": {"block": 32, "bytes": 20}}])
+    layout: Layout = Field(Layout(), description="Layout policy of the extents (layout stage; `padding`: payload "
+                                                 "stage).")
     stores: dict[Name, Store] = Field(default_factory=dict, description="Embedded stores by name.")
-    exclusions: list[Exclusion] = Field(default_factory=list)
-    payload: Payload | None = None
+    exclusions: list[Exclusion] = Field(default_factory=list, description="Named classes of source tensors that "
+                                                                          "must not appear, each with its accounted "
+                                                                          "count (policy stage).")
+    payload: Payload | None = Field(None, description="Digests checked by the opt-in payload stage "
+                                                      "(`--verify-payload`).")
     values: ValuePolicy | None = Field(None, description="Value policy checked by the payload stage (finite "
                                                          "floats and block scales, bounds on integer tensors); "
                                                          "none: values are not checked.")
@@ -552,9 +616,10 @@ class Producer(Strict):
     package: str | None = Field(None, description="upstream_capture: external package name.")
     version: str | None = Field(None, description="upstream_capture: exact pinned version.")
     module: str | None = Field(None, description="Python module holding the callable.")
-    callable: str | None = None
+    callable: str | None = Field(None, description="The function (in `module`, or of `package`) that produced "
+                                                   "the array.")
     rule: str | None = Field(None, description="contract_control: the rule the array obeys.")
-    seed: StrictInt | None = None
+    seed: StrictInt | None = Field(None, description="The seed of a seeded producer.")
     derived_from: str | None = Field(None, description="derived_metadata: what it is derived from.")
 
 
@@ -564,14 +629,18 @@ def _same_module_tree(a: str, b: str) -> bool:
 
 
 class FixtureArray(Strict):
-    name: Name
-    cls: Annotated[ProvenanceClass, Field(strict=False)] = Field(alias="class")
-    producer: Producer
-    inputs: list[Name] = Field(default_factory=list)
+    name: Name = Field(description="The array's name in the fixture file.")
+    cls: Annotated[ProvenanceClass, Field(strict=False)] = Field(
+        alias="class", description="Where the array comes from: `upstream_capture` (an external pinned producer), "
+                                   "`independent_crosscheck` (a second implementation), `contract_control` (a rule of "
+                                   "the contract), `derived_metadata` (computed from pinned data).")
+    producer: Producer = Field(description="Who produced the array; what it must name depends on `class`.")
+    inputs: list[Name] = Field(default_factory=list, description="Arrays of this fixture the producer read.")
     checks: str | None = Field(None, description="independent_crosscheck: the implementation it checks.")
-    dtype: str = Field(min_length=1)
-    shape: list[Annotated[StrictInt, Field(ge=0)]] = Field(max_length=32)
-    sha256: Sha256
+    dtype: str = Field(min_length=1, description="The numpy dtype of the array.", examples=["float32"])
+    shape: list[Annotated[StrictInt, Field(ge=0)]] = Field(max_length=32, description="The array's shape.")
+    sha256: Sha256 = Field(description="The canonical digest of the array's dtype, shape and elements (Note "
+                                       "[Array digest] in charter.provenance.digest).")
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True, populate_by_name=True)
 
@@ -598,11 +667,11 @@ class FixtureArray(Strict):
 
 
 class ProvenanceContract(Header):
-    kind: Literal["provenance"]
+    kind: Literal["provenance"] = Field(description="`provenance`: who produced each array of one fixture file.")
     fixture: str = Field(min_length=1, description="Fixture file (.npz), relative to this spec.")
-    model: Id | None = None
-    artifact: Id | None = None
-    arrays: list[FixtureArray] = Field(min_length=1)
+    model: Id | None = Field(None, description="The model contract the fixture is about.")
+    artifact: Id | None = Field(None, description="The artifact contract the fixture was computed from.")
+    arrays: list[FixtureArray] = Field(min_length=1, description="Every array of the fixture, each labelled once.")
 
     @model_validator(mode="after")
     def _names_unique_inputs_known(self) -> "ProvenanceContract":
@@ -623,29 +692,35 @@ DType = Literal["float32", "float16", "int32", "int64", "uint8", "uint32"]
 
 
 class KernelArg(Strict):
-    name: Name
-    dtype: DType
-    shape: list[IntOrExpr] = Field(min_length=1, max_length=4, description="Model constants, free dims, or ints.")
+    name: Name = Field(description="The argument's name (in the oracle, the binding and the native call).")
+    dtype: DType = Field(description="The element type.")
+    shape: list[IntOrExpr] = Field(min_length=1, max_length=4, description="Model constants, free dims, or ints.",
+                                   examples=[["rows", "hidden"]])
 
 
 class KernelAttr(Strict):
-    type: Literal["int32", "int64", "uint32", "float32", "float64", "bool"]
+    type: Literal["int32", "int64", "uint32", "float32", "float64", "bool"] = Field(
+        description="The attribute's type in the native call.")
     value: Union[StrictBool, StrictInt, StrictFloat, Expr] | None = Field(None, description="Fixed value, if any.")
 
 
 class CppBackend(Strict):
-    function: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$")
-    header: str | None = None
+    function: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]*(::[A-Za-z_][A-Za-z0-9_]*)*$",
+                          description="The qualified C++ function the generated binding calls.",
+                          examples=["charter::kernels::rmsnorm"])
+    header: str | None = Field(None, description="The header that declares it.", examples=["kernels.hpp"])
 
 
 class MetalBackend(Strict):
-    source: str
-    function: Name
+    source: str = Field(description="The Metal source file, relative to the repository.",
+                        examples=["native/metal/rmsnorm.metal"])
+    function: Name = Field(description="The kernel function in that source.")
 
 
 class Backends(Strict):
-    cpp: CppBackend | None = None
-    metal: MetalBackend | None = None
+    cpp: CppBackend | None = Field(None, description="The C++ implementation a nanobind binding is generated for.")
+    metal: MetalBackend | None = Field(None, description="The Metal implementation a header of constants and "
+                                                         "argument structs is generated for.")
     oracle_only: StrictBool = Field(False, description="No native backend: the contract defines its numpy oracle "
                                                        "only (a node of a regions contract calls it); no binding "
                                                        "or Metal header is generated.")
@@ -658,21 +733,24 @@ class Backends(Strict):
 
 
 class Tolerance(Strict):
-    rtol: Number = 0.0
-    atol: Number = 0.0
-    exact: StrictBool = False
+    rtol: Number = Field(0.0, description="Relative tolerance of a native backend against the oracle.")
+    atol: Number = Field(0.0, description="Absolute tolerance of a native backend against the oracle.")
+    exact: StrictBool = Field(False, description="The backends must equal the oracle bit for bit.")
 
 
 class KernelContract(Header):
-    kind: Literal["kernel"]
+    kind: Literal["kernel"] = Field(description="`kernel`: a native kernel's signature over model constants.")
     models: list[Id] = Field(min_length=1, description="Models whose constants the shapes use.")
     dims: list[Name] = Field(default_factory=list, description="Free symbolic dims (e.g. batch rows).")
-    inputs: list[KernelArg] = Field(min_length=1)
-    outputs: list[KernelArg] = Field(min_length=1)
-    attributes: dict[Name, KernelAttr] = Field(default_factory=dict)
-    oracle: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$", description="module:function")
-    tolerance: Tolerance = Tolerance()
-    backends: Backends = Backends()
+    inputs: list[KernelArg] = Field(min_length=1, description="Input arrays, in call order.")
+    outputs: list[KernelArg] = Field(min_length=1, description="Output arrays, in call order.")
+    attributes: dict[Name, KernelAttr] = Field(default_factory=dict, description="Scalar arguments of the call, "
+                                                                                 "by name.")
+    oracle: str = Field(pattern=r"^[A-Za-z_][A-Za-z0-9_.]*:[A-Za-z_][A-Za-z0-9_]*$",
+                        description="The numpy oracle that defines the kernel, as module:function.",
+                        examples=["charter.oracles.rmsnorm:rmsnorm"])
+    tolerance: Tolerance = Field(Tolerance(), description="How close the native backends must be to the oracle.")
+    backends: Backends = Field(Backends(), description="The native implementations of the kernel.")
 
     @model_validator(mode="after")
     def _arg_names_unique(self) -> "KernelContract":

@@ -1,4 +1,11 @@
-"""JSON Schemas of the contract kinds, published for editors (yaml-language-server) and CI."""
+"""JSON Schemas of the contract kinds, published for editors (yaml-language-server) and CI.
+
+Every property carries a description (tests/contract/test_schemas.py), written once in the models
+(Field descriptions, report attribute docstrings), never patched in here. The schemas have no `$id`:
+charter has no public home to resolve one at, so each schema's base URI is where it was read from
+(the `$schema=../../schemas/<kind>.schema.json` modeline of every shipped spec), and its `$ref`s are
+local (`#/$defs/...`).
+"""
 
 from __future__ import annotations
 
@@ -15,7 +22,6 @@ def schema_for(kind: str) -> dict:
     model = CONTRACT_KINDS[kind]
     schema = model.model_json_schema(mode="validation", by_alias=True)
     schema["$schema"] = SCHEMA_DIALECT
-    schema["$id"] = f"https://charter.invalid/schemas/{kind}.schema.json"
     schema["title"] = f"charter {kind} contract"
     return schema
 
@@ -24,8 +30,7 @@ def render(kind: str) -> str:
     return json.dumps(schema_for(kind), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def render_report_schema(report: type | None = None, name: str = "admission-report",
-                         title: str = "charter admission report") -> str:
+def render_report_schema(report: type | None = None, title: str = "charter admission report") -> str:
     """The JSON Schema of a report dataclass (default: AdmissionReport)."""
     from pydantic import TypeAdapter
 
@@ -33,7 +38,6 @@ def render_report_schema(report: type | None = None, name: str = "admission-repo
 
     schema = TypeAdapter(report or AdmissionReport).json_schema(mode="serialization")
     schema["$schema"] = SCHEMA_DIALECT
-    schema["$id"] = f"https://charter.invalid/schemas/{name}.schema.json"
     schema["title"] = title
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -44,7 +48,7 @@ def all_schemas() -> dict[str, str]:
     out["admission-report.schema.json"] = render_report_schema()
     from charter.bundles.report import BundleReport
 
-    out["bundle-report.schema.json"] = render_report_schema(BundleReport, "bundle-report", "charter bundle admission report")
+    out["bundle-report.schema.json"] = render_report_schema(BundleReport, "charter bundle admission report")
     return out
 
 

@@ -77,6 +77,7 @@ import os
 import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import repeat
 from typing import ClassVar, NamedTuple
 
 from charter.diagnostics import CharterError, Code, Diagnostic
@@ -144,6 +145,10 @@ _HIGH_BYTES = 0x8080808080808080  # a length prefix with a byte >= 0x80 is not A
 _DIMS_TAIL = {n: struct.Struct(f"<{n}QIQ") for n in range(1, MAX_DIMS + 1)}  # dims, ggml type, offset
 _TAIL_READERS = {n: (s.unpack_from, s.size) for n, s in _DIMS_TAIL.items()}  # by rank, for the fast path
 _UTF8_CHUNK = 1 << 20
+# The fast path's view of each ggml type: (type, block size, block bytes, row header), as
+# GGMLType.nbytes computes the size from them; and a name's end at most this far past its prefix.
+_CODEC_SIZES = {i: (t, t.block_size, t.block_bytes, t.row_header) for i, t in GGML_TYPES.items()}
+_MAX_NAME_END = 8 + MAX_NAME_BYTES
 FAST_PATHS = True  # False: every record through the checked path (tests compare the two)
 _new = tuple.__new__  # builds a named tuple from its fields in half the time of calling the class
 
@@ -692,18 +697,29 @@ def _read_array(cur: _Cursor, field: str) -> GGUFArray:
 def _walk_strings(buf, start: int, count: int, end: int) -> tuple[int, list[int]] | None:
     """Bounds-check `count` length-prefixed strings at `start`: (end of the last, offsets of the
     length prefixes holding a byte >= 0x80), or None if one overruns `end`. No list of every
-    element: a header's 2**20 of them would cost more memory than the header."""
-    unpack, last = _U64.unpack_from, end - 8
-    splits: list[int] = []
-    p = start
-    for _ in range(count):
-        if p > last:
+    element: a header's 2**20 of them would cost more memory than the header. The first walk only
+    ORs the lengths together (a prefix past `end` fails the read of the view cut at `end`); the
+    offsets of the prefixes with a high byte are collected by a second walk, when there are any."""
+    unpack, p, seen = _U64.unpack_from, start, 0
+    with memoryview(buf) as whole, whole[:end] as view:
+        try:
+            for _ in repeat(None, count):
+                (n,) = unpack(view, p)
+                seen |= n
+                p += 8 + n
+        except (struct.error, OverflowError):  # a length prefix starts past end - 8
             return None
-        n = unpack(buf, p)[0]
-        if n & _HIGH_BYTES:
-            splits.append(p)
-        p += 8 + n
-    return (p, splits) if p <= end else None
+        if p > end:
+            return None
+        if not seen & _HIGH_BYTES:
+            return p, []
+        splits, p = [], start
+        for _ in repeat(None, count):
+            (n,) = unpack(view, p)
+            if n & _HIGH_BYTES:
+                splits.append(p)
+            p += 8 + n
+        return p, splits
 
 
 def _string_overrun(cur: _Cursor, start: int, count: int, field: str) -> None:
@@ -796,30 +812,31 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
     wait until the data start is known. The loop is the fast path of Note [Reader limits]: a
     record it does not accept outright is read again by the checked `_read_tensor_info`."""
     buf, end, pos = cur.buf, cur.end, cur.pos
-    u64, u32, tails, types, prod = _U64.unpack_from, _U32.unpack_from, _TAIL_READERS, GGML_TYPES, math.prod
+    u64, u32, tails, codecs, prod = _U64.unpack_from, _U32.unpack_from, _TAIL_READERS, _CODEC_SIZES, math.prod
     seen: dict[str, int] = {}
     out: list[tuple] = []
     append = out.append
     fast = FAST_PATHS
     for i in range(tensor_count):
         if fast and pos + 8 <= end:
-            n = u64(buf, pos)[0]
-            rank_at = pos + 8 + n
-            tail = tails.get(u32(buf, rank_at)[0]) if 0 < n <= MAX_NAME_BYTES and rank_at + 4 <= end else None
+            rank_at = pos + 8 + u64(buf, pos)[0]
+            tail = tails.get(u32(buf, rank_at)[0]) if pos + 8 < rank_at <= end - 4 and rank_at - pos <= _MAX_NAME_END else None
             if tail is not None and rank_at + 4 + tail[1] <= end:
                 try:
                     name = str(buf[pos + 8 : rank_at], "utf-8")
                 except UnicodeDecodeError:
                     name = None
-                *dims, type_id, offset = tail[0](buf, rank_at + 4)
-                gtype, n_elements = types.get(type_id), prod(dims)
-                if (name is not None and gtype is not None and n_elements and n_elements <= I64_MAX
-                        and not dims[0] % gtype.block_size and name not in seen):
-                    nbytes = gtype.nbytes(n_elements, dims[0])
+                fields = tail[0](buf, rank_at + 4)
+                dims, codec = fields[:-2], codecs.get(fields[-2])
+                n_elements = prod(dims)
+                if (name is not None and codec is not None and n_elements and n_elements <= I64_MAX
+                        and not dims[0] % codec[1] and name not in seen):
+                    gtype, block, block_bytes, row_header = codec
+                    nbytes = n_elements // dims[0] * row_header + n_elements // block * block_bytes
                     if nbytes <= U64_MAX:
                         seen[name] = pos
                         stop = rank_at + 4 + tail[1]
-                        append((name, tuple(dims), gtype, offset, nbytes, pos, stop - 8))
+                        append((name, dims, gtype, fields[-1], nbytes, pos, stop - 8))
                         pos = stop
                         continue
         cur.pos = pos

@@ -43,8 +43,10 @@ class ValueType(Strict):
     """A typed value: dtype and shape, each dim an integer, the free dim `tokens`, or an expression
     over model constants."""
 
-    dtype: DType
-    shape: list[IntOrExpr] = Field(min_length=1, max_length=4)
+    dtype: DType = Field(description="The element type.")
+    shape: list[IntOrExpr] = Field(min_length=1, max_length=4, description="Dims: integers, the free dim `tokens`, "
+                                                                          "or expressions over model constants.",
+                                   examples=[["tokens", "hidden"]])
     range: list[IntOrExpr] | None = Field(None, min_length=2, max_length=2,
                                           description="Graph inputs, int32: [lo, hi) holds every element.")
 
@@ -60,7 +62,7 @@ class F1Domain(Strict):
     condition). A call with more tokens than `max_tokens` is rejected before any node runs."""
 
     max_tokens: StrictInt = Field(ge=1, le=4096, description="Largest accepted sequence; max_tokens + 1 is rejected.")
-    compute: Literal["float32"] = "float32"
+    compute: Literal["float32"] = Field("float32", description="The interpreter's arithmetic.")
 
 
 class PrecisionStep(Strict):
@@ -68,7 +70,9 @@ class PrecisionStep(Strict):
     explicit labelled dequantization (`dequantize`, by the named kernel contract), or still quantized
     (`quantized`: a node consumes the blocks; the F1 interpreter refuses it)."""
 
-    step: Literal["identity", "dequantize", "quantized"]
+    step: Literal["identity", "dequantize", "quantized"] = Field(
+        description="`identity` (float32 tensors as they are), `dequantize` (by `kernel`, labelled), or `quantized` "
+                    "(consumed as blocks; refused by the F1 interpreter).")
     kernel: Id | None = Field(None, description="dequantize: the kernel contract that defines the step.")
     label: Literal["derived_metadata"] | None = Field(
         None, description="dequantize: the provenance class of the dequantized arrays (a value computed from "
@@ -89,10 +93,12 @@ class StateEffect(Strict):
     a named recurrent state. `scope`: `call` (created empty and dropped inside one call) or
     `session` (carried across calls)."""
 
-    kind: Literal["kv_append", "recurrent"]
+    kind: Literal["kv_append", "recurrent"] = Field(description="`kv_append`: K and V rows appended per token; "
+                                                                "`recurrent`: a named recurrent state.")
     width: IntOrExpr | None = Field(None, description="kv_append: elements per K (and per V) row.")
     rows_per_token: StrictInt | None = Field(None, ge=1, le=1, description="kv_append: rows appended per token.")
-    scope: Literal["call", "session"]
+    scope: Literal["call", "session"] = Field(description="`call`: created empty and dropped inside one call; "
+                                                          "`session`: carried across calls.")
 
     @model_validator(mode="after")
     def _kind_fields(self) -> "StateEffect":
@@ -107,11 +113,15 @@ class StateEffect(Strict):
 class Activation(Strict):
     """Note [Activation is three facts]."""
 
-    decision: Literal["always", "routed", "skippable"]
+    decision: Literal["always", "routed", "skippable"] = Field(
+        description="Whether the region runs: `always`, `routed` (selected by a router, with k), or `skippable` "
+                    "(by the mechanism named in `by`).")
     router: Name | None = Field(None, description="routed: the router (under `routers`) that selects this region.")
     k: IntOrExpr | None = Field(None, description="routed: how many of the routed regions run per token.")
     by: SkipMechanism | None = Field(None, description="skippable: what decides the skip.")
-    provenance: Literal["exact", "quality_bounded"] = "exact"
+    provenance: Literal["exact", "quality_bounded"] = Field(
+        "exact", description="`exact`: the output is the model's own; `quality_bounded`: it may differ, measured "
+                             "against the named `controls`.")
     controls: list[Literal["full", "random", "static", "learned"]] = Field(
         default_factory=list, description="quality_bounded: the controls every quality claim is measured against.")
     skip: Literal["no_kv", "passthrough"] | None = Field(
@@ -163,11 +173,18 @@ class Node(Strict):
     layer); `attrs` gives the call's attributes (expressions over model constants); `out` names the
     outputs (a local value, or an edge the region produces)."""
 
-    call: Id
-    in_: dict[Name, Name] = Field(default_factory=dict, alias="in")
-    weights: dict[Name, TensorPattern] = Field(default_factory=dict)
-    attrs: dict[Name, NumberOrExpr] = Field(default_factory=dict)
-    out: dict[Name, Name] = Field(min_length=1)
+    call: Id = Field(description="The kernel contract this node calls.", examples=["rmsnorm"])
+    in_: dict[Name, Name] = Field(default_factory=dict, alias="in", description="Kernel input -> an edge, a graph "
+                                                                                "input or an earlier node's output.",
+                                  examples=[{"x": "residual"}])
+    weights: dict[Name, TensorPattern] = Field(default_factory=dict, description="Kernel input -> a tensor of the "
+                                                                                 "artifact (`{i}`: the layer).",
+                                               examples=[{"w": "blk.{i}.attn_norm.weight"}])
+    attrs: dict[Name, NumberOrExpr] = Field(default_factory=dict, description="Kernel attribute -> a literal or "
+                                                                              "an expression over model constants.",
+                                            examples=[{"eps": "rms_eps"}])
+    out: dict[Name, Name] = Field(min_length=1, description="Kernel output -> the name of its value (a local value, "
+                                                            "or an edge the region produces).")
 
     model_config = {"extra": "forbid", "frozen": True, "strict": True, "populate_by_name": True}
 
@@ -184,11 +201,11 @@ class StoreRecords(Strict):
     instance owns `per_layer` consecutive records (the routed experts of an ExpertMajor store)."""
 
     store: Name = Field(description="The artifact contract's store (under `stores`).")
-    per_layer: IntOrExpr
+    per_layer: IntOrExpr = Field(description="Consecutive records each layer's instance owns.")
 
 
 class Region(Strict):
-    name: RegionName
+    name: RegionName = Field(description="The region's name, unique in the contract.", examples=["attention"])
     scope: Literal["model", "layer"] = Field(description="model: once; layer: once per layer ({i} is its index).")
     layer_kinds: list[Name] | None = Field(None, description="layer scope: only the layers of these kinds.")
     tensors: list[TensorPattern] = Field(default_factory=list, description="fnmatch patterns ({i}: the layer) of "
@@ -202,7 +219,7 @@ class Region(Strict):
     records: StoreRecords | None = Field(None, description="Store records this layer region owns, per layer.")
     within: RegionName | None = Field(None, description="The region this one is a sub-region of (routed experts "
                                                         "of an MoE MLP).")
-    activation: Activation
+    activation: Activation = Field(description="When the region runs (Note [Activation is three facts]).")
     nodes: list[Node] = Field(default_factory=list, description="The calls the region executes; a region without "
                                                                 "nodes is structural (stated, not executable).")
 
@@ -234,14 +251,17 @@ class Layers(Strict):
 
 
 class Router(Strict):
-    kernel: Id
-    k: IntOrExpr
-    experts: IntOrExpr
+    """A router that selects `k` of `experts` routed regions per token."""
+
+    kernel: Id = Field(description="The kernel contract of the routing (a top-k).")
+    k: IntOrExpr = Field(description="Experts selected per token.")
+    experts: IntOrExpr = Field(description="Experts the router chooses among.")
 
 
 class Exclusion(Strict):
-    patterns: list[TensorPattern] = Field(min_length=1)
-    reason: str = Field(min_length=1)
+    patterns: list[TensorPattern] = Field(min_length=1, description="fnmatch patterns of the tensors no region "
+                                                                    "owns.")
+    reason: str = Field(min_length=1, description="Why these tensors belong to no region.")
 
 
 class Parity(Strict):
@@ -261,21 +281,23 @@ class Parity(Strict):
 
 
 class RegionsContract(Header):
-    kind: Literal["regions"]
-    model: Id
-    artifact: Id
+    kind: Literal["regions"] = Field(description="`regions`: a model as a graph of executable regions over one "
+                                                "artifact.")
+    model: Id = Field(description="The model contract whose constants the graph uses.")
+    artifact: Id = Field(description="The artifact contract whose tensors the regions own.")
     dims: list[Literal["tokens"]] = Field(default_factory=lambda: ["tokens"], description="Free dims of the graph.")
     f1: F1Domain | None = Field(None, description="The F1 interpreter's domain; absent: not executable by F1.")
     precision: dict[str, PrecisionStep] = Field(min_length=1, description="Codec -> how its tensors enter.")
     inputs: dict[Name, ValueType] = Field(min_length=1, description="Explicit caller tensors.")
     edges: dict[Name, ValueType] = Field(default_factory=dict, description="Values crossing region boundaries.")
-    outputs: list[Name] = Field(min_length=1)
-    layers: Layers | None = None
-    routers: dict[Name, Router] = Field(default_factory=dict)
+    outputs: list[Name] = Field(min_length=1, description="The edges the graph returns.", examples=[["logits"]])
+    layers: Layers | None = Field(None, description="The layer regions, by layer kind.")
+    routers: dict[Name, Router] = Field(default_factory=dict, description="Routers of routed regions, by name.")
     exclusions: dict[Name, Exclusion] = Field(default_factory=dict,
                                               description="Named tensors that belong to no region, with the reason.")
-    regions: list[Region] = Field(min_length=1)
-    parity: Parity | None = None
+    regions: list[Region] = Field(min_length=1, description="Every region, each owning its tensors once.")
+    parity: Parity | None = Field(None, description="What the interpreter's outputs are compared with, and within "
+                                                    "what.")
 
     @model_validator(mode="after")
     def _names(self) -> "RegionsContract":

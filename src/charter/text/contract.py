@@ -34,7 +34,7 @@ class GGUFTables(Strict):
     """The tokenizer is the GGUF's own tables (tokenizer.ggml.*), read from the artifact contract's
     pinned file."""
 
-    artifact: Id
+    artifact: Id = Field(description="The artifact contract whose pinned GGUF holds the tables.")
 
 
 class PackagedJson(Strict):
@@ -42,8 +42,8 @@ class PackagedJson(Strict):
 
     package: str = Field(min_length=1, description="A pinned requirement, `name==version`.")
     archive: str = Field(min_length=1, description="The zip inside the installed distribution.")
-    archive_sha256: Sha256
-    archive_size: StrictInt = Field(ge=0)
+    archive_sha256: Sha256 = Field(description="Digest of the archive's bytes.")
+    archive_size: StrictInt = Field(ge=0, description="The archive's size in bytes.")
     member: str = Field(min_length=1, description="The tokenizer.json member of the archive.")
     sha256: Sha256 = Field(description="Digest of the member's bytes.")
     bundle: Id | None = Field(None, description="A bundle contract whose file of the same path must pin "
@@ -54,16 +54,16 @@ class Table(Strict):
     """A long table pinned by its entry count and the digest of its canonical JSON (Note [Table
     digests] in charter.text.tables)."""
 
-    count: StrictInt = Field(ge=0)
-    sha256: Sha256
+    count: StrictInt = Field(ge=0, description="Entries in the table.")
+    sha256: Sha256 = Field(description="Digest of the table's canonical JSON.")
 
 
 class Logits(Strict):
     """Where the physical rows are: a tensor of an artifact contract, and its axis."""
 
-    artifact: Id
-    tensor: str = Field(min_length=1)
-    axis: StrictInt = Field(ge=0)
+    artifact: Id = Field(description="The artifact contract that holds the output projection.")
+    tensor: str = Field(min_length=1, description="The output projection tensor.", examples=["token_embd.weight"])
+    axis: StrictInt = Field(ge=0, description="The axis (in the container's order) of the rows.")
     rows: StrictInt = Field(ge=1, description="Physical rows (may exceed `ids`: padded rows are not tokens).")
 
 
@@ -74,9 +74,9 @@ JsonFlag = Literal["lstrip", "rstrip", "single_word", "normalized"]
 class AddedToken(Strict):
     """One added or special token: id <-> content <-> flags, all three exact."""
 
-    id: StrictInt = Field(ge=0)
-    content: str
-    special: StrictBool
+    id: StrictInt = Field(ge=0, description="The token's id.")
+    content: str = Field(description="The token's exact text.", examples=["<|im_start|>"])
+    special: StrictBool = Field(description="The tokenizer marks it special.")
     type: GGUFTokenType | None = Field(None, description="GGUF tables: tokenizer.ggml.token_type of the id.")
     flags: list[JsonFlag] | None = Field(None, description="tokenizer.json: the flags that are true, in this order: "
                                                            "lstrip, rstrip, single_word, normalized.")
@@ -85,13 +85,13 @@ class AddedToken(Strict):
 class TextTokenizer(Strict):
     model: str = Field(min_length=1, description="gpt2 (GGUF tokenizer.ggml.model), WordPiece (tokenizer.json model.type).")
     pre: str = Field(min_length=1, description="GGUF tokenizer.ggml.pre, or tokenizer.json pre_tokenizer.type.")
-    vocab: Table
-    merges: Table | None = None
+    vocab: Table = Field(description="The vocabulary: its entry count and digest.")
+    merges: Table | None = Field(None, description="The BPE merges: count and digest (required for GGUF BPE).")
     config: dict[str, JsonValue] = Field(default_factory=dict, description=(
         "Every other fact of the definition, exactly: GGUF: the tokenizer.ggml scalar keys; tokenizer.json: "
         "normalizer, pre_tokenizer, post_processor, decoder, truncation, padding and the model's own keys."))
     ids: StrictInt = Field(ge=1, description="The effective vocabulary: ids with token semantics [0, ids).")
-    logits: Logits
+    logits: Logits = Field(description="Where the physical logits rows are.")
     added: list[AddedToken] = Field(description="Every added and special token, by id.")
 
     @model_validator(mode="after")
@@ -111,20 +111,24 @@ class TextTokenizer(Strict):
 class Finding(Strict):
     """A documented disagreement: what a second implementation gives instead, and why."""
 
-    by: Literal["crosscheck", "second_renderer"]
-    ids: list[StrictInt] | None = None
-    text: str | None = None
-    bytes: HexBytes | None = None
-    rendered: str | None = None
-    error: str | None = None
-    reason: str = Field(min_length=1)
+    by: Literal["crosscheck", "second_renderer"] = Field(description="Which implementation disagrees: the "
+                                                                     "tokenizer cross-check or the second renderer.")
+    ids: list[StrictInt] | None = Field(None, description="The ids it gives instead.")
+    text: str | None = Field(None, description="The text it gives instead.")
+    bytes: HexBytes | None = Field(None, description="The bytes (hex) it gives instead.")
+    rendered: str | None = Field(None, description="The rendering it gives instead.")
+    error: str | None = Field(None, description="The error it raises instead.")
+    reason: str = Field(min_length=1, description="Why the two differ.")
 
 
 class Case(Strict):
-    name: CaseName
-    cls: CaseClass = Field(alias="class")
+    name: CaseName = Field(description="The case's name, unique in the contract.", examples=["hello"])
+    cls: CaseClass = Field(alias="class", description="`upstream_capture`: what the pinned producer emits; "
+                                                      "`contract_control`: charter's own policy, stated with its "
+                                                      "`rule`.")
     rule: str | None = Field(None, description="contract_control: the policy the case pins, in words.")
-    findings: list[Finding] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list, description="Documented disagreements of a second "
+                                                                      "implementation on this case.")
 
     @model_validator(mode="after")
     def _rule(self) -> "Case":
@@ -134,11 +138,11 @@ class Case(Strict):
 
 
 class EncodeCase(Case):
-    text: str | None = None
+    text: str | None = Field(None, description="The input text.")
     bytes: HexBytes | None = Field(None, description="The input as bytes, when it is not valid UTF-8.")
     special: StrictBool = Field(description="Parse special-token spellings in the text as their ids.")
     add_special: StrictBool = Field(description="Add the tokenizer's own specials (BOS, [CLS] ... [SEP]).")
-    ids: list[StrictInt] | None = None
+    ids: list[StrictInt] | None = Field(None, description="The ids the input encodes to.")
     error: str | None = Field(None, description="contract_control: the policy's refusal.")
 
     @model_validator(mode="after")
@@ -155,11 +159,11 @@ class EncodeCase(Case):
 
 
 class DecodeCase(Case):
-    ids: list[StrictInt]
-    skip_special: StrictBool
+    ids: list[StrictInt] = Field(description="The ids to decode.")
+    skip_special: StrictBool = Field(description="Leave special tokens out of the text.")
     boundary: StrictBool = Field(False, description="A decode-boundary control: byte pieces, partial UTF-8, "
                                                     "skipped specials, ids at and past the vocabulary's end.")
-    text: str | None = None
+    text: str | None = Field(None, description="The decoded text.")
     bytes: HexBytes | None = Field(None, description="The decoded bytes, when they are not valid UTF-8.")
     error: str | None = Field(None, description="contract_control: the policy's refusal.")
 
@@ -194,29 +198,35 @@ class Segment(Strict):
 
 
 class ContentPart(Strict):
-    type: str = Field(min_length=1)
-    text: str | None = None
-    image_url: JsonValue = None
-    image: JsonValue = None
+    """One part of a structured message content, as a chat request sends it."""
+
+    type: str = Field(min_length=1, description="The part's type.", examples=["text", "image_url"])
+    text: str | None = Field(None, description="type text: the text.")
+    image_url: JsonValue = Field(None, description="type image_url: the image reference, as the request sends it.")
+    image: JsonValue = Field(None, description="type image: the image, as the request sends it.")
 
 
 class Message(Strict):
-    role: str
-    content: Union[str, list[ContentPart], None] = None
-    tool_calls: list[JsonValue] | None = None
-    tool_call_id: str | None = None
-    name: str | None = None
+    """One chat message of a request, as apply_chat_template receives it."""
+
+    role: str = Field(description="Who speaks.", examples=["user"])
+    content: Union[str, list[ContentPart], None] = Field(None, description="The text, or a list of typed parts.")
+    tool_calls: list[JsonValue] | None = Field(None, description="assistant: the tool calls, as the request sends "
+                                                                 "them.")
+    tool_call_id: str | None = Field(None, description="tool: the call this message answers.")
+    name: str | None = Field(None, description="The speaker's or tool's name.")
 
 
 class ChatCase(Case):
-    messages: list[Message]
-    tools: list[JsonValue] | None = None
+    messages: list[Message] = Field(description="The request's messages.")
+    tools: list[JsonValue] | None = Field(None, description="The request's tool definitions.")
     add_generation_prompt: StrictBool | None = Field(None, description="Unset: the contract's default.")
     kwargs: dict[str, JsonValue] = Field(default_factory=dict, description=(
         "Other template keyword arguments of the request (apply_chat_template's **kwargs): reasoning "
         "switches such as enable_thinking."))
-    rendered: str | None = None
-    segments: list[Segment] | None = None
+    rendered: str | None = Field(None, description="The rendered text.")
+    segments: list[Segment] | None = Field(None, description="The rendered text by author: data and control runs "
+                                                             "that cover it exactly, in order.")
     ids: list[StrictInt] | None = Field(None, description="The segments tokenized by provenance, concatenated.")
     flattened_controls: StrictInt | None = Field(
         None, ge=0, description="Control ids a flat special-parsing tokenization of `rendered` would give: more "
@@ -257,13 +267,15 @@ class Chat(Strict):
                                                                               "(bos_token, eos_token).")
     defaults: dict[str, JsonValue] = Field(description="Defaults of the request flags (add_generation_prompt).")
     controls: list[str] = Field(min_length=1, description="The control atoms a control segment may resolve.")
-    policy: ChatPolicy
-    cases: list[ChatCase]
+    policy: ChatPolicy = Field(description="What a request may contain.")
+    cases: list[ChatCase] = Field(description="The chat cases.")
 
 
 class TextSource(Strict):
-    gguf: GGUFTables | None = None
-    tokenizer_json: PackagedJson | None = None
+    """Where the tokenizer is defined: exactly one of the two."""
+
+    gguf: GGUFTables | None = Field(None, description="The GGUF tables of an artifact contract's pinned file.")
+    tokenizer_json: PackagedJson | None = Field(None, description="A tokenizer.json inside a pinned package.")
 
     @model_validator(mode="after")
     def _one(self) -> "TextSource":
@@ -279,16 +291,17 @@ class TextProducers(Strict):
 
 
 class TextContract(Header):
-    kind: Literal["text"]
-    model: Id
-    source: TextSource
-    producers: TextProducers
-    tokenizer: TextTokenizer
+    kind: Literal["text"] = Field(description="`text`: a model's tokenizer and chat template as pinned behaviour.")
+    model: Id = Field(description="The model contract the tokenizer belongs to.")
+    source: TextSource = Field(description="Where the tokenizer is defined.")
+    producers: TextProducers = Field(description="The pinned implementations that capture and cross-check the cases.")
+    tokenizer: TextTokenizer = Field(description="The tokenizer's facts: model, tables, added tokens, vocabulary.")
     counts: dict[Literal["encode", "decode", "decode_boundary", "added", "chat", "chat_controls"], StrictInt] = Field(
         description="How many cases of each kind the contract holds: a dropped case is a changed count.")
-    encode: list[EncodeCase]
-    decode: list[DecodeCase]
-    chat: Chat | None = None
+    encode: list[EncodeCase] = Field(description="Encode cases: text (or bytes) -> ids.")
+    decode: list[DecodeCase] = Field(description="Decode cases: ids -> text (or bytes).")
+    chat: Chat | None = Field(None, description="The chat template and its cases: messages -> rendered text, trust "
+                                                "segments and ids.")
 
     @model_validator(mode="after")
     def _cases(self) -> "TextContract":
