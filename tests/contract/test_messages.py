@@ -26,10 +26,16 @@ def refused(text: str) -> list[str]:
     # the example: what `repeat` takes, with an example
     ("repeat: {i: layers}, role: attn_norm", "repeat: layers, role: attn_norm",
      "a.yaml:97:48: SPEC_SCHEMA tensors[1].repeat: expected a mapping (Placeholder -> count: range(count)), "
-     "got the string 'layers'; for example `repeat: {name: layers}`"),
+     "got the string 'layers'; for example `repeat: {i: layers}`"),
     ("llama.block_count: {type: uint32, value: layers}", "llama.block_count: layers",
-     "a.yaml:26:24: SPEC_SCHEMA metadata.keys.llama.block_count: expected a mapping with the key type, got the "
-     "string 'layers'; for example `llama.block_count: {type: uint8}`"),
+     "a.yaml:26:24: SPEC_SCHEMA metadata.keys.llama.block_count: expected a mapping with the key type (Metadata "
+     "key -> its exact type and value. With `extra_keys: reject`, these and the identity and tokenizer keys are "
+     "the only keys the artifact may hold), got the string 'layers'; for example "
+     "`llama.block_count: {type: uint32, value: layers}`"),
+    # a list item: the example is the list
+    ("shape: [hidden], codec: F32", "shape: [[hidden]], codec: F32",
+     "a.yaml:97:86: SPEC_SCHEMA tensors[1].shape[0]: expected an integer or an expression (Dims in the "
+     "container's own order ([] for a safetensors scalar)), got a list; for example `shape: [hidden]`"),
     ("{type: uint32, value: layers}", "{type: uint32, vaule: layers}",
      "a.yaml:26:46: SPEC_SCHEMA metadata.keys.llama.block_count.vaule: unknown key (not part of the contract "
      "language); did you mean value?"),

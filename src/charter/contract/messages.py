@@ -5,9 +5,9 @@ Note [Messages for people]: a diagnostic speaks of the contract, never of the li
 noticed the problem. A Pydantic error is reported with what the field takes, found by walking the
 contract model along the error's path: an unknown key gets the nearest known key ("did you mean"),
 or the keys the mapping takes; a value of the wrong type says what the field takes, in YAML terms
-(a mapping, a list, an integer or an expression), the field's own description, and an example
-written from the field's type with the value given where it fits (`shape: hidden` -> `shape:
-[hidden]`). A PyYAML problem ("mapping values are not allowed here") becomes what is wrong with
+(a mapping, a list, an integer or an expression), the field's own description, and the field's
+own example (`Field(examples=...)`, the one the JSON Schema shows an editor), or else one written
+from the field's type with the value given where it fits (`shape: hidden` -> `shape: [hidden]`). A PyYAML problem ("mapping values are not allowed here") becomes what is wrong with
 the line, in plain words; the location is PyYAML's own.
 """
 
@@ -62,11 +62,45 @@ def wrong_type(model: type[BaseModel] | None, loc: tuple, given: Any) -> str | N
         return None
     name = str(next((p for p in reversed(loc) if isinstance(p, str) and not _is_branch(p)), ""))
     description = info.description if info is not None else None
-    text = f"expected {what}{f' ({description.rstrip(chr(46))})' if description else ''}, got {_given(given)}"
-    example = _example(annotation, given)
+    described = f" ({description.rstrip('.')})" if description else ""
+    text = f"expected {what}{described}, got {_given(given)}"
+    own = _own_example(annotation, info)
+    example = _flow(own[0]) if own else _example(annotation, given)
+    data = [p for p in loc if not _is_branch(p)]
+    if example is not None and data and isinstance(data[-1], int):  # a list item: the list it is in
+        example = f"[{example}]"
     if example is not None and name:
         text += f"; for example `{name}: {example}`"
     return text
+
+
+def _own_example(annotation: Any, info: FieldInfo | None) -> tuple[Any] | None:
+    """The field's example (Field(examples=...)) of the value: the field's own, or, for an item or
+    entry of a list or mapping field, the example's first item or entry; None when there is none."""
+    if info is None or not info.examples:
+        return None
+    example = info.examples[0]
+    if annotation is info.annotation:
+        return (example,)
+    for option in _options(info.annotation):
+        args = typing.get_args(option)
+        if typing.get_origin(option) is dict and args and args[1] is annotation and isinstance(example, dict) and example:
+            return (next(iter(example.values())),)
+        if typing.get_origin(option) in (list, tuple) and args and args[0] is annotation \
+                and isinstance(example, list) and example:
+            return (example[0],)
+    return None
+
+
+def _flow(value: Any) -> str:
+    """A field's own example (Field(examples=...)) as YAML flow text."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(map(_flow, value)) + "]"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)
 
 
 def _given(value: Any) -> str:
@@ -86,7 +120,8 @@ def _given(value: Any) -> str:
 
 
 def _field_at(model: type[BaseModel], loc: tuple) -> tuple[Any, FieldInfo | None] | None:
-    """(annotation, field info) of the value at `loc` (Pydantic's loc, union labels included)."""
+    """(annotation, field info) of the value at `loc` (Pydantic's loc, union labels included): the
+    field's own, or that of the list or mapping holding the value."""
     current: list[tuple[Any, FieldInfo | None]] = [(model, None)]
     for part in loc:
         step: list[tuple[Any, FieldInfo | None]] = []
@@ -98,7 +133,8 @@ def _field_at(model: type[BaseModel], loc: tuple) -> tuple[Any, FieldInfo | None
                 continue  # a union label this walk already expanded
             return None
         current = step
-    return current[0]
+    annotation, info = current[0]
+    return annotation, info
 
 
 def _annotations_at(model: type[BaseModel], loc: tuple) -> list[Any]:
