@@ -78,7 +78,10 @@ def refusal(exc: ValidationError, doc: Document, at: tuple = ()) -> CharterError
 
 
 def _model_named(title: str) -> type[BaseModel] | None:
-    """The contract model Pydantic validated (its error names only the class)."""
+    """The contract model Pydantic validated (its error names only the class); a battery refuses
+    thousands of mutants, so a class once found is kept."""
+    if title in _MODELS:
+        return _MODELS[title]
     todo, seen = [BaseModel], set()
     while todo:
         cls = todo.pop()
@@ -86,6 +89,7 @@ def _model_named(title: str) -> type[BaseModel] | None:
             if sub not in seen:
                 seen.add(sub)
                 if sub.__name__ == title and sub.__module__.startswith("charter."):
+                    _MODELS[title] = sub
                     return sub
                 todo.append(sub)
     return None
@@ -143,6 +147,8 @@ def _diagnostic(error: dict, doc: Document, model: type[BaseModel] | None = None
         message = f"{message}, got {type(error.get('input')).__name__} {error.get('input')!r:.60}"
     return Diagnostic(Code.SPEC_SCHEMA, dotted(path), message, location=doc.where(path))
 
+
+_MODELS: dict[str, type[BaseModel]] = {}
 
 # Pydantic's "wrong type" errors, said as what the field takes (charter.contract.messages).
 _TYPE_ERRORS = {"int_type", "float_type", "string_type", "bool_type", "dict_type", "list_type", "model_type",
