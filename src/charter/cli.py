@@ -95,6 +95,7 @@ COMMAND_MODULES = {
     "generate": "charter.codegen.commands",
     "fixtures": "charter.provenance.commands",
     "mutate": "charter.mutation.commands",
+    "check-changed": "charter.precommit",
 }
 
 
