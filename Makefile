@@ -51,8 +51,10 @@ demo: $(STAMP)
 # (store bytes included) with both engines and the contract mutants with the Python engine (their
 # C++ side, a library of 1,104 mutated checkers to compile, is in make test-slow and make demo).
 # Then the real MiniLM weights against their artifact contract with both engines (its value policy:
-# finite F32 elements, the bound on embeddings.position_ids), and the bundle battery over the real
-# MiniLM folder in 5 shards (Python engine; docs/bundles.md).
+# finite F32 elements, the bound on embeddings.position_ids), the bundle battery over the real
+# MiniLM folder in 5 shards (Python engine; docs/bundles.md), and the region batteries (Python
+# engine; docs/regions.md): SmolLM2's contract and artifact sides, Qwen4Exp's contract side (about
+# 10 s of CPU together).
 battery: $(STAMP)
 	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 -q --engine both
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine both --only artifact
@@ -63,6 +65,8 @@ battery: $(STAMP)
 	$(BIN)/charter mutate --contract specs/artifacts/all-minilm-l6-v2-safetensors.yaml --artifact .battery-folders/minilm/model.safetensors -j 2 -q --engine both
 	$(BIN)/charter mutate --contract specs/bundles/all-minilm-l6-v2-5-shards.yaml --artifact .battery-folders/minilm-5 -j 2 -q
 	rm -rf .battery-folders
+	$(BIN)/charter mutate --contract specs/regions/smollm2-135m-instruct-q4_1.yaml
+	$(BIN)/charter mutate --contract specs/regions/qwen4exp-text.yaml
 
 # The test suite without the tests marked slow (about 3 minutes on 2 cores), and the slow set alone
 # (the large batteries as pytest items, sanitizer and standalone builds, -O2 checker compiles; about

@@ -7,8 +7,12 @@ sequences (specs/provenance/smollm2-llamacpp-logits.yaml) and prints, in one pro
      native kernels (charter._native.dequantize_q4_1 / _q8_0), and whether they agree bit for bit;
   2. the gate alone (its finiteness scan of every weight is the largest part of it) and the forward
      pass: tokens per second over the 180 positions, oracle nodes;
-  3. the same graph with the native rmsnorm kernel in its 91 rmsnorm nodes (the only node kernel
-     with a native backend), node by node against the oracle: the largest difference;
+  3. native kernels against oracle nodes (Note [Native mode] in charter.regions.interpreter): every
+     node of the 64-token pass computed again by its native kernel from the oracle's inputs (the
+     largest difference and the share of bit-identical elements, per kernel); the time of each kernel
+     at each shape the graph calls it with, oracle and native calls interleaved (median of rounds);
+     whole forward passes (8 and 64 tokens), oracle and native interleaved; the native pass against
+     llama.cpp as the contract judges it. The machine's load average is printed before and after;
   4. parity with llama.cpp, as the contract measures it, with F1 as shipped (FP32 activations) and
      with llama.cpp's rounding points emulated in the same graph through `impls` (activations of
      every quantized matmul rounded to 8-bit blocks of 32 with an fp16 scale, as ggml's
@@ -22,7 +26,10 @@ sequences (specs/provenance/smollm2-llamacpp-logits.yaml) and prints, in one pro
 from __future__ import annotations
 
 import math
+import os
+import statistics
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +106,82 @@ def _llama_variants(fx) -> None:
         print(f"  {name}: max |logit error| {err:.4f}, top-1 agreement {agree:.4f}")
 
 
+def _load() -> str:
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1 / 5 / 15 min, {os.cpu_count()} cores)"
+
+
+def _interleaved(calls: dict[str, Callable[[], object]], rounds: int) -> dict[str, float]:
+    """Median seconds per call of each callable, the callables alternating within every round."""
+    times: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, fn in calls.items():
+            t = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t)
+    return {name: statistics.median(v) for name, v in times.items()}
+
+
+def native_section(plan, weights, fx, shipped) -> None:
+    from charter.regions import interpreter
+
+    try:
+        impls = interpreter.native_impls(plan)
+    except Exception as exc:  # the module is built by make install
+        print(f"\nnative kernels unavailable: {exc}")
+        return
+    lengths, starts = [int(n) for n in fx["lengths"]], np.concatenate([[0], np.cumsum(fx["lengths"])[:-1]])
+
+    def inputs(seq: int) -> dict:
+        n, start = lengths[seq], int(starts[seq])
+        return {"ids": np.ascontiguousarray(fx["token_ids"][start:start + n]), "positions": interpreter.positions(n)}
+
+    longest = int(np.argmax(lengths))
+    print(f"\nnative kernels vs oracle nodes ({_load()})")
+    diff: dict[str, list] = {}
+    samples: dict[tuple, dict] = {}  # (kernel, shapes) -> the oracle's args of its first node
+
+    def compare(inst, node, args, result):
+        native = impls[node.kernel](**args, **dict(node.attrs))
+        d = diff.setdefault(node.kernel, [0, 0.0, 0, 0])
+        d[0] += 1
+        d[1] = max(d[1], float(np.abs(native.astype(np.float64) - result).max()) if result.size else 0.0)
+        d[2] += int((native.view(np.uint32) == result.view(np.uint32)).sum())
+        d[3] += result.size
+        key = (node.kernel, tuple(a.shape for a in args.values()))
+        samples.setdefault(key, dict(args) | dict(node.attrs))
+
+    interpreter.run(plan, inputs(longest), weights, on_node=compare)
+    print(f"  node by node over the {lengths[longest]}-token pass (the native kernel given the oracle node's inputs):")
+    for kernel, (nodes, worst, same, total) in diff.items():
+        print(f"    {kernel:<22} {nodes:>3} nodes  max |difference| {worst:.3g}  bit-identical {same / total:.4f}")
+
+    print(f"  per call, oracle and native interleaved ({_load()}):")
+    oracle_fns = {n.kernel: interpreter.oracle_of(n) for i in plan.instances for n in i.nodes}
+    for (kernel, shapes), args in samples.items():
+        rounds = 5 if kernel == "linear" and max(s[0] for s in shapes) > 10000 else 20
+        t = _interleaved({"oracle": lambda: oracle_fns[kernel](**args), "native": lambda: impls[kernel](**args)},
+                         rounds)
+        print(f"    {kernel:<22} {' x '.join(str(list(s)) for s in shapes):<32} oracle {t['oracle'] * 1e6:9.0f} us  "
+              f"native {t['native'] * 1e6:9.0f} us  native/oracle {t['native'] / t['oracle']:.2f}")
+
+    for seq in sorted({int(np.argmin(lengths)), longest}):
+        x = inputs(seq)
+        t = _interleaved({"oracle": lambda: interpreter.run(plan, x, weights),
+                          "native": lambda: interpreter.run(plan, x, weights, kernels="native")}, 3)
+        logits_o = interpreter.run(plan, x, weights)["logits"]
+        logits_n = interpreter.run(plan, x, weights, kernels="native")["logits"]
+        print(f"  whole forward, {lengths[seq]} tokens (gate included, {plan.node_count} nodes): oracle {t['oracle']:.2f} s, "
+              f"native {t['native']:.2f} s, native/oracle {t['native'] / t['oracle']:.2f}; logits max |native - oracle| "
+              f"{float(np.abs(logits_n - logits_o).max()):.3g}, argmax equal at "
+              f"{int((logits_n.argmax(1) == logits_o.argmax(1)).sum())}/{lengths[seq]} ({_load()})")
+    _, native_run, _ = parity.run(SPEC, weights=weights, impls=impls)
+    print(f"  native pass against llama.cpp (8 sequences): top-1 {native_run.top1_agreement:.4f}, max |logit error| "
+          f"{native_run.max_abs_logit_error:.4f} (oracle pass: {shipped.top1_agreement:.4f}, "
+          f"{shipped.max_abs_logit_error:.4f}); {'within' if not parity.judge(plan, native_run) else 'OUTSIDE'} "
+          "the contract's tolerance")
+
+
 def main() -> int:
     from charter.contract.contractset import load_set
     from charter.regions import gate, interpreter, weights as W
@@ -149,33 +232,7 @@ def main() -> int:
     gate_s = (time.perf_counter() - t) / 3
     del gate_s
 
-    try:
-        from charter import _native
-
-        worst = 0.0
-
-        def on_node(inst, node, args, result):
-            nonlocal worst
-            if node.kernel == "rmsnorm":
-                native = _native.rmsnorm(np.ascontiguousarray(args["x"]), args["w"], dict(node.attrs)["eps"])
-                worst = max(worst, float(np.abs(native - result).max()))
-
-        interpreter.run(plan, {"ids": seq, "positions": interpreter.positions(len(seq))}, weights, on_node=on_node)
-        from charter.oracles.rmsnorm import rmsnorm as oracle_rmsnorm
-
-        x = np.ascontiguousarray(np.random.default_rng(0).standard_normal((64, 576), dtype=np.float32))
-        wn = weights["output_norm.weight"].array
-        for name, fn in (("oracle", oracle_rmsnorm), ("native", _native.rmsnorm)):
-            t = time.perf_counter()
-            for _ in range(200):
-                fn(x, wn, 1e-5)
-            print(f"rmsnorm node [64, 576], {name}: {(time.perf_counter() - t) / 200 * 1e6:.0f} us per call")
-        _, native_run, _ = parity.run(SPEC, weights=weights, impls={"rmsnorm": _native.rmsnorm}, sequences=[0])
-        print(f"\nnative rmsnorm vs oracle, node by node ({sum(n.kernel == 'rmsnorm' for i in plan.instances for n in i.nodes)} nodes, sequence 0): max |difference| {worst:g}; "
-              f"whole pass with native rmsnorm: max |logit error| vs llama.cpp "
-              f"{native_run.max_abs_logit_error:.4f} (oracle: {shipped.sequences[0].max_abs_last:.4f})")
-    except ImportError:
-        pass
+    native_section(plan, weights, fx, shipped)
 
     _, emulated, _ = parity.run(SPEC, weights=weights,
                                 impls={"linear": linear_q8, "attention-causal-gqa": attention_f16})

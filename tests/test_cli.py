@@ -61,7 +61,7 @@ def test_a_named_command_builds_its_own_parser_alone():
     """`charter admit` imports no other command's module; no command, or an unknown one, builds
     them all (for the help and the error that lists the choices)."""
     assert set(build_parser("admit")._subparsers._group_actions[0].choices) == {"check", "schema", "admit"}
-    every = {"check", "schema", "admit", "locate", "freeze", "generate", "fixtures", "mutate"}
+    every = {"check", "schema", "admit", "locate", "freeze", "generate", "fixtures", "mutate", "check-changed"}
     assert set(build_parser()._subparsers._group_actions[0].choices) == every
     assert set(build_parser("admti")._subparsers._group_actions[0].choices) == every
 

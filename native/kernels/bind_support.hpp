@@ -185,6 +185,12 @@ class Call {
     return variants_[static_cast<std::size_t>(selected_)];
   }
 
+  // The index of the variant the shapes fit (the row of a binding's kFixed table).
+  std::size_t variant() {
+    select();
+    return static_cast<std::size_t>(selected_);
+  }
+
   std::size_t free_dim(int slot) const { return static_cast<std::size_t>(free_[slot]); }
 
   std::int64_t model_value(int slot) { return select().values[static_cast<std::size_t>(slot)]; }

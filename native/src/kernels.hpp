@@ -16,7 +16,10 @@
 // (sums left to right, x * inv then * w, q * d then + m). Fused multiply-add would change the
 // bits, so kernels.cmake compiles these sources with -ffp-contract=off, and no kernel is built
 // with fast-math. The contracts' tolerances allow other orders (SIMD, Metal); the reference
-// kernels are tested to be bit-identical to the oracles as well.
+// kernels are tested to be bit-identical to the oracles as well, except the four transformer
+// kernels whose oracle calls BLAS or numpy's SIMD exp, sin and cos (linear, rope_norm,
+// attention_causal_gqa, swiglu: Note [Reference order of the transformer kernels] in
+// transformer.cpp), which are tested against their contract tolerance.
 #pragma once
 
 #include <cstddef>
@@ -59,6 +62,35 @@ Status dequantize_q8_0(const std::uint8_t* blocks, float* y, std::size_t nblocks
 // ggml Q4_1: blocks of 20 bytes {half d; half m; uint8 qs[16]} -> 32 floats: element j < 16 is
 // (qs[j] & 15) * d + m, element j + 16 is (qs[j] >> 4) * d + m.
 Status dequantize_q4_1(const std::uint8_t* blocks, float* y, std::size_t nblocks) noexcept;
+
+// The transformer nodes of a regions graph (native/src/transformer.cpp; Note [Reference order of
+// the transformer kernels] there: embedding_lookup and residual_add are bit-identical to their
+// oracles, the others sum dot products in double and agree within the stated tolerances).
+
+// y[t, :] = table[ids[t], :]; every id in [0, logits_rows), else an error naming the token.
+Status embedding_lookup(const float* table, const std::int32_t* ids, float* y, std::size_t logits_rows,
+                        std::size_t hidden, std::size_t tokens) noexcept;
+
+// y[t, o] = sum_i x[t, i] * w[o, i]; x must be finite.
+Status linear(const float* x, const float* w, float* y, std::size_t tokens, std::size_t n_in,
+              std::size_t n_out) noexcept;
+
+// Every head's adjacent pairs (2j, 2j+1) rotated by positions[t] * theta^(-2j / head_dim)
+// (llama.cpp's LLAMA_ROPE_TYPE_NORM); width a multiple of the even head_dim, positions >= 0.
+Status rope_norm(const float* x, const std::int32_t* positions, float* y, std::size_t tokens,
+                 std::size_t width, std::int64_t head_dim, float theta) noexcept;
+
+// Causal softmax attention over rows 0..t, query head h reading KV head h / (heads / kv_heads),
+// scale 1 / sqrt(head_dim); q, k and v finite.
+Status attention_causal_gqa(const float* q, const float* k, const float* v, float* y, std::size_t tokens,
+                            std::size_t q_width, std::size_t kv_width, std::int64_t heads,
+                            std::int64_t kv_heads, std::int64_t head_dim) noexcept;
+
+// y = gate / (1 + exp(-gate)) * up, elementwise float32; gate finite.
+Status swiglu(const float* gate, const float* up, float* y, std::size_t tokens, std::size_t ffn) noexcept;
+
+// y = a + b, elementwise float32.
+Status residual_add(const float* a, const float* b, float* y, std::size_t tokens, std::size_t hidden) noexcept;
 
 // IEEE binary16 bits -> float32, exactly (every half is a float32); NaN payloads kept.
 float half_to_float(std::uint16_t bits) noexcept;

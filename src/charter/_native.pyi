@@ -82,6 +82,21 @@ STORE_MAX_TABLE_BYTES: int = 268435456
 
 STORE_CHUNK: int = 1048576
 
+def attention_causal_gqa(q: Annotated[NDArray, dict(writable=False)], k: Annotated[NDArray, dict(writable=False)], v: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    Causal GQA over rows 0..t for every t, float32 softmax.
+
+    q: float32[tokens, q_width], C-contiguous, CPU (never converted)
+    k: float32[tokens, kv_width], C-contiguous, CPU (never converted)
+    v: float32[tokens, kv_width], C-contiguous, CPU (never converted)
+    y: float32[tokens, q_width], written in place if given, else allocated; returned
+
+    q_width = 576, kv_width = 192, heads = 9, kv_heads = 3, head_dim = 64 (smollm2-135m-instruct)
+    Free dims: tokens (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.transformer:attention_causal_gqa. Contract: kernel attention-causal-gqa. The GIL is released while the kernel runs.
+    """
+
 def dequantize_q4_1(blocks: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
     """
     Q4_1 blocks -> float32: y[b, j] = (qs & 15) * d + m (j < 16), (qs >> 4) * d + m (j >= 16).
@@ -104,6 +119,32 @@ def dequantize_q8_0(blocks: Annotated[NDArray, dict(writable=False)], *, y: NDAr
     Oracle: charter.oracles.dequant:dequantize_q8_0. Contract: kernel dequantize-q8-0. The GIL is released while the kernel runs.
     """
 
+def embedding_lookup(table: Annotated[NDArray, dict(writable=False)], ids: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    y[t, :] = table[ids[t], :], float32.
+
+    table: float32[logits_rows, hidden], C-contiguous, CPU (never converted)
+    ids: int32[tokens], C-contiguous, CPU (never converted)
+    y: float32[tokens, hidden], written in place if given, else allocated; returned
+
+    logits_rows = 49152, hidden = 576 (smollm2-135m-instruct)
+    Free dims: tokens (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.transformer:embedding_lookup. Contract: kernel embedding-lookup. The GIL is released while the kernel runs.
+    """
+
+def linear(x: Annotated[NDArray, dict(writable=False)], w: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    y = x @ w.T over float32 rows.
+
+    x: float32[tokens, n_in], C-contiguous, CPU (never converted)
+    w: float32[n_out, n_in], C-contiguous, CPU (never converted)
+    y: float32[tokens, n_out], written in place if given, else allocated; returned
+    Free dims: tokens, n_in, n_out (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.transformer:linear. Contract: kernel linear. The GIL is released while the kernel runs.
+    """
+
 def masked_argmax(logits: Annotated[NDArray, dict(writable=False)], *, ids: NDArray | None = None) -> object:
     """
     argmax over logits[:, :valid_ids] of physically padded logits; ties go to the lowest id.
@@ -115,6 +156,20 @@ def masked_argmax(logits: Annotated[NDArray, dict(writable=False)], *, ids: NDAr
     Free dims: tokens (>= 0, bound by the first input that has them).
 
     Oracle: charter.oracles.logits:masked_argmax. Contract: kernel masked-argmax. The GIL is released while the kernel runs.
+    """
+
+def residual_add(a: Annotated[NDArray, dict(writable=False)], b: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    y = a + b, elementwise float32.
+
+    a: float32[tokens, hidden], C-contiguous, CPU (never converted)
+    b: float32[tokens, hidden], C-contiguous, CPU (never converted)
+    y: float32[tokens, hidden], written in place if given, else allocated; returned
+
+    hidden = 576 (smollm2-135m-instruct)
+    Free dims: tokens (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.transformer:residual_add. Contract: kernel residual-add. The GIL is released while the kernel runs.
     """
 
 def rmsnorm(x: Annotated[NDArray, dict(writable=False)], w: Annotated[NDArray, dict(writable=False)], eps: float, *, y: NDArray | None = None) -> object:
@@ -149,6 +204,20 @@ def rmsnorm_zero_centred(x: Annotated[NDArray, dict(writable=False)], w: Annotat
     Oracle: charter.oracles.rmsnorm:rmsnorm_zero_centred. Contract: kernel rmsnorm-zero-centred. The GIL is released while the kernel runs.
     """
 
+def rope_norm(x: Annotated[NDArray, dict(writable=False)], positions: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    Rotate adjacent pairs of every head of x by position-dependent angles, float32.
+
+    x: float32[tokens, width], C-contiguous, CPU (never converted)
+    positions: int32[tokens], C-contiguous, CPU (never converted)
+    y: float32[tokens, width], written in place if given, else allocated; returned
+
+    head_dim = 64, theta = 100000.0 (smollm2-135m-instruct)
+    Free dims: tokens, width (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.transformer:rope_norm. Contract: kernel rope-norm. The GIL is released while the kernel runs.
+    """
+
 def router_topk(logits: Annotated[NDArray, dict(writable=False)], *, indices: NDArray | None = None, weights: NDArray | None = None) -> object:
     """
     Top-k expert routing: float32 softmax, deterministic ties (probability descending, then expert index ascending), renormalized weights in rank order.
@@ -161,4 +230,18 @@ def router_topk(logits: Annotated[NDArray, dict(writable=False)], *, indices: ND
     Free dims: tokens (>= 0, bound by the first input that has them).
 
     Oracle: charter.oracles.router:router_topk. Contract: kernel router-topk. The GIL is released while the kernel runs.
+    """
+
+def swiglu(gate: Annotated[NDArray, dict(writable=False)], up: Annotated[NDArray, dict(writable=False)], *, y: NDArray | None = None) -> object:
+    """
+    y = silu(gate) * up, elementwise float32.
+
+    gate: float32[tokens, ffn], C-contiguous, CPU (never converted)
+    up: float32[tokens, ffn], C-contiguous, CPU (never converted)
+    y: float32[tokens, ffn], written in place if given, else allocated; returned
+
+    ffn = 1536 (smollm2-135m-instruct)
+    Free dims: tokens (>= 0, bound by the first input that has them).
+
+    Oracle: charter.oracles.transformer:swiglu. Contract: kernel swiglu. The GIL is released while the kernel runs.
     """

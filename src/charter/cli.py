@@ -136,6 +136,7 @@ COMMAND_MODULES = {
     "generate": "charter.codegen.commands",
     "fixtures": "charter.provenance.commands",
     "mutate": "charter.mutation.commands",
+    "check-changed": "charter.precommit",
 }
 
 
@@ -166,7 +167,7 @@ def configure(args: argparse.Namespace, config: Config) -> None:
 def _anchors(args: argparse.Namespace) -> list[str]:
     """The paths a command was given: the project roots its diagnostics' spec names resolve against."""
     found: list[str] = []
-    for name in ("contract", "artifact", "paths"):
+    for name in ("contract", "artifact", "paths", "files"):
         value = getattr(args, name, None)
         found.extend(value if isinstance(value, list) else [value] if value else [])
     return found or ["."]

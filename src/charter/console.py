@@ -338,7 +338,8 @@ class OutputJSON:
     charter: str
     """charter's version"""
     command: str
-    """the command that ran: check, schema, generate, admit, locate, freeze, fixtures verify, fixtures capture, mutate"""
+    """the command that ran: check, check-changed, schema, generate, admit, locate, freeze, fixtures verify,
+    fixtures capture, mutate"""
     exit: int
     """the exit status (docs/cli.md#exit-codes)"""
     diagnostics: list[DiagnosticJSON]

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from charter.codegen.bindings import standalone
 from charter.codegen.common.names import identifier
 from charter.formats.gguf import read_gguf
-from charter.oracles import dequant, logits, rmsnorm, router
+from charter.oracles import dequant, logits, rmsnorm, router, transformer
 from charter.provenance import controls
 from charter.contract import expr
 from charter.contract.contractset import load_set
@@ -67,7 +67,25 @@ def seeded_input(dtype: str, shape: tuple[int, ...], seed: int) -> np.ndarray:
     if dtype == "uint8":
         raw = controls.splitmix64(seed, int(np.prod(shape)))
         return (raw >> np.uint64(56)).astype(np.uint8).reshape(shape)
+    if dtype == "int32":  # [0, 64): ids of any table of 64 rows or more, positions inside the F1 domain
+        raw = controls.splitmix64(seed, int(np.prod(shape)))
+        return (raw >> np.uint64(58)).astype(np.int32).reshape(shape)
     raise AssertionError(f"no seeded input for {dtype}")
+
+
+# Free dims a kernel constrains beyond "any size": rope-norm's width is whole heads.
+FREE_DIMS = {("rope-norm", "width"): lambda env, rows: rows * env["head_dim"]}
+
+# Kernels whose oracle computes with what numpy calls: BLAS sgemm (blocked, fused sums) or numpy's own
+# SIMD exp, sin and cos. Their reference kernels take the oracle's order where one exists and sum dot
+# products in double (Note [Reference order of the transformer kernels] in native/src/transformer.cpp):
+# within the contract's tolerance, not bit for bit. Every other kernel is asserted bit-identical.
+ORDER_DIFFERS = {
+    "linear": "numpy's float32 matmul is BLAS sgemm",
+    "attention-causal-gqa": "BLAS sgemm for q k^T and p v, numpy's SIMD exp",
+    "rope-norm": "numpy's SIMD float32 sin and cos",
+    "swiglu": "numpy's SIMD float32 exp",
+}
 
 
 def run_both(kernels, kernel_id: str, inputs: dict[str, np.ndarray], model: str):
@@ -104,14 +122,16 @@ CASES = [(kid, model, rows) for kid, k in sorted(KERNELS.items()) for model in k
 def test_contract_shapes_match_oracle(kernels, kernel_id, model, rows):
     """Seeded inputs at each model's constants: within the contract's tolerance, and bit-exact."""
     k = KERNELS[kernel_id]
-    env = dict(CS.models[model].constants) | {d: rows for d in k.dims}
+    env = dict(CS.models[model].constants)
+    env |= {d: FREE_DIMS.get((kernel_id, d), lambda env, rows: rows)(env, rows) for d in k.dims}
     inputs = {a.name: seeded_input(a.dtype, shape_of(a, env), seed=1000 + i + 7 * rows)
               for i, a in enumerate(k.inputs)}
     got, want = run_both(kernels, kernel_id, inputs, model)
     for arg, g in zip(k.outputs, got):
         assert g.shape == shape_of(arg, env), arg.name
     assert_within_contract(kernel_id, got, want)
-    assert all(bits_equal(g, w) for g, w in zip(got, want)), f"{kernel_id} is not bit-identical to its oracle"
+    if kernel_id not in ORDER_DIFFERS:
+        assert all(bits_equal(g, w) for g, w in zip(got, want)), f"{kernel_id} is not bit-identical to its oracle"
 
 
 def test_every_kernel_contract_is_bound(kernels):
@@ -296,3 +316,57 @@ def test_half_decoding_matches_numpy_for_every_bit_pattern(kernels):
     nan = np.isnan(want)
     assert np.array_equal(np.isnan(scales), nan) and nan.sum() == 2 * 1023
     assert bits_equal(scales[~nan], want[~nan])
+
+
+def _normal(seed: int, shape: tuple[int, ...], scale: float) -> np.ndarray:
+    return (np.random.default_rng(seed).standard_normal(shape, dtype=np.float32) * np.float32(scale)).astype(np.float32)
+
+
+@HYPOTHESIS
+@given(tokens=st.integers(0, 5), n_in=st.integers(1, 80), n_out=st.integers(1, 24), seed=st.integers(0, 2**32),
+       scale=st.sampled_from([1e-3, 1.0, 1e3]))
+def test_linear_within_the_float32_sum_bound(kernels, tokens, n_in, n_out, seed, scale):
+    """|native - oracle| <= (n_in + 2) 2^-24 sum |x w| (docs/regions.md, "Native kernels"), any widths."""
+    x, w = _normal(seed, (tokens, n_in), scale), _normal(seed + 1, (n_out, n_in), 1.0)
+    got, want = kernels.linear(x, w), transformer.linear(x, w)
+    bound = (n_in + 2) * 2.0 ** -24 * 1.001 * (np.abs(x) @ np.abs(w).T).astype(np.float64)
+    assert got.shape == want.shape == (tokens, n_out)
+    assert (np.abs(got.astype(np.float64) - want) <= bound).all()
+
+
+@HYPOTHESIS
+@given(tokens=st.integers(1, 24), seed=st.integers(0, 2**32), scale=st.sampled_from([0.1, 1.0, 3.0]))
+def test_attention_rope_swiglu_within_their_contracts(kernels, tokens, seed, scale):
+    """Random activations of SmolLM2's widths, positions inside the F1 domain: each kernel within
+    its contract tolerance of its oracle. Attention's envelope is not a bound: the oracle's float32
+    error in a score grows with the score, so it is checked at unit scale and below (SmolLM2's
+    regime; random q and k of scale 3 give scores near 70 and differences of 2.6e-5, recorded in
+    specs/kernels/attention-causal-gqa.yaml)."""
+    q, k, v = (_normal(seed + i, (tokens, w), scale) for i, w in enumerate((576, 192, 192)))
+    qa, ka, va = (a * np.float32(min(scale, 1.0) / scale) for a in (q, k, v))
+    positions = (np.arange(tokens, dtype=np.int32) + seed % 40).astype(np.int32)
+    cases = [("attention-causal-gqa", (kernels.attention_causal_gqa(qa, ka, va),),
+              (transformer.attention_causal_gqa(qa, ka, va, 9, 3, 64),)),
+             ("rope-norm", (kernels.rope_norm(q, positions),), (transformer.rope_norm(q, positions, 64, 100000.0),)),
+             ("swiglu", (kernels.swiglu(_normal(seed, (tokens, 1536), 4 * scale), _normal(seed + 3, (tokens, 1536), 1.0)),),
+              (transformer.swiglu(_normal(seed, (tokens, 1536), 4 * scale), _normal(seed + 3, (tokens, 1536), 1.0)),))]
+    for kernel_id, got, want in cases:
+        assert_within_contract(kernel_id, got, want)
+
+
+def test_transformer_kernels_refuse_what_their_oracles_refuse(kernels):
+    """The domain facts a shape cannot express: an id beyond the table, a non-finite activation, a
+    negative position; a ValueError naming the kernel, as the oracle raises one."""
+    table = np.zeros((49152, 576), dtype=np.float32)
+    with pytest.raises(ValueError, match=r"embedding_lookup\(\): row 1: ids must lie in"):
+        kernels.embedding_lookup(table, np.array([0, 49152], dtype=np.int32))
+    with pytest.raises(ValueError):
+        transformer.embedding_lookup(table, np.array([0, 49152], dtype=np.int32))
+    x = controls.uniform(6, (2, 576))
+    x[1, 3] = np.inf
+    with pytest.raises(ValueError, match=r"linear\(\): x contains a non-finite value"):
+        kernels.linear(x, controls.uniform(7, (4, 576)))
+    with pytest.raises(ValueError, match=r"rope_norm\(\): row 0: positions must be >= 0"):
+        kernels.rope_norm(controls.uniform(8, (1, 576)), np.array([-1], dtype=np.int32))
+    with pytest.raises(ValueError, match=r"attention_causal_gqa\(\): q, k or v contains a non-finite value"):
+        kernels.attention_causal_gqa(x, controls.uniform(9, (2, 192)), controls.uniform(10, (2, 192)))

@@ -11,7 +11,8 @@ from pathlib import Path
 
 from charter.codegen.common.names import identifier
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.contract.load import LoadedContract, load_contract
+from charter.contract.load import LoadedContract, contract_from_document
+from charter.contract.yamlload import load_file
 from charter.contract.paths import display_path
 from charter.contract.models import ArtifactContract, KernelContract, ModelContract, ProvenanceContract
 from charter.contract.plan import ArtifactPlan, ModelPlan
@@ -31,6 +32,9 @@ class ContractSet:
     contracts: dict[str, LoadedContract] = field(default_factory=dict)
     primary: set[str] = field(default_factory=set)  # ids loaded from the given paths (not the search path)
     side_failures: list[Diagnostic] = field(default_factory=list)  # search-path files that failed to load
+    # The ids of files that are YAML but not valid contracts, with their diagnostics: a reference to
+    # one is that file's problem, reported once, never REF_DANGLING (Note [Root causes]).
+    unloaded: dict[str, list[Diagnostic]] = field(default_factory=dict)
     models: dict[str, ModelPlan] = field(default_factory=dict)
     artifacts: dict[str, ArtifactPlan] = field(default_factory=dict)
     bundles: dict[str, "BundlePlan"] = field(default_factory=dict)
@@ -84,6 +88,8 @@ def load_set(paths: list[str | Path], extra_search: list[str | Path] = ()) -> Co
                 _add(side, f)
         for cid, lc in side.contracts.items():
             cs.contracts.setdefault(cid, lc)
+        for cid, diagnostics in side.unloaded.items():
+            cs.unloaded.setdefault(cid, diagnostics)
         cs.side_failures = side.diagnostics
     _check_references(cs, primary)
     _resolve(cs, primary)
@@ -98,9 +104,17 @@ def _loc_of(p):
 
 def _add(cs: ContractSet, path: Path) -> None:
     try:
-        lc = load_contract(path, display_path(path))
+        doc = load_file(path, display_path(path))
     except CharterError as exc:
         cs.diagnostics.extend(exc.diagnostics)
+        return
+    try:
+        lc = LoadedContract(contract_from_document(doc), doc, path)
+    except CharterError as exc:
+        cs.diagnostics.extend(exc.diagnostics)
+        cid = doc.data.get("id") if isinstance(doc.data, dict) else None
+        if isinstance(cid, str):
+            cs.unloaded.setdefault(cid, exc.diagnostics)  # Note [Root causes]
         return
     previous = cs.contracts.get(lc.id)
     if previous is not None:
@@ -127,32 +141,45 @@ def _check_identifiers(cs: ContractSet) -> None:
                 location=lc.doc.where(("id",))))
 
 
+def references(lc: LoadedContract) -> list[tuple[tuple, str, str]]:
+    """(path, id, kind) of every contract that `lc` names, in the order they are checked."""
+    c = lc.contract
+    if isinstance(c, ArtifactContract):
+        return [(("model",), c.model, "model")]
+    if isinstance(c, (BundleContract, RegionsContract)):
+        return [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
+    if isinstance(c, KernelContract):
+        return [(("models", i), m, "model") for i, m in enumerate(c.models)]
+    if isinstance(c, ProvenanceContract):
+        return ([(("model",), c.model, "model")] if c.model else []) + \
+               ([(("artifact",), c.artifact, "artifact")] if c.artifact else [])
+    if isinstance(c, TextContract):
+        return text_references(c)
+    return []
+
+
+# Note [Root causes]: a contract that does not validate (an unknown key, a value of the wrong type)
+# still names its id, and the contracts that refer to it would each report REF_DANGLING: one typo
+# in a model, a dangling reference in every artifact of it. The set keeps the ids of the files
+# that failed to validate, and a reference to one reports that file's own diagnostics, once
+# (already there when the file is one of the given paths; added when it is on the search path),
+# instead. The set stays failed: nothing that refers to it is resolved or admitted.
+
+
 def _check_references(cs: ContractSet, primary: set[str]) -> None:
     for cid in sorted(primary):
         lc = cs.contracts[cid]
         c = lc.contract
-        refs: list[tuple[tuple, str, str]] = []
-        if isinstance(c, ArtifactContract):
-            refs.append((("model",), c.model, "model"))
-        elif isinstance(c, BundleContract):
-            refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
-        elif isinstance(c, RegionsContract):
-            refs += [(("model",), c.model, "model"), (("artifact",), c.artifact, "artifact")]
-        elif isinstance(c, KernelContract):
-            refs.extend((("models", i), m, "model") for i, m in enumerate(c.models))
-        elif isinstance(c, ProvenanceContract):
-            if c.model:
-                refs.append((("model",), c.model, "model"))
-            if c.artifact:
-                refs.append((("artifact",), c.artifact, "artifact"))
-            if lc.path is not None and not (lc.path.parent / c.fixture).is_file():
-                cs.diagnostics.append(Diagnostic(
-                    Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
-                    location=lc.doc.where(("fixture",))))
-        elif isinstance(c, TextContract):
-            refs += text_references(c)
+        refs = references(lc)
+        if isinstance(c, ProvenanceContract) and lc.path is not None and not (lc.path.parent / c.fixture).is_file():
+            cs.diagnostics.append(Diagnostic(
+                Code.REF_DANGLING, "fixture", f"fixture file {c.fixture!r} does not exist next to the spec",
+                location=lc.doc.where(("fixture",))))
         for path, target, kind in refs:
             found = cs.contracts.get(target)
+            if found is None and target in cs.unloaded:  # Note [Root causes]
+                cs.diagnostics.extend(d for d in cs.unloaded[target] if d not in cs.diagnostics)
+                continue
             if found is None or found.kind != kind:
                 what = "no contract" if found is None else f"a {found.kind} contract"
                 note = ""

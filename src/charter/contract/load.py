@@ -6,8 +6,9 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
+from charter.contract import messages
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.contract.kinds import CONTRACT_KINDS, Contract
 from charter.contract.models import LOCATED_PREFIX, SCHEMA_VERSION
@@ -63,9 +64,35 @@ def contract_from_document(doc: Document) -> Contract:
 
 
 def refusal(exc: ValidationError, doc: Document, at: tuple = ()) -> CharterError:
-    """Pydantic's errors as located diagnostics; `at`: the path of the validated part in `doc`."""
-    errors = [{**e, "loc": (*at, *e["loc"])} for e in exc.errors()]
-    return CharterError([_diagnostic(e, doc) for e in _first_per_location(errors)])
+    """Pydantic's errors as located diagnostics in the contract's words (Note [Messages for
+    people] in charter.contract.messages); `at`: the path of the validated part in `doc`."""
+    model = _model_named(exc.title)
+    errors = [{**e, "loc": (*at, *e["loc"]), "part": e["loc"]} for e in exc.errors()]
+    errors = _first_per_location(errors)
+    # A misspelt key is one mistake: the required key its "did you mean" names is not also reported
+    # missing.
+    meant = {(*_data_path(e["loc"])[:-1], near) for e in errors if e["type"] == "extra_forbidden"
+             and (near := messages.nearest_key(model, e["part"], str(e["loc"][-1]))) is not None}
+    return CharterError([_diagnostic(e, doc, model) for e in errors
+                         if not (e["type"] == "missing" and _data_path(e["loc"]) in meant)])
+
+
+def _model_named(title: str) -> type[BaseModel] | None:
+    """The contract model Pydantic validated (its error names only the class); a battery refuses
+    thousands of mutants, so a class once found is kept."""
+    if title in _MODELS:
+        return _MODELS[title]
+    todo, seen = [BaseModel], set()
+    while todo:
+        cls = todo.pop()
+        for sub in cls.__subclasses__():
+            if sub not in seen:
+                seen.add(sub)
+                if sub.__name__ == title and sub.__module__.startswith("charter."):
+                    _MODELS[title] = sub
+                    return sub
+                todo.append(sub)
+    return None
 
 
 def _first_per_location(errors: list[dict]) -> list[dict]:
@@ -97,7 +124,7 @@ def _data_path(loc: tuple) -> tuple:
 _BRANCH_LABELS = {"int", "float", "str", "bool", "none", "constrained-str", "list[...]", "dict[...]"}
 
 
-def _diagnostic(error: dict, doc: Document) -> Diagnostic:
+def _diagnostic(error: dict, doc: Document, model: type[BaseModel] | None = None) -> Diagnostic:
     path = _data_path(error["loc"])
     message = error["msg"]
     if message.startswith("Value error, "):
@@ -105,8 +132,13 @@ def _diagnostic(error: dict, doc: Document) -> Diagnostic:
     if message.startswith(LOCATED_PREFIX):
         _, sub, message = message.split(LOCATED_PREFIX, 2)
         path = path + tuple(json.loads(sub))
+    words = None
+    if error["type"] in _TYPE_ERRORS:
+        words = messages.wrong_type(model, error.get("part", ()), error.get("input"))
     if error["type"] == "extra_forbidden":
-        message = "unknown key (not part of the contract language)"
+        message = messages.unknown_key(model, error.get("part", ()), str(error["loc"][-1]))
+    elif words is not None:
+        message = words
     elif error["type"] == "missing":
         message = "required key is missing"
     elif error["type"] == "literal_error":
@@ -114,6 +146,13 @@ def _diagnostic(error: dict, doc: Document) -> Diagnostic:
     elif error["type"] in ("int_type", "float_type", "string_type", "bool_type", "dict_type", "list_type"):
         message = f"{message}, got {type(error.get('input')).__name__} {error.get('input')!r:.60}"
     return Diagnostic(Code.SPEC_SCHEMA, dotted(path), message, location=doc.where(path))
+
+
+_MODELS: dict[str, type[BaseModel]] = {}
+
+# Pydantic's "wrong type" errors, said as what the field takes (charter.contract.messages).
+_TYPE_ERRORS = {"int_type", "float_type", "string_type", "bool_type", "dict_type", "list_type", "model_type",
+                "model_attributes_type", "int_from_float", "int_parsing"}
 
 
 def _err(code: Code, field: str, message: str, doc: Document, path: tuple) -> CharterError:

@@ -288,12 +288,13 @@ class TokenizerBinding(Strict):
 class TensorFact(Strict):
     name: str = Field(max_length=65535, description="Tensor name; `{i}` placeholders expand over `repeat`, "
                                                      "`{{` and `}}` are literal braces (empty: safetensors only).")
-    repeat: dict[Name, IntOrExpr] | None = Field(None, description="Placeholder -> count: range(count).")
+    repeat: dict[Name, IntOrExpr] | None = Field(None, description="Placeholder -> count: range(count).",
+                                                 examples=[{"i": "layers"}])
     layer_kind: Name | None = Field(None, description="Only the layers of this kind (model layer_pattern).")
     role: str = Field(min_length=1, description="What the tensor is for, in the contract's words; diagnostics "
                                                 "name it.", examples=["attn_q"])
     shape: list[IntOrExpr] = Field(max_length=8, description="Dims in the container's own order ([] for a "
-                                                             "safetensors scalar).")
+                                                             "safetensors scalar).", examples=[["hidden", "q_width"]])
     codec: str = Field(min_length=1, description="GGUF: a ggml type name (`F32`, `Q4_1`); safetensors: a dtype "
                                                  "(`BF16`). Checked against the format's table when the contract "
                                                  "loads.", examples=["Q4_1"])

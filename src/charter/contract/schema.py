@@ -77,7 +77,7 @@ def _results() -> dict[str, tuple[type, ...]]:
                                  LocateResult, WrittenResult)
     from charter.regions.commands import RegionsAdmission
 
-    return {"check": (CheckResult,), "schema": (WrittenResult,), "freeze": (WrittenResult,),
+    return {"check": (CheckResult,), "check-changed": (CheckResult,), "schema": (WrittenResult,), "freeze": (WrittenResult,),
             "generate": (GenerateResult,), "locate": (LocateResult,),
             "admit": (AdmissionReport, BundleReport, RegionsAdmission),
             "fixtures verify": (FixturesVerifyResult,), "fixtures capture": (FixturesCaptureResult,)}

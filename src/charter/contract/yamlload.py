@@ -46,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from charter.contract.messages import yaml_problem
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
 from charter.formats.records import gc_paused
 
@@ -150,7 +151,7 @@ def _load_text(text: str, file: str, parser: str) -> Document:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Location(file, mark.line + 1, mark.column + 1) if mark else Location(file)
-        raise _error(Code.YAML_SYNTAX, "", f"{exc.problem or exc.context}", loc)
+        raise _error(Code.YAML_SYNTAX, "", yaml_problem(exc.problem, exc.context), loc)
     except yaml.reader.ReaderError as exc:  # a raw character YAML does not allow (NUL, a lone surrogate)
         raise _unacceptable(text, file, exc)
     except yaml.YAMLError as exc:

@@ -26,7 +26,8 @@ A battery whose conforming artifact is not admitted by the unchanged contract (a
 baseline) is one collection error that quotes the rejection as `charter admit` prints it: no
 mutant becomes an item.
 
-Test ids name the side, the field and the operator, so `pytest -n auto` (pytest-xdist) spreads a
+Test ids name the side, the field and the operator (spelled so that `--lf`, `-k` and `--deselect`
+take them, Note [Mutant item names]), so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
 items too: they pass and report their reason (Note [Mutation verdicts]); nothing is skipped.
 """
@@ -35,6 +36,7 @@ from __future__ import annotations
 
 import atexit
 import importlib
+import re
 import shutil
 import tempfile
 from functools import lru_cache
@@ -159,13 +161,41 @@ class BatteryFile(pytest.File):
             # C++ engine missing: RuntimeError) is one collection error, its text alone: the same
             # string from every xdist worker, which xdist reports once (a traceback, once per worker).
             raise self.CollectError(f"cannot build battery {self.path}:\n{exc}") from None
-        seen: dict[str, int] = {}
+        seen: set[str] = set()
         for index, mutant in enumerate(mutants):
-            name = mutant.id
-            seen[name] = seen.get(name, 0) + 1
-            if seen[name] > 1:
-                name = f"{name}#{seen[name]}"
+            name = base = item_name(mutant.id)
+            n = 1
+            while name in seen:
+                n += 1
+                name = f"{base}-{n}"
+            seen.add(name)
             yield MutantItem.from_parent(self, name=name, index=index)
+
+
+def item_name(mutant_id: str) -> str:
+    """The pytest name of a mutant: Note [Mutant item names]."""
+    parts = []
+    for part in mutant_id.split(":"):
+        part = _SIGN.sub(r"\1", _INDEX.sub(r".\1", part).replace("->", "-to-"))
+        part = _DOT.sub(".", _UNSAFE.sub(" ", part)).strip()
+        if part:
+            parts.append(part.replace(" ", "-"))
+    return ":".join(parts)
+
+
+# Note [Mutant item names]: a mutant's id (`contract:artifact:tensors[1].shape[0]:expression +1`)
+# is not a pytest name. pytest reads `[` in a node id as the start of a parametrization (`--lf`,
+# `--deselect` and a pasted `path::name` then match the wrong items, or none), `-k` accepts only
+# letters, digits and `_ : + - . [ ] \ /`, and a space, `>` or `(` in a pasted FAILED line breaks
+# the shell command. So the item's name keeps letters, digits and `_ . : + -` only: an index is a
+# dotted part (`tensors.1.shape.0`), `->` is `-to-`, a sign after a space joins its word
+# (`expression+1`), any other run of characters is one `-` (none at either end of a part, and no
+# empty part, so never `::`); a second mutant with the same name gets `-2`, `-3`. The failure text
+# still quotes the mutant's own id.
+_INDEX = re.compile(r"\[(\d+)\]")
+_SIGN = re.compile(r"\s+([+-])(?=\w)")
+_UNSAFE = re.compile(r"[^\w.+-]+")
+_DOT = re.compile(r" *\. *")
 
 
 class MutantFailure(Exception):

@@ -61,7 +61,7 @@ def rope_norm(x: np.ndarray, positions: np.ndarray, head_dim: int, theta: float)
     inv = np.float32(theta) ** (-np.arange(half, dtype=np.float32) * np.float32(2.0 / head_dim))
     angles = positions.astype(np.float32)[:, None] * inv[None, :]
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
-    heads = x.reshape(x.shape[0], -1, half, 2)
+    heads = x.reshape(x.shape[0], x.shape[1] // head_dim, half, 2)  # explicit: 0 tokens reshape too
     x0, x1 = heads[..., 0], heads[..., 1]
     c, s = cos[:, None, :], sin[:, None, :]
     out = np.empty_like(heads)
@@ -88,6 +88,8 @@ def attention_causal_gqa(q: np.ndarray, k: np.ndarray, v: np.ndarray, heads: int
                          f"{kv_heads} KV heads of {head_dim}")
     for name, a in (("q", q), ("k", k), ("v", v)):
         _finite(name, a)
+    if t == 0:  # no rows to attend over (numpy's max has no identity for an empty axis)
+        return np.zeros((0, heads * head_dim), dtype=np.float32)
     group = heads // kv_heads
     qh = q.reshape(t, heads, head_dim).transpose(1, 0, 2)                       # [H, T, d]
     kh = np.repeat(k.reshape(t, kv_heads, head_dim).transpose(1, 0, 2), group, axis=0)

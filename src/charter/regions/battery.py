@@ -363,49 +363,77 @@ def run_battery(spec: Path) -> list[Outcome]:
 
 
 def run_command(args, spec: Path) -> int:
-    """`charter mutate --contract <regions contract>`: the contract side only (the artifact side is
-    the artifact contract's own battery); --json writes every outcome."""
+    """`charter mutate --contract <regions contract> [--only contract|artifact] [--artifact FILE]`:
+    the contract side, then the artifact side (charter.regions.artifact_battery) where the contract
+    has one; --report writes every outcome. The region checks have no C++ engine: --engine both is
+    refused."""
     import sys
 
-    if args.only == "artifact" or args.artifact or args.engine != "python":
-        print("charter: a region battery mutates the regions contract only (no --artifact, --only artifact or "
-              "--engine both)", file=sys.stderr)
+    if args.engine != "python":
+        print("charter: a region battery runs the Python engine only (the region checks have no C++ side)",
+              file=sys.stderr)
         return 2
-    return main([str(spec)], json_path=args.report)
+    return main([str(spec)], json_path=args.report, only=args.only,
+                artifact=Path(args.artifact) if args.artifact else None)
 
 
-def main(argv: list[str] | None = None, json_path: str | None = None) -> int:
+def main(argv: list[str] | None = None, json_path: str | None = None, only: str | None = None,
+         artifact: Path | None = None) -> int:
     import json
     import sys
 
     from charter.console import print_or_write
+    from charter.regions import artifact_battery
 
     argv = sys.argv[1:] if argv is None else argv
     spec = Path(argv[0] if argv else "specs/regions/smollm2-135m-instruct-q4_1.yaml")
     if not spec.is_file() or base_data(spec).get("id") not in MUTANTS:
         print(f"no region battery for {spec} (batteries: {', '.join(MUTANTS)})", file=sys.stderr)
         return 2
-    outcomes = run_battery(spec)
-    structural = [o for o in outcomes if o.mutant.side != "numeric"]
-    for o in outcomes:
-        if o.verdict not in ("killed", "numeric"):
-            got = o.first.render() if o.first else "admitted"
-            print(f"{o.verdict}: {o.mutant.name}: expected {o.mutant.code} {o.mutant.field}, got {got}")
-    by_code: dict[str, int] = {}
-    for o in structural:
-        by_code[o.mutant.code] = by_code.get(o.mutant.code, 0) + (o.verdict == "killed")
-    for code, n in sorted(by_code.items()):
-        print(f"  {code:<24} {n}")
-    killed = sum(o.verdict == "killed" for o in structural)
-    numeric = [o for o in outcomes if o.mutant.side == "numeric"]
-    print(f"{killed}/{len(structural)} region mutations rejected "
-          f"({sum(o.mutant.side == 'gate' for o in structural)} by the F1 gate before any node); "
-          f"{len(numeric)} numeric mutant(s) left to the parity run")
+    has_artifact = artifact_battery.has_artifact_side(spec)
+    if (only == "artifact" or artifact is not None) and not has_artifact:
+        print(f"charter: the region battery of {spec} has no artifact side (artifact mutants: "
+              f"{', '.join(artifact_battery.ARTIFACT_MUTANTS)})", file=sys.stderr)
+        return 2
+    ok = True
+    records: list[dict] = []
+    if only in (None, "contract"):
+        outcomes = run_battery(spec)
+        structural = [o for o in outcomes if o.mutant.side != "numeric"]
+        for o in outcomes:
+            if o.verdict not in ("killed", "numeric"):
+                got = o.first.render() if o.first else "admitted"
+                print(f"{o.verdict}: {o.mutant.name}: expected {o.mutant.code} {o.mutant.field}, got {got}")
+        by_code: dict[str, int] = {}
+        for o in structural:
+            by_code[o.mutant.code] = by_code.get(o.mutant.code, 0) + (o.verdict == "killed")
+        for code, n in sorted(by_code.items()):
+            print(f"  {code:<24} {n}")
+        killed = sum(o.verdict == "killed" for o in structural)
+        numeric = [o for o in outcomes if o.mutant.side == "numeric"]
+        print(f"{killed}/{len(structural)} region mutations rejected "
+              f"({sum(o.mutant.side == 'gate' for o in structural)} by the F1 gate before any node); "
+              f"{len(numeric)} numeric mutant(s) left to the parity run")
+        ok = killed == len(structural) and all(o.verdict == "numeric" for o in numeric)
+        records += [{"mutant": o.mutant.name, "side": o.mutant.side,
+                     "expected": {"code": o.mutant.code, "field": o.mutant.field},
+                     "verdict": o.verdict, "got": o.first.to_json() if o.first else None} for o in outcomes]
+    if only in (None, "artifact") and has_artifact:
+        found = artifact_battery.run_artifact_battery(spec, artifact)
+        text, passed = artifact_battery.report(found)
+        print(text)
+        ok = ok and passed
+        for o in found:
+            m = o.mutant
+            records.append({
+                "mutant": m.name if m else "control: the unchanged file", "side": "artifact",
+                "expected": ({"stage": m.admission.stage, "code": m.admission.code, "field": m.admission.field,
+                              "regions": {"code": m.regions[0], "field": m.regions[1]}} if m else "admitted"),
+                "verdict": o.verdict, "got": o.admission.to_json() if o.admission else None,
+                "regions": o.regions.to_json() if o.regions else None})
     if json_path is not None:
-        print_or_write(json_path, json.dumps([
-            {"mutant": o.mutant.name, "side": o.mutant.side, "expected": {"code": o.mutant.code, "field": o.mutant.field},
-             "verdict": o.verdict, "got": o.first.to_json() if o.first else None} for o in outcomes], indent=2) + "\n")
-    return 0 if killed == len(structural) and all(o.verdict == "numeric" for o in numeric) else 1
+        print_or_write(json_path, json.dumps(records, indent=2) + "\n")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

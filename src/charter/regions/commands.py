@@ -5,9 +5,19 @@ file's own tensor table (Note [Ownership at admission]).
 Note [Ownership at admission]: `charter check` verifies ownership against the artifact contract's
 inventory; a file the artifact contract admits has exactly that inventory (TENSOR_MISSING,
 TENSOR_UNEXPECTED), so the check below cannot find what admission let through. It is run anyway,
-over the names the strict reader read from the file (every tensor owned by exactly one region
-instance, a store's records, or a named exclusion; every owned tensor present), because the claim
-"this file's tensors are owned" is about the file, and the cost is a set comparison.
+over the tensor table the strict reader read from the file, because the claim "this file's tensors
+are owned" is about the file, and the cost is a set comparison. In this order (`file_regions`):
+
+  REGION_OWNERSHIP  a name the file holds twice (one region instance owns one tensor per name);
+  REGION_UNOWNED    a tensor of the file no region instance, store record or exclusion owns, in file
+                    order; then a tensor a region owns that the file lacks, by name;
+  REGION_SIGNATURE  a tensor whose stored shape is not the one the graph's nodes were verified with;
+  REGION_PRECISION  a tensor whose codec is not the one its precision step was verified for.
+
+The artifact side of the region battery (charter.regions.artifact_battery) changes the file so
+that one of these facts must fail, and checks both layers: the admit path rejects the file at the
+artifact stage that owns the fact, and this check, run on the same table, says which region fact
+it breaks.
 """
 
 from __future__ import annotations
@@ -94,8 +104,9 @@ def run_admit_regions(args) -> int:
         show_report(report)
         out.result = {"admission": report.to_dict(), "regions": plan.id, "status": plan.status, "owned": None}
         return EXIT_REJECTED
-    names = [t.name for t in read_view(str(path), checker.module.FORMAT).tensors]
-    problems = ownership(plan, names)
+    tensors = read_view(str(path), checker.module.FORMAT).tensors
+    names = [t.name for t in tensors]
+    problems = file_regions(plan, tensors)
     out.result = {"admission": report.to_dict(), "regions": plan.id, "status": plan.status, "owned": not problems}
     if problems and out.format == "json":
         out.diagnostics(problems)
@@ -108,6 +119,37 @@ def run_admit_regions(args) -> int:
                     f"region instances own all {len(names)} tensors"
                     + (f" ({len(plan.excluded)} excluded)" if plan.excluded else ""), True)
     return EXIT_REJECTED if problems else EXIT_OK
+
+
+def file_regions(plan, tensors) -> list:
+    """Note [Ownership at admission] over a file's tensor table (objects with `name`, `shape` in the
+    container's order and `codec`), every finding in the note's order."""
+    from collections import Counter
+
+    from charter.diagnostics import Code, Diagnostic
+
+    names = [t.name for t in tensors]
+    counts = Counter(names)
+    out = [Diagnostic(Code.REGION_OWNERSHIP, n, f"tensor {n} appears {counts[n]} times in the file: a region "
+                                                "instance owns one tensor per name")
+           for n in dict.fromkeys(names) if counts[n] > 1]
+    out += ownership(plan, list(dict.fromkeys(names)))
+    owner = {n: inst.name for inst in plan.instances for n in inst.tensors}
+    first = {t.name: t for t in reversed(tensors)}
+    for n, t in ((n, first[n]) for n in dict.fromkeys(names)):
+        w = plan.weights.get(n)
+        if w is not None and tuple(t.shape) != w.stored_shape:
+            out.append(Diagnostic(Code.REGION_SIGNATURE, n, f"{owner.get(n, 'a region')} reads {n} as "
+                                                            f"{list(w.stored_shape)} (its nodes were verified with "
+                                                            f"that shape); the file's is {list(t.shape)}",
+                                  str(list(w.stored_shape)), str(list(t.shape))))
+    for n, t in ((n, first[n]) for n in dict.fromkeys(names)):
+        codec = plan.codecs.get(n)
+        if codec is not None and t.codec != codec:
+            out.append(Diagnostic(Code.REGION_PRECISION, n, f"{n} is {t.codec} in the file; its precision step "
+                                                            f"({plan.precision.get(codec)}) was verified for {codec}",
+                                  codec, t.codec))
+    return out
 
 
 def ownership(plan, names: list[str]) -> list:

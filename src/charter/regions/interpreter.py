@@ -7,8 +7,13 @@ the weights and the attributes all come from the plan, and each node runs its ke
 `oracle`. Note [F1 gate] (charter.regions.gate) is applied first, whole: a conditional, stateful
 or quantized graph, or a call outside the domain, is refused before the first node runs.
 
-A kernel implementation may be swapped per kernel id (`impls`): the native-kernel parity run
-executes the same graph with charter._native's kernels where they exist (docs/regions.md).
+Note [Native mode]: `run(..., kernels="native")` executes the same graph with the C++ reference
+kernels instead: each node calls the generated binding (charter._native, one function per kernel
+contract with a `backends.cpp`) of the kernel contract it names, with the same arrays and the
+attributes the contract leaves to the call (a fixed attribute is built into the binding from the
+same contract). A node whose kernel has no native binding refuses the whole run before any node
+runs (F1_NODE), so a native run never quietly mixes in an oracle. `impls` still swaps one kernel
+(the bench's emulations). What native parity proves is in docs/regions.md ("Native kernels").
 """
 
 from __future__ import annotations
@@ -43,17 +48,54 @@ def oracle_of(node: NodePlan) -> Callable:
     return getattr(importlib.import_module(module), name)
 
 
+def native_impls(plan: RegionsPlan) -> dict[str, Callable]:
+    """The native binding of every kernel the graph calls (Note [Native mode]), by kernel id;
+    CharterError (F1_NODE, one per kernel) if any has none."""
+    from charter.codegen.common.names import identifier
+
+    try:
+        from charter import _native
+    except ImportError as exc:  # pragma: no cover - make install builds it
+        raise CharterError([Diagnostic(Code.F1_NODE, "kernels", f"charter._native is not built: {exc}")]) from None
+    out: dict[str, Callable] = {}
+    missing: list[Diagnostic] = []
+    for inst in plan.instances:
+        for node in inst.nodes:
+            if node.kernel in out or any(d.field == node.kernel for d in missing):
+                continue
+            fn = getattr(_native, identifier(node.kernel), None) if node.native is not None else None
+            if fn is None:
+                missing.append(Diagnostic(Code.F1_NODE, node.kernel,
+                                          f"{inst.name} node {node.index} calls {node.kernel}, which has no native "
+                                          "binding (its kernel contract states no backends.cpp)", location=node.at))
+                continue
+            out[node.kernel] = _native_call(fn, frozenset(node.fixed))
+    gate.refuse(missing)
+    return out
+
+
+def _native_call(fn: Callable, fixed: frozenset[str]) -> Callable:
+    def call(**kwargs):
+        return fn(**{k: v for k, v in kwargs.items() if k not in fixed})
+    call.__name__ = getattr(fn, "__name__", "native")
+    return call
+
+
 def run(plan: RegionsPlan, inputs: Mapping[str, np.ndarray], weights: Mapping[str, object], *,
-        trace: Trace | None = None, impls: Mapping[str, Callable] | None = None,
+        trace: Trace | None = None, impls: Mapping[str, Callable] | None = None, kernels: str = "oracle",
         on_node: Callable[[RegionInstance, NodePlan, dict[str, np.ndarray], np.ndarray], None] | None = None,
         ) -> dict[str, np.ndarray]:
-    """The graph's outputs for explicit caller tensors. CharterError (F1_*) if the gate refuses
-    (then no node ran) or a node's result is not what its kernel contract states."""
+    """The graph's outputs for explicit caller tensors, every node by its kernel contract's oracle
+    (`kernels="oracle"`) or its native binding (`"native"`, Note [Native mode]). CharterError
+    (F1_*) if the gate refuses (then no node ran) or a node's result is not what its kernel
+    contract states."""
+    if kernels not in ("oracle", "native"):
+        raise ValueError(f"kernels is 'oracle' or 'native', not {kernels!r}")
     trace = trace if trace is not None else Trace()
     problems = gate.check_graph(plan)
     tokens, call = gate.check_call(plan, inputs, weights)
     gate.refuse(problems + call)
-    impls = dict(impls or {})
+    impls = {**(native_impls(plan) if kernels == "native" else {}), **(impls or {})}
     fns = {n.kernel: impls.get(n.kernel) or oracle_of(n) for inst in plan.instances for n in inst.nodes}
     arrays = {name: (w.array if isinstance(w, gate.Weight) else w) for name, w in weights.items()}
     values: dict[str, np.ndarray] = {n: inputs[n] for n in plan.inputs}

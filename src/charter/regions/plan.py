@@ -85,6 +85,8 @@ class NodePlan:
     attrs: tuple[tuple[str, object], ...]
     outputs: tuple[Binding, ...]  # kind: edge | local
     at: Location
+    native: str | None = None  # the kernel contract's C++ function (backends.cpp), None if oracle-only
+    fixed: tuple[str, ...] = ()  # attributes the kernel contract fixes (a native binding has them built in)
 
 
 @dataclass(frozen=True)
@@ -564,7 +566,9 @@ def _node(c: _Collector, rc: RegionsContract, node, ni: int, base: tuple, inst: 
             kinds_of[target] = "local"
         local[target] = t
         outs.append(Binding(arg.name, kinds_of[target], target, t))
-    return NodePlan(ni, k.id, k.oracle, tuple(bindings), tuple(attrs), tuple(outs), c.at(*path))
+    return NodePlan(ni, k.id, k.oracle, tuple(bindings), tuple(attrs), tuple(outs), c.at(*path),
+                    k.backends.cpp.function if k.backends.cpp is not None else None,
+                    tuple(n for n, a in k.attributes.items() if a.value is not None))
 
 
 def _expected(c: _Collector, arg, env: dict, k: KernelContract, bound: dict[str, Dim], actual: VType | None,

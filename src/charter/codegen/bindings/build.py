@@ -14,7 +14,7 @@ import importlib
 import re
 from dataclasses import dataclass
 
-from charter.codegen.common.cpp import cpp_comment, cpp_int64, cpp_str
+from charter.codegen.common.cpp import cpp_comment, cpp_float, cpp_int64, cpp_str
 from charter.codegen.common.header import generated_header
 from charter.codegen.common.names import PYTHON_WORDS, identifier
 from charter.contract import expr
@@ -100,6 +100,9 @@ class KernelView:
     cpp_slots: str  # initializer list of slot names
     variants: tuple[str, ...]  # Variant initializers
     variant_comments: tuple[str, ...]
+    fixed_fields: tuple[str, ...]  # members of struct Fixed: the fixed float attributes ("float theta")
+    fixed_rows: tuple[str, ...]  # one Fixed initializer per variant (empty without fixed floats)
+    fixed_comments: tuple[str, ...]
     inputs: tuple[ArgView, ...]
     outputs: tuple[ArgView, ...]
     call_params: tuple[ParamView, ...]
@@ -204,6 +207,8 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
     attr_params: list[tuple[str, str, str | None]] = []  # (name, C++ type, slot text or None)
     py_attrs: list[tuple[str, str]] = []  # (name, C++ type)
     attr_types: dict[str, str] = {name: attr.type for name, attr in k.attributes.items()}
+    reals: list[tuple[str, str, str, tuple]] = []  # fixed float attributes: (name, C++ type, text, path)
+    fixed_params: set[str] = set()
     for name, attr in k.attributes.items():
         if name in PYTHON_WORDS:
             raise _fail(lc, ("attributes", name), f"attribute name {name!r} is a Python keyword")
@@ -214,17 +219,25 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
             continue
         if isinstance(attr.value, str) and attr.value.strip() in bare_names:
             continue  # the same number as a shape name, already passed (Note [Kernel signature])
-        if attr.type.startswith(("float", "bool")) or isinstance(attr.value, (bool, float)):
-            raise _fail(lc, ("attributes", name, "value"), "fixed float and bool attributes are not supported by the "
-                                                           "bindings generator; make the attribute a call argument")
+        if attr.type == "bool" or isinstance(attr.value, bool):
+            raise _fail(lc, ("attributes", name, "value"), "fixed bool attributes are not supported by the bindings "
+                                                           "generator; make the attribute a call argument")
         text = attr.value.strip() if isinstance(attr.value, str) else str(attr.value)
+        if attr.type.startswith("float"):  # a per-model number of the kernel's C type (struct Fixed)
+            reals.append((name, ctype, text, ("attributes", name, "value")))
+            attr_params.append((name, ctype, None))
+            fixed_params.add(name)
+            continue
         if text not in slots:
             slots.append(text)
             slot_paths[text] = ("attributes", name, "value")
         attr_params.append((name, ctype, text))
 
-    # One value per slot per model; models with equal values share a variant.
+    # One value per slot per model; models with equal values share a variant. A fixed float attribute
+    # is a number of its C type, exactly as the literal rounds it (cpp_float), part of the variant.
     variants: dict[tuple[int, ...], list[str]] = {}
+    fixed: dict[tuple[int, ...], tuple[str, ...]] = {}
+    shown: dict[tuple[int, ...], str] = {}  # the fixed floats of a variant, for its docstring line
     for model in models:
         values = []
         for text in slots:
@@ -234,6 +247,20 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
             if isinstance(value, bool) or not isinstance(value, int) or not low <= value < 2**63:
                 raise _fail(lc, path, f"{text} = {value!r} in model {model.id} is not an integer in [{low}, 2**63)")
             values.append(value)
+        literals = []
+        for name, ctype, text, path in reals:
+            value = expr.parse(text, lc.doc.where(path), ".".join(map(str, path))).evaluate(model.constants)
+            try:
+                literals.append(cpp_float(value, ctype))
+            except (TypeError, ValueError) as exc:
+                raise _fail(lc, path, f"{name} = {value!r} in model {model.id} is not a finite {ctype}: {exc}") from None
+        if tuple(values) in fixed and fixed[tuple(values)] != tuple(literals):
+            other = variants[tuple(values)][0]
+            raise _fail(lc, reals[0][3], f"models {other} and {model.id} differ only in fixed float attributes: "
+                                         "the shapes of a call cannot tell which one is meant")
+        fixed[tuple(values)] = tuple(literals)
+        shown[tuple(values)] = ", ".join(f"{name} = {float.fromhex(lit.rstrip('f'))!r}"
+                                         for (name, _, _, _), lit in zip(reals, literals))
         variants.setdefault(tuple(values), []).append(model.id)
 
     ident = identifier(k.id)
@@ -267,7 +294,9 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
         else:
             params.append(ParamView(f"static_cast<std::size_t>(c.model_value({slots.index(name)}))"))
     for name, ctype, slot_text in attr_params:
-        if slot_text is None:
+        if name in fixed_params:
+            params.append(ParamView(f"kFixed[c.variant()].{name}"))
+        elif slot_text is None:
             params.append(ParamView(f"attr_{name}"))
         else:
             params.append(ParamView(f"static_cast<{ctype}>(c.model_value({slots.index(slot_text)}))"))
@@ -284,7 +313,8 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
     keywords = ", ".join(v.name + "=None" for v in outputs)
     returns = outputs[0].name if len(outputs) == 1 else "(" + ", ".join(v.name for v in outputs) + ")"
     signature = f"{py_name}({positional}, *, {keywords}) -> {returns}"
-    doc = _docstring(k, signature, inputs, outputs, [(n, attr_types[n]) for n, _ in py_attrs], slots, variants, free)
+    doc = _docstring(k, signature, inputs, outputs, [(n, attr_types[n]) for n, _ in py_attrs], slots, variants, free,
+                     shown)
     model_sources = {cs.contracts[m.id].doc.file: _sha(cs.contracts[m.id].doc.source) for m in models}
     include = k.backends.cpp.header or "kernels.hpp"
     return KernelView(
@@ -299,12 +329,15 @@ def build_kernel(cs: ContractSet, lc: LoadedContract) -> KernelView:
                        for vals, ms in variants.items()),
         variant_comments=tuple(cpp_comment(", ".join(f"{s} = {v}" for s, v in zip(slots, vals)) or "no model-fixed values")
                                for vals in variants),
+        fixed_fields=tuple(f"{ctype} {name}" for name, ctype, _, _ in reals),
+        fixed_rows=tuple(f"{{{', '.join(fixed[vals])}}}" for vals in variants) if reals else (),
+        fixed_comments=tuple(cpp_comment(f"{shown[vals]} ({', '.join(ms)})") for vals, ms in variants.items()),
         inputs=inputs, outputs=outputs, call_params=tuple(params), py_params=tuple(py_params),
         cpp_doc=cpp_str(doc), signature=cpp_comment(signature),
     )
 
 
-def _docstring(k: KernelContract, signature: str, inputs, outputs, py_attrs, slots, variants, free) -> str:
+def _docstring(k: KernelContract, signature: str, inputs, outputs, py_attrs, slots, variants, free, shown) -> str:
     lines = [" ".join((k.description or k.id).split()), ""]
     for v in inputs:
         lines.append(f"{v.name}: {v.doc_shape}, C-contiguous, CPU (never converted)")
@@ -312,10 +345,11 @@ def _docstring(k: KernelContract, signature: str, inputs, outputs, py_attrs, slo
         lines.append(f"{name}: {attr_type} scalar")
     for v in outputs:
         lines.append(f"{v.name}: {v.doc_shape}, written in place if given, else allocated; returned")
-    if slots:
+    if slots or any(shown.values()):
         lines.append("")
         for vals, ms in variants.items():
-            lines.append(", ".join(f"{s} = {val}" for s, val in zip(slots, vals)) + f" ({', '.join(ms)})")
+            facts = [f"{s} = {val}" for s, val in zip(slots, vals)] + ([shown[vals]] if shown[vals] else [])
+            lines.append(", ".join(facts) + f" ({', '.join(ms)})")
     if free:
         lines.append(f"Free dims: {', '.join(free)} (>= 0, bound by the first input that has them).")
     lines += ["", f"Oracle: {k.oracle}. Contract: kernel {k.id}. The GIL is released while the kernel runs."]

@@ -1,4 +1,4 @@
-"""C++ text from contract values: string literals, bools, int64s and `//` comments.
+"""C++ text from contract values: string literals, bools, int64s, floats and `//` comments.
 
 `cpp_str` is the one string escaper of every C++ target (checkers, labels, bindings) and of MSL,
 which is C++14 (Metal headers hold comments and numbers only). Its output is an ASCII narrow
@@ -16,6 +16,9 @@ source or execution character set:
 """
 
 from __future__ import annotations
+
+import math
+import struct
 
 from charter.codegen.common.text import unicode_text
 
@@ -58,6 +61,26 @@ def cpp_int64(v: int) -> str:
     if not -(2**63) < v < 2**63:
         raise ValueError(f"{v} does not fit int64")
     return str(v)
+
+
+def cpp_float(v: float, ctype: str) -> str:
+    """An exact hexadecimal literal of `v` rounded to `ctype` (float: to nearest float32, with the
+    `f` suffix; double: as is). Non-finite values, and values whose float32 rounding overflows, are
+    refused: the literal must be the number the contract states, rounded once."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise TypeError(f"expected a number, got {type(v).__name__}")
+    v = float(v)
+    if not math.isfinite(v):
+        raise ValueError(f"{v} is not finite")
+    if ctype == "double":
+        return v.hex()
+    if ctype != "float":
+        raise ValueError(f"no float literal of C++ type {ctype}")
+    try:
+        (rounded,) = struct.unpack("<f", struct.pack("<f", v))
+    except OverflowError:
+        raise ValueError(f"{v} does not fit float32") from None
+    return rounded.hex() + "f"
 
 
 def cpp_comment(text: str) -> str:
