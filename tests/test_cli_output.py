@@ -330,3 +330,12 @@ def test_generate_check_annotates_stale_files_under_github(project, capsys, monk
     monkeypatch.chdir(project)
     code, out, _ = run(capsys, "generate", "specs", "-o", "gen", "--check", "--format", "github")
     assert code == 1 and out.startswith("::error file=gen/"), out
+
+
+def test_check_changed_prints_the_check_shape(project, capsys, monkeypatch):
+    monkeypatch.chdir(project)
+    code, out, _ = run(capsys, "check-changed", "bad/m.yaml", "--format", "github")
+    assert code == 2 and out.startswith("::error file=bad/m.yaml,line=12,col=6::EXPR_SYNTAX"), out
+    code, out, _ = run(capsys, "check-changed", "bad/m.yaml", "--format", "json")
+    data = envelope(out)
+    assert (data["command"], data["exit"], data["result"]["valid"]) == ("check-changed", 2, False)
