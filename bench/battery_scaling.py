@@ -7,7 +7,7 @@
    header: architecture, a few numeric keys, a short vocabulary; tensors with names that do not
    repeat per layer and shapes that vary, so `charter freeze` lists each one instead of folding
    them into `blk.{i}` patterns), frozen with `charter freeze`.
-2. `charter mutate --contract FROZEN -j JOBS -q --json OUT` on each, one process per run, the sizes
+2. `charter mutate --contract FROZEN -j JOBS -q --report OUT` on each, one process per run, the sizes
    interleaved round by round (`--repeat` rounds); the SmolLM2 battery
    (`specs/artifacts/smollm2-135m-instruct-q4_1.yaml`) with `--engine python` and with
    `--engine both` in the same rounds, after one untimed `--engine both` run that fills the checker
@@ -83,7 +83,7 @@ def mutate(contract: Path, jobs: int, env: dict, extra: tuple[str, ...] = ()) ->
         out = Path(tmp) / "battery.json"
         start = time.perf_counter()
         proc = subprocess.run([*CHARTER, "mutate", "--contract", str(contract), "-j", str(jobs), "-q",
-                               "--json", str(out), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
+                               "--report", str(out), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
         wall = time.perf_counter() - start
         if not out.is_file():
             raise SystemExit(f"bench: charter mutate wrote no result ({proc.returncode}):\n"

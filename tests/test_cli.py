@@ -67,15 +67,18 @@ def test_a_named_command_builds_its_own_parser_alone():
 
 
 def test_every_path_argument_refuses_an_empty_path():
-    """Every argument that takes a value is a path (type path_arg), a choice, a number, or `--id`:
-    a command added later cannot forget the rule."""
+    """Every argument that takes a value is a path (type path_arg, or folder_arg for an output
+    folder), a choice, a number, or `--id`: a command added later cannot forget the rule."""
+    from charter.console import folder_arg
+    from charter.mutation.commands import jobs_arg
+
     unchecked = []
     for name, sub in _subparsers(build_parser()):
         for action in sub._actions:
             takes_value = action.nargs != 0 and not isinstance(action, argparse._HelpAction)
-            if not takes_value or action.choices is not None or action.type is int or action.dest == "id":
+            if not takes_value or action.choices is not None or action.type in (int, jobs_arg) or action.dest == "id":
                 continue
-            if action.type is not path_arg:
+            if action.type not in (path_arg, folder_arg):
                 unchecked.append(f"charter {name} {action.option_strings or action.dest}")
     assert not unchecked, unchecked
 

@@ -357,10 +357,14 @@ class Diagnostic:
     def stage(self) -> Stage:
         return self.code.stage
 
-    def render(self) -> str:
+    def render(self, where: str | None = None) -> str:
         """The ruff/mypy-style line: `file:line:col: CODE field: message`. Always one line: text
-        from an artifact or a contract (keys, names, values) is escaped, so it cannot forge output."""
-        where = f"{printable(str(self.location))}: " if self.location else ""
+        from an artifact or a contract (keys, names, values) is escaped, so it cannot forge output.
+        `where` replaces the location's text (charter.console shows it from the working directory;
+        "" leaves it out)."""
+        if where is None:
+            where = str(self.location) if self.location else ""
+        where = f"{printable(where)}: " if where else ""
         subject = f" {printable(shorten(self.field))}" if self.field else ""
         return f"{where}{self.code.value}{subject}: {printable(shorten(self.message))}"
 

@@ -20,7 +20,6 @@ directly or through another, are checked with it.
 from __future__ import annotations
 
 import re
-import sys
 from pathlib import Path
 
 from charter.contract.kinds import CONTRACT_KINDS
@@ -57,21 +56,24 @@ def register(sub) -> None:
 
 
 def run_check_changed(args) -> int:
-    from charter.console import EXIT_OK, EXIT_USAGE, print_diagnostics
+    from charter.console import EXIT_OK, EXIT_USAGE, current
 
+    out = current()
     contracts = [f for f in args.files if looks_like_contract(Path(f))]
     skipped = len(args.files) - len(contracts)
+    out.result = {"valid": True, "contracts": []}
     if not contracts:
-        print(f"ok: no contract among {len(args.files)} file(s)")
+        out.verdict(f"ok: no contract among {len(args.files)} file(s)", True)
         return EXIT_OK
     cs, dependents = check_changed(contracts, args.search)
+    out.result = {"valid": not cs.diagnostics, "contracts": [] if cs.diagnostics else sorted(cs.contracts)}
     if cs.diagnostics:
-        print_diagnostics(cs.diagnostics, "text")
+        out.diagnostics(cs.diagnostics)
         n = len(cs.diagnostics)
-        print(f"{n} error{'s' if n != 1 else ''} in contracts", file=sys.stderr)
+        out.info(f"{n} error{'s' if n != 1 else ''} in contracts")
         return EXIT_USAGE
-    print(f"ok: {len(contracts)} changed contract(s) and {dependents} that refer to them valid"
-          f"{f'; {skipped} other file(s) skipped' if skipped else ''}")
+    out.verdict(f"ok: {len(contracts)} changed contract(s) and {dependents} that refer to them valid"
+                f"{f'; {skipped} other file(s) skipped' if skipped else ''}", True)
     return EXIT_OK
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 import shutil
 import struct
 from pathlib import Path
@@ -26,7 +25,6 @@ SMOLLM2_MODEL = "specs/models/smollm2-135m-instruct.yaml"
 TINY_GGUF_CONTRACT = "specs/artifacts/tiny-llama-gguf.yaml"
 TINY_ST_CONTRACT = "specs/artifacts/tiny-llama-safetensors.yaml"
 TINY_MODEL = "specs/models/tiny-llama.yaml"
-LOCATION = re.compile(r"^(specs/[\w./-]+\.yaml):(\d+)(?::(\d+))?$")
 
 
 @pytest.fixture(autouse=True)
@@ -47,7 +45,8 @@ class Run:
 
     @property
     def report(self) -> dict:
-        return json.loads(self.out)
+        """The AdmissionReport: the result of `admit --format json` (schemas/output.schema.json)."""
+        return json.loads(self.out)["result"]
 
 
 def admit(capsys, artifact, contract: str = SMOLLM2_CONTRACT, *extra: str, json_out: bool = True) -> Run:
@@ -59,13 +58,22 @@ def admit(capsys, artifact, contract: str = SMOLLM2_CONTRACT, *extra: str, json_
     return Run(code, out, err)
 
 
-def fact_text(location: str, root: Path = ROOT) -> str:
-    """The contract text a location points at: its line and the line before (a block mapping's
-    value starts on the line after its key)."""
-    m = LOCATION.match(location)
-    assert m, f"not a file:line location into specs/: {location!r}"
-    lines = (root / m.group(1)).read_text("utf-8").splitlines()
-    line = int(m.group(2))
+def where(location: dict) -> str:
+    """A published location object as `file:line:col` text."""
+    return ":".join(str(location[k]) for k in ("file", "line", "column") if location[k] is not None)
+
+
+def fact_text(location: dict | str, root: Path = ROOT) -> str:
+    """The contract text a location (an object, or printed `file:line:col`) points at: its line and
+    the line before (a block mapping's value starts on the line after its key). The file opens from
+    the working directory, as a user opens it, and lies in `root`'s specs/ tree."""
+    if isinstance(location, str):
+        file, line, _ = location.rsplit(":", 2)
+        location = {"file": file, "line": int(line)}
+    path = Path(location["file"]).resolve()
+    assert path.is_relative_to(root / "specs") and path.suffix == ".yaml", location
+    lines = path.read_text("utf-8").splitlines()
+    line = location["line"]
     assert 1 <= line <= len(lines)
     return "\n".join(lines[max(line - 2, 0) : line])
 

@@ -4,6 +4,8 @@ owns the leaf, located at the mutated line of the mutated contract."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.conftest import ROOT
@@ -73,7 +75,8 @@ def test_contract_mutation_rejects_the_real_file(capsys, tmp_path, smollm2_path,
     spec = contract_tree(tmp_path, text)
     extra = ("--verify-payload",) if stage == "payload" else ()
     d = assert_rejected(admit(capsys, smollm2_path, spec, *extra), stage, code, field, fact=fact, root=tmp_path)
-    assert d["location"].split(":")[0] in ("specs/artifacts/mutant.yaml", "specs/models/smollm2-135m-instruct.yaml")
+    assert Path(d["location"]["file"]) in (tmp_path / "specs/artifacts/mutant.yaml",
+                                           tmp_path / "specs/models/smollm2-135m-instruct.yaml")
 
 
 def test_unmutated_copy_of_the_contract_admits(capsys, tmp_path, smollm2_path):

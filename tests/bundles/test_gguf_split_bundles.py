@@ -142,7 +142,7 @@ def test_a_later_splits_exclusion_counts_are_the_sets(frozen, tmp_path, capsys, 
     capsys.readouterr()
     bad = _with_exclusion(contract, tmp_path / "bad", 31)
     assert main(["admit", str(folder), "--contract", str(bad), "--engine", engine, "--json"]) == 1
-    report_ = __import__("json").loads(capsys.readouterr().out)
+    report_ = __import__("json").loads(capsys.readouterr().out)["result"]
     d = report_["diagnostic"]
     assert (report_["file"], d["stage"], d["code"], d["field"]) == (NAMES[0], "policy", "POLICY_EXCLUSION",
                                                                     "exclusions.none.source_count")

@@ -49,7 +49,7 @@ def test_cli_admits_a_folder_with_a_report_of_the_published_schema(minilm_folder
     code = main(["admit", str(minilm_folders[5]), "--contract", str(CONTRACTS[5]), "--json"])
     out = capsys.readouterr().out
     assert code == 0
-    report = json.loads(out)
+    report = json.loads(out)["result"]
     jsonschema.validate(report, json.loads((ROOT / "schemas" / "bundle-report.schema.json").read_text()))
     assert report["admitted"] and report["weight_files"] == 5
 

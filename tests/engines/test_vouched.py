@@ -24,7 +24,8 @@ from .conftest import SMOLLM2
 
 CID = "smollm2-135m-instruct-q4_1"
 MODEL = ROOT / "specs" / "models" / "smollm2-135m-instruct.yaml"
-HEAVY = ("pydantic", "jinja2", "yaml", "numpy", "charter.contract.models", "charter.codegen.driver")
+HEAVY = ("pydantic", "jinja2", "yaml", "numpy", "charter.contract.models", "charter.codegen.driver",
+         "tomllib")  # charter's own pyproject.toml holds no [tool.charter]: not parsed (charter.config)
 
 
 def _project(tmp_path):

@@ -58,7 +58,8 @@ class Run:
 
     @property
     def report(self) -> dict:
-        return json.loads(self.out)
+        """The AdmissionReport: the result of `admit --format json` (schemas/output.schema.json)."""
+        return json.loads(self.out)["result"]
 
 
 def admit(capsys, artifact: Path, contract: Path, *extra: str) -> Run:

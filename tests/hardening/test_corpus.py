@@ -159,7 +159,7 @@ def test_subprocess_under_memory_limit(name, contracts, tmp_path, tmp_path_facto
     assert "Traceback" not in proc.stdout + proc.stderr, proc.stderr
     assert proc.returncode == 1, (proc.returncode, proc.stdout, proc.stderr,
                                   f"limit {MEMORY_LIMIT >> 20} MiB")
-    d = json.loads(proc.stdout)["diagnostic"]
+    d = json.loads(proc.stdout)["result"]["diagnostic"]
     assert d["code"] == case.code and (case.field is None or d["field"] == case.field), d
 
 

@@ -157,7 +157,7 @@ def test_json_output(capsys, tamper):
     spec = tamper("router-topk-ties")
     code, out, _ = run(capsys, "fixtures", "verify", str(spec), "--format", "json")
     report = json.loads(out)
-    assert code == 0 and report["verified"] is True and report["diagnostics"] == []
+    assert code == 0 and report["result"]["verified"] is True and report["diagnostics"] == []
 
 
 def test_upstream_callable_may_be_a_dotted_path(capsys, tamper):

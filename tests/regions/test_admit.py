@@ -18,7 +18,7 @@ def test_admit_with_a_regions_contract(capsys):
     out = capsys.readouterr().out
     assert out.startswith("admitted: ") and "63 region instances own all 272 tensors" in out
     assert main(["admit", "--contract", str(SPEC), "--json"]) == 0
-    report = json.loads(capsys.readouterr().out)
+    report = json.loads(capsys.readouterr().out)["result"]
     assert report["owned"] is True and report["admission"]["admitted"] is True
 
 

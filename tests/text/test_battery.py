@@ -48,12 +48,18 @@ def test_cli_runs_the_text_battery_and_refuses_what_does_not_apply(tmp_path, cap
     from charter.cli import main
     from tests.text.conftest import MINILM
 
-    out = tmp_path / "m.json"
-    assert main(["mutate", "--contract", str(MINILM), "--json", str(out)]) == 0
-    assert "mutations rejected" in capsys.readouterr().out
     import json
 
-    report = json.loads(out.read_text())
-    assert report["outcomes"] and {o["verdict"] for o in report["outcomes"]} <= {"killed", "equivalent"}
+    import jsonschema
+
+    from tests.conftest import ROOT
+
+    assert main(["mutate", "--contract", str(MINILM), "--format", "json"]) == 0
+    out, err = capsys.readouterr()
+    assert "mutations rejected" in err  # the human lines go to stderr, stdout is the one object
+    envelope = json.loads(out)
+    jsonschema.validate(envelope, json.loads((ROOT / "schemas" / "output.schema.json").read_text("utf-8")))
+    report = envelope["result"]
+    assert envelope["command"] == "mutate" and envelope["exit"] == 0 and report["outcomes"] and {o["verdict"] for o in report["outcomes"]} <= {"killed", "equivalent"}
     assert main(["mutate", "--contract", str(MINILM), "--engine", "both"]) == 2
     assert "do not apply" in capsys.readouterr().err

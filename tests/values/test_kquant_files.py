@@ -80,5 +80,5 @@ def test_a_nan_in_the_last_scale_is_rejected(capsys, tmp_path, quants_file, code
     assert run.code == 1, (run.out, run.err)
     d = run.report["diagnostic"]
     assert (d["stage"], d["code"], d["field"], d["offset"]) == ("payload", "PAYLOAD_VALUE", name, offset), d
-    line = int(d["location"].split(":")[-2])
+    line = d["location"]["line"]
     assert contract.read_text("utf-8").splitlines()[line - 1].strip() == "default: finite"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -18,16 +19,17 @@ def register(sub) -> None:
     p.add_argument("artifact", nargs="?", type=path_arg, help="GGUF or safetensors file, or a bundle folder (default: the contract's pinned source)")
     p.add_argument("--contract", required=True, type=path_arg, help="artifact contract, bundle contract for a folder, or regions contract (YAML)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
-    p.add_argument("--json", action="store_true", help="print the AdmissionReport as JSON")
+    p.add_argument("--json", dest="format", action="store_const", const="json", default=argparse.SUPPRESS,
+                   help="the old spelling of --format json")
     p.add_argument("--require-status", choices=STATUSES, help="reject contracts whose status is below this")
     p.add_argument("--verify-payload", action="store_true", help="also run the payload stage (reads tensor bytes)")
-    p.add_argument("--generated", default="generated", type=path_arg, help="committed generated code (default: generated)")
-    p.add_argument("--engine", choices=("python", "cpp"), default="python",
+    p.add_argument("--generated", type=path_arg,
+                   help="committed generated code (default: generated; [tool.charter] generated)")
+    p.add_argument("--engine", choices=("python", "cpp"),
                    help="checker implementation: the generated Python checker, or the generated C++ one: "
                         "compiled into charter._native, or, for a contract it does not hold, compiled into a "
-                        "cached checker library (docs/native.md)")
-    p.add_argument("-v", "--verbose", action="store_true", help="say which checker ran")
-    p.set_defaults(func=run_admit, format="text")
+                        "cached checker library (docs/native.md); default python, [tool.charter] engine")
+    p.set_defaults(func=run_admit)
 
 
 class Chosen(NamedTuple):
@@ -44,7 +46,7 @@ class Chosen(NamedTuple):
 
 def run_admit(args) -> int:
     from charter.admission.locate import locate
-    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, current, not_a_file, print_diagnostics
     from charter.diagnostics import CharterError
     from charter.engines import Options, python
     from charter.engines.options import EngineUnavailable
@@ -75,7 +77,7 @@ def run_admit(args) -> int:
         try:
             path = locate(chosen.source, chosen.contract_dir, digest=args.verify_payload)
         except CharterError as exc:
-            print_diagnostics(exc.diagnostics, "text")
+            print_diagnostics(exc.diagnostics)
             return EXIT_USAGE
     else:
         print("charter: name the artifact file (the contract pins no source)", file=sys.stderr)
@@ -95,8 +97,22 @@ def run_admit(args) -> int:
             print(f"engine: {chosen.cpp_origin}", file=sys.stderr)
     else:
         report = python.admit(path, chosen.checker, options)
-    print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
+    show_report(report)
     return EXIT_OK if report.admitted else EXIT_REJECTED
+
+
+def show_report(report) -> None:
+    """An admission report (or a bundle's) as this run prints it: the verdict line; under --format
+    github a rejection's diagnostic also as an annotation; under --format json the report is the
+    result and its diagnostic the envelope's."""
+    from charter.console import current
+
+    out = current()
+    out.result = report.to_dict()
+    if not report.admitted and out.format != "text":
+        out.diagnostics([report.diagnostic])
+    if out.format != "json":
+        out.verdict(report.render(out.place), report.admitted)
 
 
 class _Refused(Exception):
@@ -148,7 +164,7 @@ def _loaded(args) -> Chosen:
     search = search_paths([args.contract], args.search)
     cs = load_set([args.contract], search)
     if cs.diagnostics:
-        print_diagnostics(cs.diagnostics, "text")
+        print_diagnostics(cs.diagnostics)
         raise _Refused(EXIT_USAGE)
     artifacts = [c for c in cs.contracts.values()
                  if isinstance(c.contract, ArtifactContract) and c.id in cs.artifacts

@@ -12,12 +12,12 @@ def register(sub) -> None:
     p = sub.add_parser("locate", help="print the path of the real artifact a contract pins (source), after checking "
                                       "its size and sha256")
     p.add_argument("contract", type=path_arg, help="artifact contract (YAML)")
-    p.set_defaults(func=run_locate, format="text")
+    p.set_defaults(func=run_locate)
 
 
 def run_locate(args) -> int:
     from charter.admission.locate import locate
-    from charter.console import EXIT_OK, EXIT_USAGE, print_diagnostics
+    from charter.console import EXIT_OK, EXIT_USAGE, current, print_diagnostics
     from charter.diagnostics import CharterError
     from charter.contract.load import load_contract
     from charter.contract.models import ArtifactContract
@@ -29,7 +29,8 @@ def run_locate(args) -> int:
     try:
         path = locate(loaded.contract.source, Path(args.contract).parent, digest=True)
     except CharterError as exc:
-        print_diagnostics(exc.diagnostics, "text")
+        print_diagnostics(exc.diagnostics)
         return EXIT_USAGE
-    print(path)
+    current().result = {"path": str(path)}
+    current().say(str(path))
     return EXIT_OK

@@ -50,7 +50,8 @@ class DiagnosticModel:
     actual: str | None
     """the artifact's value, when there is one to print"""
     location: str | None
-    """file:line:col of the contract fact"""
+    """where the contract states the fact: {file, line, column} in the published JSON (the report
+    holds its name, file:line:col, Note [Spec names and shown paths])"""
     offset: int | None
     """byte offset in the artifact, when known"""
 
@@ -99,10 +100,14 @@ class AdmissionReport:
         self.admitted = self.diagnostic is None
         return self
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
 
-    def render(self) -> str:
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def render(self, place=str) -> str:
+        """One line; `place` shows the diagnostic's location text (charter.console.Output.place)."""
         if self.admitted:
             passed = sum(s.result == "passed" for s in self.stages)
             skipped = [s.stage for s in self.stages if s.result == "skipped"]
@@ -110,6 +115,6 @@ class AdmissionReport:
             return (f"admitted: {printable(self.artifact)} is {self.contract} (status {self.status}); "
                     f"{passed} stages passed{extra}")
         d = self.diagnostic
-        where = f"{printable(d.location)}: " if d.location else ""
+        where = f"{printable(place(d.location))}: " if d.location else ""
         at = f" (artifact byte {d.offset})" if d.offset is not None else ""
         return f"rejected at {d.stage}: {where}{d.code} {printable(d.field)}: {printable(d.message)}{at}"

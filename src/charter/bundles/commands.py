@@ -34,7 +34,9 @@ def run_admit_bundle(args) -> int:
         print(f"checker: {origin}", file=sys.stderr)
     report = admit_bundle(Path(args.artifact), plan, checker, verify_payload=args.verify_payload,
                           require_status=args.require_status, cpp_key=cpp_key)
-    print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
+    from charter.admission.commands import show_report
+
+    show_report(report)
     return EXIT_OK if report.admitted else EXIT_REJECTED
 
 
@@ -67,7 +69,7 @@ def _loaded(args, search: list[str]):
 
     cs = load_set([args.contract], search)
     if cs.diagnostics:
-        print_diagnostics(cs.diagnostics, "text")
+        print_diagnostics(cs.diagnostics)
         raise _Refused(EXIT_USAGE)
     bundles = [b for b in cs.bundles.values() if Path(cs.contracts[b.id].path).resolve() == Path(args.contract).resolve()]
     if len(bundles) != 1:

@@ -62,10 +62,14 @@ class BundleReport:
         self.admitted = self.diagnostic is None
         return self
 
-    def to_json(self) -> str:
-        return json.dumps(dataclasses.asdict(self), indent=2, sort_keys=True) + "\n"
+    def to_dict(self) -> dict:
+        return dataclasses.asdict(self)
 
-    def render(self) -> str:
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+
+    def render(self, place=str) -> str:
+        """One line; `place` shows the diagnostic's location text (charter.console.Output.place)."""
         if self.admitted:
             passed = sum(s.result == "passed" for s in self.stages)
             skipped = [s.stage for s in self.stages if s.result == "skipped"]
@@ -74,7 +78,7 @@ class BundleReport:
                     f"{self.files} files, {self.weight_files} admitted by {self.artifact_contract}); "
                     f"{passed} stages passed{extra}")
         d = self.diagnostic
-        where = f"{printable(d.location)}: " if d.location else ""
+        where = f"{printable(place(d.location))}: " if d.location else ""
         of = f" ({printable(self.file)})" if self.file else ""
         at = f" (byte {d.offset} of {printable(self.file)})" if d.offset is not None and self.file else ""
         return f"rejected at {d.stage}{of}: {where}{d.code} {printable(d.field)}: {printable(d.message)}{at}"

@@ -35,10 +35,79 @@ def render_report_schema(report: type | None = None, title: str = "charter admis
     from pydantic import TypeAdapter
 
     from charter.admission.report import AdmissionReport
+    from charter.console import LocationJSON
 
-    schema = TypeAdapter(report or AdmissionReport).json_schema(mode="serialization")
+    schema = TypeAdapter(tuple[report or AdmissionReport, LocationJSON]).json_schema(mode="serialization")
+    defs = schema["$defs"]
+    schema = published_locations({**defs.pop((report or AdmissionReport).__name__), "$defs": defs})
     schema["$schema"] = SCHEMA_DIALECT
     schema["title"] = title
+    return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def published_locations(schema):
+    """`schema` with every `location` given as text (the reports hold a contract location as its
+    name `file:line:col`, Note [Spec names and shown paths]) as the object the command line prints
+    (charter.console.Output.publish): one rule for the data and its schema."""
+    if isinstance(schema, dict):
+        out = {}
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict) and "location" in value \
+                    and _text_or_null(value["location"]):
+                described = {k: v for k, v in value["location"].items() if k in ("description", "examples")}
+                value = {**value, "location": {"anyOf": [{"$ref": "#/$defs/LocationJSON"}, {"type": "null"}],
+                                               **described}}
+            out[key] = published_locations(value)
+        return out
+    if isinstance(schema, list):
+        return [published_locations(v) for v in schema]
+    return schema
+
+
+def _text_or_null(prop: dict) -> bool:
+    kinds = [a.get("type") for a in prop.get("anyOf", [prop])]
+    return "string" in kinds and "$ref" not in str(prop)
+
+
+def _results() -> dict[str, tuple[type, ...]]:
+    """The result type of each command's JSON (schemas/output.schema.json)."""
+    from charter.admission.report import AdmissionReport
+    from charter.bundles.report import BundleReport
+    from charter.console import (CheckResult, FixturesCaptureResult, FixturesVerifyResult, GenerateResult,
+                                 LocateResult, WrittenResult)
+    from charter.regions.commands import RegionsAdmission
+
+    return {"check": (CheckResult,), "check-changed": (CheckResult,), "schema": (WrittenResult,), "freeze": (WrittenResult,),
+            "generate": (GenerateResult,), "locate": (LocateResult,),
+            "admit": (AdmissionReport, BundleReport, RegionsAdmission),
+            "fixtures verify": (FixturesVerifyResult,), "fixtures capture": (FixturesCaptureResult,)}
+
+
+def render_output_schema() -> str:
+    """The JSON Schema of what every command prints under --format json."""
+    from pydantic import TypeAdapter
+
+    from charter.console import LocationJSON, OutputJSON
+
+    results = _results()
+    kinds = sorted({t for types in results.values() for t in types}, key=lambda t: t.__name__)
+    defs = TypeAdapter(tuple[(OutputJSON, LocationJSON, *kinds)]).json_schema(mode="serialization")["$defs"]
+    schema = {**defs.pop("OutputJSON"), "$defs": defs}
+    branches = []
+    for command, types in results.items():
+        refs = [{"$ref": f"#/$defs/{t.__name__}"} for t in types] + [{"type": "null"}]
+        branches.append({"if": {"properties": {"command": {"const": command, "description": f"charter {command}"}}},
+                         "then": {"properties": {"result": {"anyOf": refs,
+                                                            "description": f"the result of charter {command}"}}}})
+    branches.append({"if": {"properties": {"command": {"const": "mutate", "description": "charter mutate"}}},
+                     "then": {"properties": {"result": {
+                         "description": "the battery's report, as --report writes it (docs/mutation.md)",
+                         "type": ["object", "array", "null"]}}}})
+    schema["allOf"] = branches
+    schema["properties"]["command"]["enum"] = [*results, "mutate"]
+    schema = published_locations(schema)
+    schema["$schema"] = SCHEMA_DIALECT
+    schema["title"] = "charter command output (--format json)"
     return json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
@@ -49,6 +118,7 @@ def all_schemas() -> dict[str, str]:
     from charter.bundles.report import BundleReport
 
     out["bundle-report.schema.json"] = render_report_schema(BundleReport, "charter bundle admission report")
+    out["output.schema.json"] = render_output_schema()
     return out
 
 

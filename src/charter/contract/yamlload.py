@@ -452,3 +452,20 @@ dotted = _dotted
 
 def _error(code: Code, field: str, message: str, loc: Location) -> CharterError:
     return CharterError([Diagnostic(code, field, message, location=loc)])
+
+
+def apply_limits(limits) -> None:
+    """Use the bounds of `[tool.charter.limits]` (charter.config.Limits) instead of the defaults."""
+    global MAX_BYTES, MAX_NODES, MAX_DEPTH, MAX_ALIASES
+    MAX_BYTES, MAX_NODES, MAX_DEPTH, MAX_ALIASES = (limits.contract_bytes, limits.yaml_nodes, limits.yaml_depth,
+                                                    limits.yaml_aliases)
+
+
+def _configured() -> None:
+    from charter.config import Limits, active
+
+    if active().limits != Limits():
+        apply_limits(active().limits)
+
+
+_configured()

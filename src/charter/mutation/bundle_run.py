@@ -129,8 +129,7 @@ def run_command(args, cs, bundle_id: str) -> int:
     import sys
     import time
 
-    from charter import atomic
-    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_or_write
     from charter.engines import choose
     from charter.mutation import report
     from charter.mutation.run import stderr_progress
@@ -165,10 +164,10 @@ def run_command(args, cs, bundle_id: str) -> int:
     meta = {"contract": bundle_id, "spec": cs.contracts[bundle_id].doc.file, "artifact": str(folder), "kind": "bundle",
             "seconds": round(elapsed, 2)}
     summary = report.summary(outcomes)
-    if args.json:
-        atomic.write_text(args.json, report.to_json(outcomes, meta))
+    if args.report:
+        print_or_write(args.report, report.to_json(outcomes, meta))
     if args.html:
-        atomic.write_text(args.html, report.render_html(outcomes, meta))
+        print_or_write(args.html, report.render_html(outcomes, meta))
     for line in report.failures(outcomes):
         print(line)
     print(report.table(outcomes))

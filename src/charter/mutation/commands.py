@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import sys
 import tempfile
@@ -18,25 +19,57 @@ def register(sub) -> None:
                                       "the contract by charter.conforming)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
     p.add_argument("--only", choices=("artifact", "contract"), help="run one side only")
-    p.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
-    p.add_argument("--json", metavar="FILE", type=path_arg, help="write every outcome as JSON")
-    p.add_argument("--html", metavar="FILE", type=path_arg, help="write a self-contained HTML report")
+    p.add_argument("-j", "--jobs", type=jobs_arg,
+                   help="worker processes (default: the number of cores; [tool.charter] jobs)")
+    p.add_argument("--report", metavar="FILE", type=path_arg,
+                   help="write every outcome as JSON (- : standard output; --json FILE is the old spelling)")
+    p.add_argument("--json", dest="report", metavar="FILE", type=path_arg, help=argparse.SUPPRESS)
+    p.add_argument("--html", metavar="FILE", type=path_arg, help="write a self-contained HTML report (- : standard output)")
     p.add_argument("--trace", action="store_true",
                    help="list, per contract leaf, the generated checks that enforce it and the mutants that killed "
                         "it; fail on a leaf with neither")
-    p.add_argument("--engine", choices=("python", "both"), default="python",
+    p.add_argument("--engine", choices=("python", "both"),
                    help="both: also run the generated C++ checker on every mutant (artifact mutants: the one in "
                         "charter._native; contract mutants: the one generated from the mutated contract, compiled "
                         "with the others into a cached checker library); any difference in (stage, code, field, "
-                        "offset) fails the mutant")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines")
-    p.set_defaults(func=run_mutate, format="text")
+                        "offset) fails the mutant (default: python; [tool.charter] battery-engine)")
+    p.set_defaults(func=run_mutate, stdout_files=("report", "html"))
+
+
+def jobs_arg(text: str) -> int:
+    """-j: a positive number of worker processes."""
+    try:
+        jobs = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of worker processes, got {text!r}") from None
+    if jobs < 1:
+        raise argparse.ArgumentTypeError(f"expected at least 1 worker process, got {jobs}")
+    return jobs
 
 
 def run_mutate(args) -> int:
-    from charter import atomic
+    """The battery the contract calls for; under --format json its report is the result."""
+    import json
+
+    from charter.console import current
+
+    if args.jobs is None:
+        args.jobs = os.cpu_count() or 1
+    out = current()
+    if out.format != "json" or args.report is not None:
+        return _run_mutate(args)
+    with tempfile.TemporaryDirectory(prefix="charter-report-") as tmp:
+        args.report = str(Path(tmp) / "report.json")
+        code = _run_mutate(args)
+        report = Path(args.report)
+        out.result = json.loads(report.read_text("utf-8")) if report.is_file() else None
+    return code
+
+
+def _run_mutate(args) -> int:
     from charter.admission.locate import locate
-    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, print_or_write, \
+        search_paths
     from charter.diagnostics import CharterError
     from charter.mutation import report
     from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress
@@ -44,7 +77,7 @@ def run_mutate(args) -> int:
 
     cs = load_set([args.contract], search_paths([args.contract], args.search))
     if cs.diagnostics:
-        print_diagnostics(cs.diagnostics, "text")
+        print_diagnostics(cs.diagnostics)
         return EXIT_USAGE
     provenance = [i for i in cs.primary if cs.contracts[i].kind == "provenance"]
     if len(provenance) == 1 and len(cs.primary) == 1:  # a fixture and its labels: the provenance battery
@@ -77,7 +110,7 @@ def run_mutate(args) -> int:
             try:
                 artifact = locate(loaded.contract.source, loaded.path.parent)
             except CharterError as exc:
-                print_diagnostics(exc.diagnostics, "text")
+                print_diagnostics(exc.diagnostics)
                 return EXIT_USAGE
         elif plan.stores:
             from charter.conforming.stores import build_sparse, overrides_for
@@ -108,10 +141,10 @@ def run_mutate(args) -> int:
         elapsed = time.monotonic() - start
     meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact), "seconds": round(elapsed, 2)}
     summary = report.summary(outcomes)
-    if args.json:
-        atomic.write_text(args.json, report.to_json(outcomes, meta))
+    if args.report:
+        print_or_write(args.report, report.to_json(outcomes, meta))
     if args.html:
-        atomic.write_text(args.html, report.render_html(outcomes, meta))
+        print_or_write(args.html, report.render_html(outcomes, meta))
     ok = summary["passed"]
     if args.trace:
         lines, traced = report.trace(outcomes)

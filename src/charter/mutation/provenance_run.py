@@ -154,8 +154,7 @@ def run(b: ProvenanceBattery, mutants: list[Mutant],
 
 def run_command(args, cs: ContractSet, contract_id: str) -> int:
     """`charter mutate --contract <provenance spec>`: the same output as the artifact battery."""
-    from charter import atomic
-    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_or_write
     from charter.mutation import report
     from charter.mutation.run import stderr_progress
 
@@ -173,10 +172,10 @@ def run_command(args, cs: ContractSet, contract_id: str) -> int:
     meta = {"contract": contract_id, "spec": b.loaded.doc.file, "artifact": str(b.fixture), "kind": "provenance",
             "seconds": round(elapsed, 2)}
     summary = report.summary(outcomes)
-    if args.json:
-        atomic.write_text(args.json, report.to_json(outcomes, meta))
+    if args.report:
+        print_or_write(args.report, report.to_json(outcomes, meta))
     if args.html:
-        atomic.write_text(args.html, report.render_html(outcomes, meta))
+        print_or_write(args.html, report.render_html(outcomes, meta))
     ok = summary["passed"]
     if getattr(args, "trace", False):
         lines, traced = report.trace(outcomes)

@@ -38,12 +38,11 @@ def _common(p: argparse.ArgumentParser) -> None:
 
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg,
                    help="where referenced model and artifact contracts are found (default: the enclosing specs/)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
 
 
 def _load(args, *, capturing: bool):
     """The provenance contracts named by `args.paths`, or an exit code 2 with diagnostics printed."""
-    from charter.console import EXIT_USAGE, print_diagnostics, search_paths
+    from charter.console import EXIT_USAGE, current, print_diagnostics, search_paths
     from charter.diagnostics import Code
     from charter.contract.contractset import discover, load_set
 
@@ -55,9 +54,8 @@ def _load(args, *, capturing: bool):
     if capturing:  # the fixture file is what capture makes: its absence is not an error here
         diagnostics = [d for d in diagnostics if not (d.code is Code.REF_DANGLING and d.field == "fixture")]
     if diagnostics:
-        print_diagnostics(diagnostics, args.format)
-        if args.format == "text":
-            print(f"{len(diagnostics)} error{'s' if len(diagnostics) != 1 else ''} in contracts", file=sys.stderr)
+        print_diagnostics(diagnostics)
+        current().info(f"{len(diagnostics)} error{'s' if len(diagnostics) != 1 else ''} in contracts")
         return cs, None, EXIT_USAGE
     if not chosen:
         print("charter: no provenance contracts (nor text contracts) among the given specs", file=sys.stderr)
@@ -66,16 +64,15 @@ def _load(args, *, capturing: bool):
 
 
 def _report(diagnostics, args, payload: dict, ok_line: str, fail_line: str) -> int:
-    import json
+    from charter.console import EXIT_OK, EXIT_REJECTED, current
 
-    from charter.console import EXIT_OK, EXIT_REJECTED, print_diagnostics
-
-    if args.format == "json":
-        payload["diagnostics"] = [d.to_json() for d in diagnostics]
-        print(json.dumps(payload, indent=2, sort_keys=True))
+    out = current()
+    out.result = payload
+    out.diagnostics(diagnostics)
+    if diagnostics:
+        out.info(fail_line)
     else:
-        print_diagnostics(diagnostics, "text")
-        print(fail_line if diagnostics else ok_line, file=sys.stderr if diagnostics else sys.stdout)
+        out.verdict(ok_line, True)
     return EXIT_REJECTED if diagnostics else EXIT_OK
 
 
@@ -106,13 +103,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_capture(args: argparse.Namespace) -> int:
-    from charter.console import EXIT_USAGE
+    from charter.console import EXIT_USAGE, current
     from charter.provenance.capture import capture
-    from charter.contract.paths import display_path
+    from charter.contract.paths import shown
 
     cs, chosen, code = _load(args, capturing=True)
     if chosen is None:
         return code
+    if args.output == "-":
+        print("charter: --output -: a fixture is a binary .npz file; name a file to write it to", file=sys.stderr)
+        return EXIT_USAGE
     if args.output and len(chosen) != 1:
         print("charter: --output needs exactly one provenance spec", file=sys.stderr)
         return EXIT_USAGE
@@ -122,20 +122,19 @@ def cmd_capture(args: argparse.Namespace) -> int:
     results = [capture(lc, cs, output=Path(args.output) if args.output else None,
                        update_digests=args.update_digests) for lc in chosen]
     diagnostics = [d for r in results + texts for d in r.diagnostics]
-    if args.format == "text":
-        for r in texts:
-            if not r.diagnostics:
-                print(f"reproduced {r.contract_id}: {r.cases} upstream cases byte for byte")
-    if args.format == "text":
-        for r in results:
-            if not r.diagnostics:
-                state = "wrote" if r.wrote else "unchanged"
-                extra = f"; updated digests of {', '.join(r.updated)}" if r.updated else ""
-                print(f"{state} {display_path(r.output)} ({len(r.arrays)} arrays){extra}")
+    out = current()
+    for r in texts:
+        if not r.diagnostics:
+            out.say(f"reproduced {r.contract_id}: {r.cases} upstream cases byte for byte")
+    for r in results:
+        if not r.diagnostics:
+            state = "wrote" if r.wrote else "unchanged"
+            extra = f"; updated digests of {', '.join(r.updated)}" if r.updated else ""
+            out.say(f"{state} {shown(r.output)} ({len(r.arrays)} arrays){extra}")
     failed = sum(1 for r in results + texts if r.diagnostics)
     n = len(results) + len(texts)
     payload = {"captured": not diagnostics, "text": {r.contract_id: not r.diagnostics for r in texts},
-               "fixtures": {r.contract_id: {"output": str(r.output), "wrote": r.wrote, "updated": r.updated}
+               "fixtures": {r.contract_id: {"output": shown(r.output), "wrote": r.wrote, "updated": r.updated}
                             for r in results}}
     return _report(diagnostics, args, payload,
                    f"ok: {n} fixture{'s' if n != 1 else ''} captured",

@@ -365,7 +365,7 @@ def run_battery(spec: Path) -> list[Outcome]:
 def run_command(args, spec: Path) -> int:
     """`charter mutate --contract <regions contract> [--only contract|artifact] [--artifact FILE]`:
     the contract side, then the artifact side (charter.regions.artifact_battery) where the contract
-    has one; --json writes every outcome. The region checks have no C++ engine: --engine both is
+    has one; --report writes every outcome. The region checks have no C++ engine: --engine both is
     refused."""
     import sys
 
@@ -373,16 +373,16 @@ def run_command(args, spec: Path) -> int:
         print("charter: a region battery runs the Python engine only (the region checks have no C++ side)",
               file=sys.stderr)
         return 2
-    return main([str(spec)], json_path=Path(args.json) if args.json else None, only=args.only,
+    return main([str(spec)], json_path=args.report, only=args.only,
                 artifact=Path(args.artifact) if args.artifact else None)
 
 
-def main(argv: list[str] | None = None, json_path: Path | None = None, only: str | None = None,
+def main(argv: list[str] | None = None, json_path: str | None = None, only: str | None = None,
          artifact: Path | None = None) -> int:
     import json
     import sys
 
-    from charter import atomic
+    from charter.console import print_or_write
     from charter.regions import artifact_battery
 
     argv = sys.argv[1:] if argv is None else argv
@@ -432,7 +432,7 @@ def main(argv: list[str] | None = None, json_path: Path | None = None, only: str
                 "verdict": o.verdict, "got": o.admission.to_json() if o.admission else None,
                 "regions": o.regions.to_json() if o.regions else None})
     if json_path is not None:
-        atomic.write_text(json_path, json.dumps(records, indent=2) + "\n")
+        print_or_write(json_path, json.dumps(records, indent=2) + "\n")
     return 0 if ok else 1
 
 

@@ -24,9 +24,27 @@ from __future__ import annotations
 
 import re
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from charter.admission.report import _SCHEMA_CONFIG, AdmissionReport
+
 KIND = re.compile(r"^kind:\s*regions\s*(#.*)?$", re.M)
+
+
+@dataclass(frozen=True)
+class RegionsAdmission:
+    """`charter admit --contract REGIONS --format json`: the admission, then the ownership check."""
+
+    __pydantic_config__ = _SCHEMA_CONFIG
+    admission: AdmissionReport
+    """the admission by the regions contract's artifact contract"""
+    regions: str
+    """the regions contract's id"""
+    status: str
+    """the regions contract's status (a claim boundary, docs/contracts.md#status)"""
+    owned: bool | None
+    """every tensor owned once; null when the admission rejected the file first"""
 
 
 def is_regions_contract(path: str) -> bool:
@@ -39,7 +57,8 @@ def is_regions_contract(path: str) -> bool:
 def run_admit_regions(args) -> int:
     from charter.admission.locate import locate
     from charter.admission.view import read_view
-    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, search_paths
+    from charter.admission.commands import show_report
+    from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, current, not_a_file, print_diagnostics, search_paths
     from charter.contract.contractset import load_set
     from charter.contract.paths import PinnedSource
     from charter.diagnostics import CharterError
@@ -52,7 +71,7 @@ def run_admit_regions(args) -> int:
     search = search_paths([args.contract], args.search)
     cs = load_set([args.contract], search)
     if cs.diagnostics:
-        print_diagnostics(cs.diagnostics, "text")
+        print_diagnostics(cs.diagnostics)
         return EXIT_USAGE
     (plan,) = [cs.regions[i] for i in cs.regions]
     artifact_lc = cs.contracts[plan.artifact]
@@ -73,30 +92,32 @@ def run_admit_regions(args) -> int:
             path = locate(PinnedSource(s.package, s.path, s.sha256, s.size), artifact_lc.path.parent,
                           digest=args.verify_payload)
         except CharterError as exc:
-            print_diagnostics(exc.diagnostics, "text")
+            print_diagnostics(exc.diagnostics)
             return EXIT_USAGE
     checker = python_checker(cs, plan.artifact, Path(args.generated))
     if args.verbose:
         print(f"checker: {checker.origin}", file=sys.stderr)
     report = python.admit(path, checker.module, Options(require_status=args.require_status,
                                                         verify_payload=args.verify_payload))
+    out = current()
     if not report.admitted:
-        print(report.to_json() if args.json else report.render(), end="" if args.json else "\n")
+        show_report(report)
+        out.result = {"admission": report.to_dict(), "regions": plan.id, "status": plan.status, "owned": None}
         return EXIT_REJECTED
     tensors = read_view(str(path), checker.module.FORMAT).tensors
     names = [t.name for t in tensors]
     problems = file_regions(plan, tensors)
-    if args.json:
-        import json
-
-        print(json.dumps({"admission": json.loads(report.to_json()), "regions": plan.id, "status": plan.status,
-                          "owned": not problems, "diagnostics": [d.to_json() for d in problems]}, indent=2,
-                         sort_keys=True))
+    out.result = {"admission": report.to_dict(), "regions": plan.id, "status": plan.status, "owned": not problems}
+    if problems and out.format == "json":
+        out.diagnostics(problems)
     elif problems:
-        print(f"rejected at regions: {problems[0].render()}")
-    else:
-        print(f"{report.render()}; regions {plan.id} (status {plan.status}): {len(plan.instances)} region instances "
-              f"own all {len(names)} tensors" + (f" ({len(plan.excluded)} excluded)" if plan.excluded else ""))
+        if out.format == "github":
+            out.diagnostics(problems[:1])
+        out.verdict(f"rejected at regions: {out.line(problems[0])}", False)
+    elif out.format != "json":
+        out.verdict(f"{report.render(out.place)}; regions {plan.id} (status {plan.status}): {len(plan.instances)} "
+                    f"region instances own all {len(names)} tensors"
+                    + (f" ({len(plan.excluded)} excluded)" if plan.excluded else ""), True)
     return EXIT_REJECTED if problems else EXIT_OK
 
 

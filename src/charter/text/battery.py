@@ -365,7 +365,7 @@ def run_command(args, cs, contract_id: str) -> int:
     try:
         outcomes = run(lc, cs)
     except CharterError as exc:
-        print_diagnostics(exc.diagnostics, "text")
+        print_diagnostics(exc.diagnostics)
         print("charter: the unchanged text contract does not verify; no mutant was run", file=sys.stderr)
         return EXIT_REJECTED
     failed = [o for o in outcomes if o.verdict in ("survived", "misplaced")]
@@ -373,12 +373,12 @@ def run_command(args, cs, contract_id: str) -> int:
         print(f"{o.verdict}: {o.mutant.label}" + (f" ({o.diagnostic})" if o.diagnostic else ""))
     print(table(outcomes))
     print(f"{summary_line(outcomes)} in {time.monotonic() - start:.1f}s")
-    if getattr(args, "json", None):
+    if getattr(args, "report", None):
         import json
 
-        from charter import atomic
+        from charter.console import print_or_write
 
-        atomic.write_text(args.json, json.dumps({
+        print_or_write(args.report, json.dumps({
             "contract": contract_id, "summary": summary_line(outcomes),
             "outcomes": [{"mutant": o.mutant.label, "group": group(o.mutant), "verdict": o.verdict,
                           "diagnostic": o.diagnostic} for o in outcomes]}, indent=2, ensure_ascii=False) + "\n")
