@@ -36,11 +36,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     out = current()
     cs = load_set(args.paths, search_paths(args.paths, args.search))
-    out.result = {"valid": not cs.diagnostics, "contracts": [] if cs.diagnostics else sorted(cs.contracts)}
-    if cs.diagnostics:
-        out.diagnostics(cs.diagnostics)
-        n = len(cs.diagnostics)
-        out.info(f"{n} error{'s' if n != 1 else ''} in contracts")
+    if out.contract_errors(cs):
         return EXIT_USAGE
     kinds: dict[str, int] = {}
     for c in cs.contracts.values():

@@ -144,6 +144,17 @@ class Output:
         for d in items:
             print(self.github(d) if self.format == "github" else self.line(d), file=stream)
 
+    def contract_errors(self, cs) -> bool:
+        """Keep a loaded contract set's verdict as the run's result; print its diagnostics and
+        their count if it has any (then True: the command exits 2)."""
+        self.result = {"valid": not cs.diagnostics, "contracts": [] if cs.diagnostics else sorted(cs.contracts)}
+        if not cs.diagnostics:
+            return False
+        self.diagnostics(cs.diagnostics)
+        n = len(cs.diagnostics)
+        self.info(f"{n} error{'s' if n != 1 else ''} in contracts")
+        return True
+
     def line(self, d) -> str:
         """The ruff/mypy-style line of one Diagnostic, its location shown from the working directory."""
         where = self.place(d.location) if d.location else None

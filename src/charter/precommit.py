@@ -66,11 +66,7 @@ def run_check_changed(args) -> int:
         out.verdict(f"ok: no contract among {len(args.files)} file(s)", True)
         return EXIT_OK
     cs, dependents = check_changed(contracts, args.search)
-    out.result = {"valid": not cs.diagnostics, "contracts": [] if cs.diagnostics else sorted(cs.contracts)}
-    if cs.diagnostics:
-        out.diagnostics(cs.diagnostics)
-        n = len(cs.diagnostics)
-        out.info(f"{n} error{'s' if n != 1 else ''} in contracts")
+    if out.contract_errors(cs):
         return EXIT_USAGE
     out.verdict(f"ok: {len(contracts)} changed contract(s) and {dependents} that refer to them valid"
                 f"{f'; {skipped} other file(s) skipped' if skipped else ''}", True)
