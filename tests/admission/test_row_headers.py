@@ -69,6 +69,16 @@ def _edited(tmp_path: Path, contract: Path, old: str, new: str) -> Path:
     return edited
 
 
+@pytest.fixture(autouse=True)
+def _checkers_at_o0(monkeypatch):
+    """The C++ checkers these files compile run at -O0: the verdict matters here, not the speed
+    (an -O2 compile of the value scanner costs over 10 s; tests/values/test_bounds.py and the
+    other `--engine cpp` admissions compile theirs at -O2, as charter admit does)."""
+    from charter.engines import library
+
+    monkeypatch.setattr(library, "OPTIMIZED", library.FLAGS)
+
+
 @pytest.fixture(scope="module")
 def fork_file(tmp_path_factory):
     folder = tmp_path_factory.mktemp("rowheaders")

@@ -23,6 +23,16 @@ CODECS = ("Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ2_XXS", "IQ2_XS", "IQ2_S", 
           "Q8_K", "Q1_0")  # the last two quantized from real weights by ggml's reference rule (test_crosscheck)
 
 
+@pytest.fixture(autouse=True)
+def _checkers_at_o0(monkeypatch):
+    """The C++ checkers these files compile run at -O0: the verdict matters here, not the speed
+    (an -O2 compile of the value scanner costs over 10 s; tests/values/test_bounds.py and the
+    other `--engine cpp` admissions compile theirs at -O2, as charter admit does)."""
+    from charter.engines import library
+
+    monkeypatch.setattr(library, "OPTIMIZED", library.FLAGS)
+
+
 @pytest.fixture(scope="module")
 def quants_file(tmp_path_factory, payload):  # noqa: F811
     folder = tmp_path_factory.mktemp("kquants")
