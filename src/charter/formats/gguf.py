@@ -82,7 +82,7 @@ from typing import ClassVar, NamedTuple
 
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.floatbits import f32_bits, f32_from_bits
-from charter.formats.ggml_types import GGML_TYPES, REMOVED, GGMLType, ggml_type
+from charter.formats.ggml_types import GGML_TYPES, REMOVED, GGMLType, codec_bytes, ggml_type
 from charter.formats.records import gc_paused
 
 MAGIC = b"GGUF"
@@ -145,8 +145,9 @@ _HIGH_BYTES = 0x8080808080808080  # a length prefix with a byte >= 0x80 is not A
 _DIMS_TAIL = {n: struct.Struct(f"<{n}QIQ") for n in range(1, MAX_DIMS + 1)}  # dims, ggml type, offset
 _TAIL_READERS = {n: (s.unpack_from, s.size) for n, s in _DIMS_TAIL.items()}  # by rank, for the fast path
 _UTF8_CHUNK = 1 << 20
-# The fast path's view of each ggml type: (type, block size, block bytes, row header), as
-# GGMLType.nbytes computes the size from them; and a name's end at most this far past its prefix.
+# The fast path's view of each ggml type: (type, block size, block bytes, row header), the
+# arguments of codec_bytes (one lookup, no method call); and a name's end at most this far past
+# its length prefix.
 _CODEC_SIZES = {i: (t, t.block_size, t.block_bytes, t.row_header) for i, t in GGML_TYPES.items()}
 _MAX_NAME_END = 8 + MAX_NAME_BYTES
 FAST_PATHS = True  # False: every record through the checked path (tests compare the two)
@@ -832,7 +833,7 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
                 if (name is not None and codec is not None and n_elements and n_elements <= I64_MAX
                         and not dims[0] % codec[1] and name not in seen):
                     gtype, block, block_bytes, row_header = codec
-                    nbytes = n_elements // dims[0] * row_header + n_elements // block * block_bytes
+                    nbytes = codec_bytes(n_elements, dims[0], block, block_bytes, row_header)
                     if nbytes <= U64_MAX:
                         seen[name] = pos
                         stop = rank_at + 4 + tail[1]
