@@ -11,8 +11,9 @@ header is 97 MB, just under the 100 MB header cap both tools share.
 What is timed, each in a fresh interpreter (one process per tool, size and round; the tools
 interleaved within each round), after its imports, in process:
   charter    read_safetensors(path), then every tensor's shape and dtype; at 1.29M tensors with
-             `max_json_structure` raised to 2**24 (the default limit, 2**21 of the bytes , : [,
-             refuses such a header with CONTAINER_HEADER: docs/security.md "What a header can cost")
+             `max_json_structure` and `max_json_members` raised to 2**24 (the default limits,
+             2**21 of the bytes , : [ and 2**19 + 2**16 of them `:`, refuse such a header with
+             CONTAINER_HEADER: docs/security.md "What a header can cost")
   safe_open  with safe_open(path, "np") as f: f.metadata(); for every key, f.get_slice(k)
              .get_shape() and .get_dtype() -- the Rust crate's header parse plus what a loader reads
 Each process reports the median of its calls (as many as fit in about 0.5 s, at least 1) in CPU
@@ -40,7 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TIME_TARGET, RSS_TARGET = 2.0, 1.5
-RAISED_STRUCTURE = 2**24  # for headers past the default 2**21 (1.29M tensors of rank 1 hold 12.9M)
+RAISED_STRUCTURE = 2**24  # for headers past the default limits (1.29M tensors of rank 1 hold 12.9M , : [ and 5.2M :)
 TOOLS = ("charter", "safe_open")
 
 
@@ -65,12 +66,13 @@ def _rss(field: str) -> int:
 def worker(tool: str, path: str, n: int) -> None:
     """Run in a fresh interpreter: time `tool` on `path` and print one JSON line."""
     if tool == "charter":
-        from charter.formats.safetensors import MAX_JSON_STRUCTURE, read_safetensors
+        from charter.formats.safetensors import MAX_JSON_MEMBERS, MAX_JSON_STRUCTURE, read_safetensors
 
-        limit = max(MAX_JSON_STRUCTURE, RAISED_STRUCTURE if n * 10 > MAX_JSON_STRUCTURE else 0)
+        raised = n * 10 > MAX_JSON_STRUCTURE or n * 4 > MAX_JSON_MEMBERS
+        limits = dict(max_json_structure=RAISED_STRUCTURE, max_json_members=RAISED_STRUCTURE) if raised else {}
 
         def once():
-            header = read_safetensors(path, max_json_structure=limit)
+            header = read_safetensors(path, **limits)
             for t in header.tensors:
                 t.shape, t.dtype
             return len(header.tensors)

@@ -25,6 +25,7 @@ CAP = 64 * 2**20  # the GGUF reader's header cap; the safetensors cases stay und
 # The readers' limits (charter.formats.gguf, charter.formats.safetensors), restated here as
 # this module depends on nothing but the standard library; a test compares them.
 KV_LIMIT, TENSOR_LIMIT, STRING_LIMIT, JSON_STRUCTURE_LIMIT = 2**16, 2**17, 2**20, 2**21
+JSON_MEMBER_LIMIT = 2**19 + 2**16
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,7 @@ def st_nested_lists(n: int) -> bytes:
 
 GGUF_BASE_KVS, GGUF_BASE_TENSORS, GGUF_BASE_STRINGS = 7, 3, 2
 ST_BASE_STRUCTURE = 40  # , : [ in base_safetensors()'s header
+ST_BASE_MEMBERS = 17  # : in base_safetensors()'s header
 
 
 def cases() -> list[Costly]:
@@ -188,6 +190,7 @@ def cases() -> list[Costly]:
     unexpected = ("METADATA_UNEXPECTED", "metadata.~0")
     strs_length = ("METADATA_ARRAY_LENGTH", "metadata.test.strs.length")
     st_room = (JSON_STRUCTURE_LIMIT - ST_BASE_STRUCTURE) // 2
+    member_room = JSON_MEMBER_LIMIT - ST_BASE_MEMBERS
     c = Costly
     return [
         c("gguf/kvs-at-limit", "gguf", lambda: many_kvs(kv_room), *unexpected),
@@ -212,7 +215,10 @@ def cases() -> list[Costly]:
           "tensors.~0"),
         c("safetensors/tensors-filling-64-mib", "safetensors", lambda: st_many_tensors(CAP // 64), "CONTAINER_HEADER",
           "header"),
-        c("safetensors/metadata-keys-at-limit", "safetensors", lambda: st_many_metadata_keys(st_room), *unexpected),
+        c("safetensors/metadata-keys-at-limit", "safetensors", lambda: st_many_metadata_keys(member_room),
+          *unexpected),
+        c("safetensors/metadata-keys-at-structure-limit", "safetensors", lambda: st_many_metadata_keys(st_room),
+          "CONTAINER_HEADER", "header"),
         c("safetensors/metadata-keys-filling-64-mib", "safetensors", lambda: st_many_metadata_keys(CAP // 11),
           "CONTAINER_HEADER", "header"),
         c("safetensors/metadata-value-64-mib", "safetensors", lambda: st_long_metadata_value(CAP - 1024),

@@ -1,5 +1,6 @@
 """Item 3 of issue 12: what a header can cost is bounded by the readers' limits (Note [Reader
-limits] in charter/formats/gguf.py, Note [JSON structure limit] in charter/formats/safetensors.py).
+limits] in charter/formats/gguf.py, Notes [JSON structure limit] and [JSON member limit] in
+charter/formats/safetensors.py).
 
 Each limit is checked at its boundary in both engines: a file holding exactly as many records as
 the limit allows passes the reader (it is rejected later, by the contract), one more is rejected
@@ -25,6 +26,7 @@ from tests.hardening.corpus import STRING, u64
 KV_ROOM = costly.KV_LIMIT - costly.GGUF_BASE_KVS
 TENSOR_ROOM = costly.TENSOR_LIMIT - costly.GGUF_BASE_TENSORS
 ST_ROOM = (costly.JSON_STRUCTURE_LIMIT - costly.ST_BASE_STRUCTURE) // 2
+MEMBER_ROOM = costly.JSON_MEMBER_LIMIT - costly.ST_BASE_MEMBERS
 SHIPPED = {"gguf": "tiny-llama-gguf", "safetensors": "tiny-llama-safetensors"}
 
 
@@ -48,6 +50,9 @@ BOUNDARIES = [
      ("CONTAINER_COUNT", "metadata.~strs", "count")),
     ("json-at-limit", lambda: costly.st_nested_lists(ST_ROOM - 1), None, ("CONTAINER_METADATA", "metadata.x", None)),
     ("json-over-limit", lambda: costly.st_nested_lists(ST_ROOM), None, ("CONTAINER_HEADER", "header", 8)),
+    ("json-members-at-limit", lambda: costly.st_many_metadata_keys(MEMBER_ROOM), None, None),
+    ("json-members-over-limit", lambda: costly.st_many_metadata_keys(MEMBER_ROOM + 1), None,
+     ("CONTAINER_HEADER", "header", 8)),
 ]
 
 
@@ -99,6 +104,10 @@ def test_python_limits_are_parameters():
     with pytest.raises(CharterError) as exc:
         safetensors.parse_safetensors(data, len(data), max_json_structure=50)
     assert exc.value.diagnostics[0].field == "header"
+    data = costly.st_many_metadata_keys(10)
+    with pytest.raises(CharterError) as exc:
+        safetensors.parse_safetensors(data, len(data), max_json_members=costly.ST_BASE_MEMBERS + 9)
+    assert exc.value.diagnostics[0].field == "header"
 
 
 def _cpp_constant(header: str, name: str) -> int:
@@ -108,12 +117,20 @@ def _cpp_constant(header: str, name: str) -> int:
     return 1 << int(m.group(1))
 
 
+def _cpp_members_limit() -> int:
+    text = (ROOT / "native" / "include" / "charter" / "safetensors.hpp").read_text("utf-8")
+    m = re.search(r"kMaxJsonMembers = \(1ull << (\d+)\) \+ \(1ull << (\d+)\);", text)
+    assert m
+    return (1 << int(m.group(1))) + (1 << int(m.group(2)))
+
+
 def test_the_engines_and_the_corpus_state_the_same_limits():
     assert gguf.MAX_KV_COUNT == costly.KV_LIMIT == _cpp_constant("gguf.hpp", "kMaxKvCount")
     assert gguf.MAX_TENSOR_COUNT == costly.TENSOR_LIMIT == _cpp_constant("gguf.hpp", "kMaxTensorCount")
     assert gguf.MAX_STRING_ELEMENTS == costly.STRING_LIMIT == _cpp_constant("gguf.hpp", "kMaxStringElements")
     assert (safetensors.MAX_JSON_STRUCTURE == costly.JSON_STRUCTURE_LIMIT
             == _cpp_constant("safetensors.hpp", "kMaxJsonStructure"))
+    assert safetensors.MAX_JSON_MEMBERS == costly.JSON_MEMBER_LIMIT == _cpp_members_limit()
 
 
 def test_costly_cases_name_their_limits():
@@ -124,6 +141,9 @@ def test_costly_cases_name_their_limits():
     h = gguf.parse_gguf(by["gguf/strings-at-limit"].build(), 2**40)
     assert h.kvs["test.strs"].value.count == costly.STRING_LIMIT
     data = by["safetensors/metadata-keys-at-limit"].build()
+    head = data[8 : 8 + int.from_bytes(data[:8], "little")]
+    assert head.count(b":") == costly.JSON_MEMBER_LIMIT
+    data = by["safetensors/metadata-keys-at-structure-limit"].build()
     head = data[8 : 8 + int.from_bytes(data[:8], "little")]
     assert sum(head.count(c) for c in (b",", b":", b"[")) == costly.JSON_STRUCTURE_LIMIT
 
@@ -260,17 +280,18 @@ print(json.dumps([finding, hwm // 1024]))
 
 
 @pytest.mark.slow  # two fresh interpreters reading 11 MiB of JSON: about 2 s
-def test_a_million_metadata_keys_fit_the_memory_target_in_both_engines(tmp_path):
+def test_the_most_metadata_keys_fit_the_memory_target_in_both_engines(tmp_path):
     """Issue 12 item 3: at most 256 MiB for any header of at most 64 MiB. The densest case for
-    memory, 1,048,556 metadata keys, once took the C++ engine 276 MiB (Note [Cost of a header]
-    in charter/formats/safetensors.py). The file is read whole: the reader builds the view of every
-    key, and the checks after it (here, the shipped contract's identity) keep nothing per key."""
+    memory, metadata keys (1,048,556 once took the C++ engine 276 MiB: docs/security.md), now as
+    many as Note [JSON member limit] in charter/formats/safetensors.py allows. The file is
+    read whole: the reader builds the view of every key, and the checks after it (here, the shipped
+    contract's identity) keep nothing per key."""
     import json
     import subprocess
     import sys
 
     path = tmp_path / "keys.safetensors"
-    path.write_bytes(costly.st_many_metadata_keys(ST_ROOM))
+    path.write_bytes(costly.st_many_metadata_keys(MEMBER_ROOM))
     for engine in ("cpp", "python"):
         out = subprocess.run([sys.executable, "-c", _PEAK, str(path), engine], capture_output=True, text=True,
                              check=True, cwd=ROOT).stdout

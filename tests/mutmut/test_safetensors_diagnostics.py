@@ -275,6 +275,18 @@ def test_the_json_structure_limit_counts_the_header_bytes_alone(monkeypatch):
             "reader's limit of 5", "<= 5", "6", 8, "CONTAINER_HEADER")
 
 
+def test_the_json_member_limit_counts_colons_after_the_structure():
+    """Note [JSON member limit]: the `:` of the header's bytes have a limit of their own, checked
+    after the structure limit and before anything is decoded; `,` and `[` do not count."""
+    raw = b'{"a":"b","c":"d"} :: ,,[['
+    data = struct.pack("<Q", len(raw)) + raw
+    assert error(parse_safetensors, data, len(data), max_json_members=4)["code"] == "CONTAINER_JSON"
+    assert error(parse_safetensors, data, len(data), max_json_members=3) == ext(
+        "header", "the header holds 4 of the JSON character : (each starts a member's value), more than the "
+        "reader's limit of 3", "<= 3", "4", 8, "CONTAINER_HEADER")
+    assert error(parse_safetensors, data, len(data), max_json_structure=7, max_json_members=3)["actual"] == "9"
+
+
 def test_a_short_buffer_is_not_a_short_file():
     buf, size = header('{"__metadata__":{"k":"v"}}')
     assert error(parse_safetensors, buf[:7], size)["message"] == "the provided buffer holds 7 bytes, the header length needs 8"

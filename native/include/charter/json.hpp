@@ -123,7 +123,7 @@ class Doc {
 
   // Return the pages of the pending stacks, empty once a whole value is parsed: a header of a
   // million members fills 32 MiB of them, which would otherwise stay resident while the view is
-  // built from the members (Note [Cost of a header] in charter/formats/safetensors.py).
+  // built from the members (docs/security.md, "What a header can cost").
   void release_stacks() {
     std::vector<std::uint32_t>().swap(stack_);
     std::vector<Member>().swap(mstack_);

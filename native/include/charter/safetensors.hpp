@@ -22,10 +22,20 @@ inline constexpr std::uint64_t kMaxHeaderBytes = 100000000;
 // Note [JSON structure limit] in charter/formats/safetensors.py: at most this many of the bytes
 // , : [ in the header (strings included), or CONTAINER_HEADER before it is decoded.
 inline constexpr std::uint64_t kMaxJsonStructure = 1ull << 21;
+// Note [JSON member limit]: at most this many of them `:`.
+inline constexpr std::uint64_t kMaxJsonMembers = (1ull << 19) + (1ull << 16);
 
-inline std::uint64_t json_structure(const unsigned char* text, std::uint64_t n) {
-  std::uint64_t count = 0;
-  for (std::uint64_t i = 0; i < n; ++i) count += text[i] == ',' || text[i] == ':' || text[i] == '[';
+struct JsonStructure {
+  std::uint64_t all{};      // , : [
+  std::uint64_t members{};  // :
+};
+
+inline JsonStructure json_structure(const unsigned char* text, std::uint64_t n) {
+  JsonStructure count;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    count.members += text[i] == ':';
+    count.all += text[i] == ',' || text[i] == ':' || text[i] == '[';
+  }
   return count;
 }
 
@@ -311,13 +321,21 @@ inline bool parse(const unsigned char* buf, std::uint64_t len, std::uint64_t fil
                   0, "<= " + u64s(avail - 8), u64s(n));
   }
   const unsigned char* text = buf + 8;
-  const std::uint64_t structure = json_structure(text, n);
+  const JsonStructure counted = json_structure(text, n);
+  const std::uint64_t structure = counted.all;
   if (structure > kMaxJsonStructure) {
     return reject(r, Code::CONTAINER_HEADER, "header",
                   "the header holds " + u64s(structure) +
                       " of the JSON characters , : [ (each may start a value), more than the reader's limit of " +
                       u64s(kMaxJsonStructure),
                   8, "<= " + u64s(kMaxJsonStructure), u64s(structure));
+  }
+  if (counted.members > kMaxJsonMembers) {
+    return reject(r, Code::CONTAINER_HEADER, "header",
+                  "the header holds " + u64s(counted.members) +
+                      " of the JSON character : (each starts a member's value), more than the reader's limit of " +
+                      u64s(kMaxJsonMembers),
+                  8, "<= " + u64s(kMaxJsonMembers), u64s(counted.members));
   }
   const std::size_t bad = utf8_error(text, n);
   if (bad != n) return reject(r, Code::CONTAINER_JSON, "header", "header is not valid UTF-8", 8 + bad);

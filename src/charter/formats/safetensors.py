@@ -23,7 +23,7 @@ Policies decided here:
   CONTAINER_JSON); this module itself only walks two fixed levels.
 * The JSON the decoders build is bounded before it is decoded (Note [JSON structure limit]): at
   most `max_json_structure` (2**21) of the characters `,` `:` `[` (CONTAINER_HEADER, field
-  `header`).
+  `header`), and at most `max_json_members` (2**19 + 2**16) of them `:` (Note [JSON member limit]).
 
 Note [Safetensors numbers]
 ~~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -61,6 +61,17 @@ of rank 4 take 13 each (1,703,936), and the largest real headers hold a few thou
 a handful of metadata strings. Counted on the header's bytes once they are known to fit, before
 they are decoded (so it comes before any UTF-8 or JSON error, and a header it rejects is never
 decoded); the C++ reader (native/include/charter/safetensors.hpp) counts at the same point.
+
+Note [JSON member limit]
+~~~~~~~~~~~~~~~~~~~~~~~~
+A member costs a decoder more than an element: a key string, a value, a slot of a dict (about 0.6
+us in CPython's decoder against 0.3 us for `[]`). At the structure limit a header of 2**20 members
+`"~0":""` took the Python engine 1.0-1.1 s in all, over the 1 s a hostile header may cost. So the
+`:` among those characters have a limit of their own, 2**19 + 2**16 = 589,824: four members for
+each of 131,072 tensors (name, dtype, shape, data_offsets) and 65,536 metadata entries (GGUF's
+key limit). Counted with the structure, on the raw text before decoding (CONTAINER_HEADER, field
+`header`; the structure limit is checked first); a metadata string that quotes JSON spends the
+same budget, which a real header's strings do not approach.
 """
 
 from __future__ import annotations
@@ -82,6 +93,7 @@ from charter.formats.records import gc_paused
 
 MAX_HEADER_BYTES = 100_000_000
 MAX_JSON_STRUCTURE = 2**21
+MAX_JSON_MEMBERS = 2**19 + 2**16
 U64_MAX = 2**64 - 1
 TENSOR_KEYS = ("dtype", "shape", "data_offsets")
 _TENSOR_KEY_SET = frozenset(TENSOR_KEYS)
@@ -281,7 +293,8 @@ def _join(field: str, key: str) -> str:
     return f"{field}.{key}"
 
 
-def read_safetensors(path: str | os.PathLike, *, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
+def read_safetensors(path: str | os.PathLike, *, max_json_structure: int = MAX_JSON_STRUCTURE,
+                     max_json_members: int = MAX_JSON_MEMBERS) -> SafetensorsHeader:
     """Parse the header of the safetensors file at `path`, reading only the header bytes (and
     holding them only until they are decoded)."""
     try:
@@ -294,26 +307,28 @@ def read_safetensors(path: str | os.PathLike, *, max_json_structure: int = MAX_J
                     head += f.read(n)
     except OSError as e:
         _fail(Code.CONTAINER_UNREADABLE, "file", f"cannot read {os.fspath(path)!r}: {e}", 0)
-    n, text = _header_text(head, size, max_json_structure)
+    n, text = _header_text(head, size, max_json_structure, max_json_members)
     del head
     return _parse_text(n, text, size, True)
 
 
-def parse_safetensors(buf, file_size: int, *, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
+def parse_safetensors(buf, file_size: int, *, max_json_structure: int = MAX_JSON_STRUCTURE,
+                      max_json_members: int = MAX_JSON_MEMBERS) -> SafetensorsHeader:
     """Parse a safetensors header from `buf` (bytes-like, at least 8 + N bytes) of a file of
     `file_size` bytes."""
-    return _parse(buf, file_size, True, max_json_structure)
+    return _parse(buf, file_size, True, max_json_structure, max_json_members)
 
 
-def _parse(buf, file_size: int, fast: bool, max_json_structure: int = MAX_JSON_STRUCTURE) -> SafetensorsHeader:
+def _parse(buf, file_size: int, fast: bool, max_json_structure: int = MAX_JSON_STRUCTURE,
+           max_json_members: int = MAX_JSON_MEMBERS) -> SafetensorsHeader:
     """`fast=False` runs the positional walker alone: the reference the fast path is tested
     against."""
-    return _parse_text(*_header_text(buf, file_size, max_json_structure), file_size, fast)
+    return _parse_text(*_header_text(buf, file_size, max_json_structure, max_json_members), file_size, fast)
 
 
-def _header_text(buf, file_size: int, max_json_structure: int) -> tuple[int, str]:
+def _header_text(buf, file_size: int, max_json_structure: int, max_json_members: int) -> tuple[int, str]:
     """The header length N and the N bytes after it decoded as UTF-8, once they are known to fit
-    and to hold no more JSON than Note [JSON structure limit] allows."""
+    and to hold no more JSON than Notes [JSON structure limit] and [JSON member limit] allow."""
     file_size = max(int(file_size), 0)
     avail = min(len(buf), file_size)
     if avail < 8:
@@ -348,7 +363,8 @@ def _header_text(buf, file_size: int, max_json_structure: int) -> tuple[int, str
         )
     with memoryview(buf) as view, view[8 : 8 + n] as body:
         raw = buf if isinstance(buf, bytes) else bytes(view[: 8 + n])
-        structure = raw.count(b",", 8, 8 + n) + raw.count(b":", 8, 8 + n) + raw.count(b"[", 8, 8 + n)
+        members = raw.count(b":", 8, 8 + n)
+        structure = raw.count(b",", 8, 8 + n) + members + raw.count(b"[", 8, 8 + n)
         del raw
         if structure > max_json_structure:
             _fail(
@@ -359,6 +375,16 @@ def _header_text(buf, file_size: int, max_json_structure: int) -> tuple[int, str
                 8,
                 f"<= {max_json_structure}",
                 structure,
+            )
+        if members > max_json_members:
+            _fail(
+                Code.CONTAINER_HEADER,
+                "header",
+                f"the header holds {members} of the JSON character : (each starts a member's value), "
+                f"more than the reader's limit of {max_json_members}",
+                8,
+                f"<= {max_json_members}",
+                members,
             )
         try:
             return n, str(body, "utf-8")
