@@ -306,13 +306,17 @@ def test_finding_the_settings_costs_no_toml_parse_on_the_cold_path(project):
 # --- item 9: help texts ---------------------------------------------------------------------
 
 
-def test_help_names_installed_docs_not_repository_paths(capsys):
+def test_help_names_installed_docs_not_repository_paths(capsys, monkeypatch):
+    """The docs path is printed whole on a narrow terminal: argparse once wrapped it at a hyphen
+    of the path (a fresh clone under /tmp/charter-fresh-...)."""
     from charter.docs import docs_folder
 
+    monkeypatch.setenv("COLUMNS", "30")
     with pytest.raises(SystemExit):
         main(["--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert f"installed with charter: {docs_folder()}" in text
+    out = capsys.readouterr().out
+    assert f"\n  {docs_folder()}\n" in out
+    assert "installed with charter:" in " ".join(out.split())
     assert (docs_folder() / "cli.md").is_file()
 
 

@@ -95,9 +95,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="charter",
         description="Contracts that make a model artifact fail closed.",
-        epilog="Exit codes: 0 ok, 1 rejected/stale/survivor, 2 usage or contract error, 3 internal error. "
-               f"Settings: [tool.charter] in pyproject.toml. Every docs/ page named in these help texts is "
-               f"installed with charter: {docs_folder()}",
+        # Raw, so argparse never wraps the docs path (it breaks lines at a hyphen of the path).
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Exit codes: 0 ok, 1 rejected/stale/survivor, 2 usage or contract error, 3 internal error.\n"
+               "Settings: [tool.charter] in pyproject.toml.\n"
+               f"Every docs/ page named in these help texts is installed with charter:\n  {docs_folder()}",
     )
     parser.add_argument("--version", action="version", version=f"charter {__version__}")
     add_common_options(parser, top=True)
