@@ -89,11 +89,12 @@ def read_view(path: str, fmt: str, max_header_bytes: int = MAX_HEADER_BYTES) -> 
     return safetensors_view(read_safetensors(path))
 
 
-def parse_view(buf, file_size: int, fmt: str) -> ArtifactView:
-    """The same view from header bytes held in memory (the mutation battery's mutants)."""
+def parse_view(buf, file_size: int, fmt: str, accepted=None) -> ArtifactView:
+    """The same view from header bytes held in memory (the mutation battery's mutants); `accepted`
+    (a charter.formats.gguf.AcceptedStrings) shares string arrays between such parses."""
     require_format(buf[:SNIFF_BYTES], file_size, fmt)
     if fmt == "gguf":
-        return gguf_view(parse_gguf(buf, file_size))
+        return gguf_view(parse_gguf(buf, file_size, accepted=accepted))
     return safetensors_view(parse_safetensors(buf, file_size))
 
 

@@ -65,6 +65,19 @@ The records are read by a fast path that handles every well-formed record withou
 fields; anything it does not accept outright (a bound, a bad byte, a duplicate, a limit) is read
 again from the record's start by the checked path, which owns every diagnostic. So the two agree
 by construction, and the fast path only needs to never accept what the checked path rejects.
+
+Note [Accepted string arrays]
+~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+Walking a string array costs a Python step per element (SmolLM2's 98,052 tokens and merges: about
+15 ms), and the mutation battery parses a header per artifact mutant, each differing from the
+conforming header in a few bytes. An `AcceptedStrings` given to `parse_gguf` remembers the bytes
+of every string array the fast path accepted (length prefixes and text, from the first prefix to
+the end of the last element) under its element count. An array whose count and bytes equal a
+remembered one, and which ends within the readable header, is accepted without a walk: the walk
+and the UTF-8 check read only those bytes, bounded by the same end, so they would accept it again
+and find the same end. Everything else (another count, one changed byte, a shifted array cut by
+the end) is walked as without the memo; the string-element limit is counted either way, and the
+checked path never consults it.
 """
 
 from __future__ import annotations
@@ -295,15 +308,40 @@ class GGUFHeader:
         return default if kv is None else kv.value
 
 
+class AcceptedStrings:
+    """String arrays the fast path accepted, by element count, for parses of headers that differ
+    from one another in a few bytes (Note [Accepted string arrays])."""
+
+    __slots__ = ("_by_count",)
+
+    PER_COUNT = 4  # arrays kept per element count: a header has a few string arrays, not many
+
+    def __init__(self) -> None:
+        self._by_count: dict[int, list[bytes]] = {}
+
+    def find(self, buf, start: int, count: int, end: int) -> bytes | None:
+        """The accepted bytes of `count` elements that `buf` holds at `start`, ending by `end`."""
+        for raw in self._by_count.get(count, ()):
+            if start + len(raw) <= end and buf[start:start + len(raw)] == raw:
+                return raw
+        return None
+
+    def add(self, count: int, raw: bytes) -> None:
+        kept = self._by_count.setdefault(count, [])
+        if len(kept) < self.PER_COUNT:
+            kept.append(raw)
+
+
 class _Cursor:
     """Bounds-checked reads: `end` is the first byte we may not read, whatever the reason."""
 
-    __slots__ = ("buf", "pos", "file_size", "cap", "end", "strings_left")
+    __slots__ = ("buf", "pos", "file_size", "cap", "end", "strings_left", "accepted")
 
-    def __init__(self, buf, file_size: int, cap: int):
+    def __init__(self, buf, file_size: int, cap: int, accepted: AcceptedStrings | None = None):
         self.buf, self.pos, self.file_size, self.cap = buf, 0, file_size, cap
         self.end = min(len(buf), file_size, cap)
         self.strings_left = MAX_STRING_ELEMENTS  # string elements the limit still allows
+        self.accepted = accepted  # string arrays read before, whose bytes need no second walk
 
     def short(self, n: int, field: str, what: str, code: Code = Code.CONTAINER_TRUNCATED):
         """Raise for a read of `n` bytes at `pos` that does not fit; `code` if the file is short."""
@@ -381,10 +419,12 @@ def read_gguf(path: str | os.PathLike, *, max_header_bytes: int = MAX_HEADER_BYT
 @gc_paused()
 def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES, max_kv_count: int = MAX_KV_COUNT,
                max_tensor_count: int = MAX_TENSOR_COUNT,
-               max_string_elements: int = MAX_STRING_ELEMENTS) -> GGUFHeader:
+               max_string_elements: int = MAX_STRING_ELEMENTS,
+               accepted: AcceptedStrings | None = None) -> GGUFHeader:
     """Parse the GGUF header held in `buf` (bytes-like) of a file of `file_size` bytes, within the
-    limits of Note [Reader limits]."""
-    cur = _Cursor(buf, max(int(file_size), 0), max_header_bytes)
+    limits of Note [Reader limits]; `accepted` lets many parses of near-identical headers share
+    their string arrays (Note [Accepted string arrays])."""
+    cur = _Cursor(buf, max(int(file_size), 0), max_header_bytes, accepted)
     cur.strings_left = max_string_elements
     _read_magic(cur)
     version = _read_version(cur)
@@ -565,13 +605,17 @@ def _fast_array(cur: _Cursor, at: int) -> GGUFArray | None:
     if tag == _STRING:
         if count > cur.strings_left or count * 8 > end - start:
             return None
-        walked = _walk_strings(buf, start, count, end)
-        if walked is None:
-            return None
-        stop, splits = walked
-        raw = bytes(buf[start:stop])
-        if _utf8_error(raw, start, splits) is not None:
-            return None
+        raw = cur.accepted.find(buf, start, count, end) if cur.accepted is not None else None
+        if raw is None:
+            walked = _walk_strings(buf, start, count, end)
+            if walked is None:
+                return None
+            stop, splits = walked
+            raw = bytes(buf[start:stop])
+            if _utf8_error(raw, start, splits) is not None:
+                return None
+            if cur.accepted is not None:
+                cur.accepted.add(count, raw)
         cur.strings_left -= count
     else:
         stop = start + count * _SCALAR_BY_TAG[tag].size

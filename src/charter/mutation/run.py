@@ -34,6 +34,7 @@ from charter.admission.runtime import admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
+from charter.formats.gguf import AcceptedStrings
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.expect import predict
@@ -66,6 +67,7 @@ class Battery:
     model_plan: ModelPlan | None = None  # the model resolved once, for every mutant of an artifact leaf
     tensor_memo: dict = dataclasses.field(default_factory=dict)  # resolved tensor rows (resolve_artifact)
     pieces: Pieces = dataclasses.field(default_factory=Pieces)  # compiled checker pieces (assemble)
+    accepted: AcceptedStrings = dataclasses.field(default_factory=AcceptedStrings)  # the header's string arrays
 
     @property
     def require_status(self) -> str:
@@ -204,7 +206,7 @@ def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Ou
                                                                               engines.Verdict]:
     """The Python engine's outcome, the view it read (None if the reader rejected) and its verdict."""
     try:
-        view = parse_view(buf, size, b.plan.format)
+        view = parse_view(buf, size, b.plan.format, b.accepted)
     except CharterError as exc:
         d = exc.diagnostics[0]
         return (judge(m, False, d.stage.value, d.code.value, d.field, d.message), None,

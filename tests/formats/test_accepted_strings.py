@@ -1,0 +1,88 @@
+"""Note [Accepted string arrays]: a parse that shares string arrays with earlier parses reads every
+header exactly as a parse without them, accepting or rejecting with the same diagnostic."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+
+from charter.diagnostics import CharterError
+from charter.formats.gguf import AcceptedStrings, parse_gguf
+
+
+@pytest.fixture(scope="module")
+def header(smollm2_path) -> tuple[bytes, int]:
+    plain = parse_gguf(smollm2_path.read_bytes()[:2_000_000], smollm2_path.stat().st_size)
+    with open(smollm2_path, "rb") as f:
+        return f.read(plain.data_offset), smollm2_path.stat().st_size
+
+
+def _outcome(buf: bytes, size: int, accepted: AcceptedStrings | None):
+    try:
+        h = parse_gguf(buf, size, accepted=accepted)
+    except CharterError as exc:
+        return "rejected", [d.to_json() for d in exc.diagnostics]
+    arrays = {k: kv.value.raw for k, kv in h.kvs.items() if hasattr(kv.value, "raw")}  # not in the repr
+    return "read", repr(h), arrays
+
+
+def _tokens(buf: bytes) -> int:
+    """The offset of tokenizer.ggml.tokens's first length prefix."""
+    key = b"tokenizer.ggml.tokens"
+    return buf.index(key) + len(key) + 4 + 12
+
+
+def _variants(buf: bytes) -> dict[str, bytes]:
+    first = _tokens(buf)
+    n = struct.unpack_from("<Q", buf, first)[0]
+    text = first + 8
+    return {
+        "unchanged": buf,
+        "invalid UTF-8 in a token": buf[:text] + b"\xff" + buf[text + 1:],
+        "another token byte": buf[:text] + bytes([buf[text] ^ 1]) + buf[text + 1:],
+        "a longer first token": buf[:first] + struct.pack("<Q", n + 1) + buf[first + 8:],
+        "a huge first token": buf[:first] + struct.pack("<Q", 1 << 40) + buf[first + 8:],
+        "the header cut inside the tokens": buf[:text + 4096],
+        "the arrays shifted by a longer name": buf.replace(b"general.architecture", b"general.architecturee", 1)
+                                              .replace(struct.pack("<Q", 20) + b"general.architecturee",
+                                                       struct.pack("<Q", 21) + b"general.architecturee", 1),
+    }
+
+
+@pytest.mark.parametrize("name", ["unchanged", "invalid UTF-8 in a token", "another token byte",
+                                  "a longer first token", "a huge first token", "the header cut inside the tokens",
+                                  "the arrays shifted by a longer name"])
+def test_shared_arrays_read_as_without_them(header, name):
+    buf, size = header
+    accepted = AcceptedStrings()
+    assert _outcome(buf, size, accepted)[0] == "read"  # remembers the conforming header's arrays
+    variant = _variants(buf)[name]
+    # the file as long as before, cut where the bytes end, and shorter than the bytes held
+    for file_size in (size, len(variant), _tokens(buf) + 8 * 49_152 + 4096):
+        with_memo, plain = _outcome(variant, file_size, accepted), _outcome(variant, file_size, None)
+        assert with_memo == plain
+
+
+def test_an_accepted_array_is_not_walked_again(header, monkeypatch):
+    from charter.formats import gguf
+
+    buf, size = header
+    accepted = AcceptedStrings()
+    parse_gguf(buf, size, accepted=accepted)
+    plain = _outcome(buf, size, None)
+    walks = []
+    monkeypatch.setattr(gguf, "_walk_strings", lambda *a: walks.append(a) or None)
+    assert _outcome(buf, size, accepted) == plain
+    assert walks == []
+
+
+def test_the_string_limit_counts_accepted_arrays(header):
+    buf, size = header
+    accepted = AcceptedStrings()
+    parse_gguf(buf, size, accepted=accepted)
+    with pytest.raises(CharterError) as without:
+        parse_gguf(buf, size, max_string_elements=50_000)
+    with pytest.raises(CharterError) as with_memo:
+        parse_gguf(buf, size, max_string_elements=50_000, accepted=accepted)
+    assert [d.to_json() for d in with_memo.value.diagnostics] == [d.to_json() for d in without.value.diagnostics]
