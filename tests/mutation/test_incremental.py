@@ -19,7 +19,8 @@ from charter.contract.contractset import load_set
 from charter.contract.load import contract_from_document
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.mutation import expect, run as run_module
+from charter.formats.gguf import AcceptedStrings
+from charter.mutation import expect, run as run_module, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.run import all_mutants, load_battery
 from tests.conftest import ROOT
@@ -198,3 +199,25 @@ def test_table_rows_are_values_bound_to_the_function_that_reads_them():
     module = Pieces().module(text, "m")
     assert _calls(module) == (["a", "b"], [("t", {"rows": (("a", 1), ("b", (2,))), "at": "f:1:1"}),
                                            ("t", {"rows": (("c", float("inf")),), "at": "f:2:1"})])
+
+
+class _Forgetful(AcceptedStrings):
+    """Remembers nothing: every string array is walked (the reader without Note [Accepted string arrays])."""
+
+    def find(self, buf, start, count, end):
+        return None
+
+
+def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_battery):
+    """Shared string arrays and verified prefixes (Note [Verified prefix]) change what an artifact
+    mutant costs, never its verdict: a sample of every kind, value mutants and their controls all."""
+    b = smollm2_battery
+    mutants = all_mutants(b, "artifact")
+    values = [m for m in mutants if value_ops.is_value_mutant(m)]
+    sample = mutants[::25] + [m for m in values if m.expect is None] + values[::20]
+    fast = dataclasses.replace(b, accepted=AcceptedStrings(), prefixes=run_module.verified_prefixes(b))
+    plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={})
+    assert len(fast.prefixes) == len(b.view.tensors)
+    for m in sample:
+        assert run_module.run_mutant(fast, m) == run_module.run_mutant(plain, m), m.id
+    assert any(m.expect is None for m in sample) and len(sample) > 60

@@ -785,6 +785,56 @@ def test_payload_streams_in_chunks(artifact, monkeypatch):
     assert rejection(c.payload, None, (), "zero", PAT)["offset"] == 86
 
 
+def _resumed(c, end: int, prefix: bytes):
+    """`c` starting its payload stage at `end`, with the digest state of `prefix` (Note [Verified prefix])."""
+    c._verified_prefix = runtime.VerifiedPrefix(end, hashlib.sha256(prefix))
+    return c
+
+
+def test_payload_resumes_at_a_verified_prefix(artifact):
+    c, whole = artifact()
+    data = open(c.path, "rb").read()
+    a, b = hashlib.sha256(b"A" * 16).hexdigest(), hashlib.sha256(b"BBBB").hexdigest()
+    bad = hashlib.sha256(b"").hexdigest()
+    resumed = _resumed(c, 96, data[:96])
+    # a lies before the prefix: its digest is not compared again; b's and the whole file's are
+    assert resumed.payload(file_sha256=whole, tensors=(("a", bad, AT), ("b", b, AT2)), padding="zero", **PAT) is None
+    assert rejection(resumed.payload, whole, (("b", bad, AT2),), "zero", PAT)["field"] == "payload.tensors.b"
+    assert resumed.payload(file_sha256=None, tensors=(("a", a, AT),), padding="zero", **PAT) is None
+    # the whole-file digest continues from the prefix's state, not from nothing
+    c, _ = artifact()
+    wrong = _resumed(c, 96, b"X" * 96)
+    assert rejection(wrong.payload, whole, (), "any", PAT)["code"] == "PAYLOAD_FILE_DIGEST"
+    assert hashlib.sha256(b"X" * 96).hexdigest() != whole
+
+
+@pytest.mark.parametrize("end, at, rejected", [(64, 55, False), (64, 85, True), (96, 85, False), (96, 101, True)])
+def test_payload_padding_after_a_verified_prefix(artifact, end, at, rejected):
+    c, whole = artifact(pad_byte_at=at)
+    c = _resumed(c, end, open(c.path, "rb").read()[:end])
+    if rejected:
+        assert rejection(c.payload, whole, (), "zero", PAT) == diag(
+            "PAYLOAD_PADDING", "layout.padding", f"padding byte at {at} is not zero", "0", "nonzero", "P:2:2", at)
+    else:
+        assert c.payload(file_sha256=whole, tensors=(), padding="zero", **PAT) is None
+
+
+def test_admit_view_passes_the_verified_prefix(tmp_path):
+    path = tmp_path / "p.bin"
+    path.write_bytes(b"H" * 64 + b"A" * 16)
+    v = view(tensors=[tensor("a", (16,), "U8", 64, 80, record=0)], header_end=64, data_offset=64, file_size=80)
+    seen = []
+
+    class Recorder:
+        CONTRACT_ID, SPEC, FORMAT, STATUS = "c-id", "specs/c.yaml", "gguf", "structural"
+        STAGES = [("payload", lambda ctx: seen.append(ctx._verified_prefix))]
+
+    prefix = runtime.VerifiedPrefix(64, hashlib.sha256(b"H" * 64))
+    runtime.admit_view(v, str(path), Recorder, verify_payload=True, verified_prefix=prefix)
+    runtime.admit_view(v, str(path), Recorder, verify_payload=True)
+    assert seen == [prefix, None]
+
+
 # --- survivors of earlier gate runs: float64 paths, row width, equal starts ----------------------
 
 

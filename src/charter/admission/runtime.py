@@ -35,6 +35,7 @@ import math
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from charter.admission import stores
@@ -77,7 +78,7 @@ class Context:
 
     def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
                  payload_reader=None, native_values: bool = False, only: frozenset[str] | None = None,
-                 owned_keys: frozenset[str] = frozenset()) -> None:
+                 owned_keys: frozenset[str] = frozenset(), verified_prefix: VerifiedPrefix | None = None) -> None:
         """`only`: the tensors this file holds of a bundle's inventory (Note [Bundle stages]); the rest
         are other shards' facts. `owned_keys`: metadata keys a bundle stage owns (split keys)."""
         self.view = view
@@ -89,6 +90,7 @@ class Context:
         self._reader = reader  # (offset, length) -> bytes; default: the file at `path`
         self._payload_reader = payload_reader  # the same, for the whole file the payload stage streams
         self._native_values = native_values  # value rules scanned by charter._native (the C++ engine)
+        self._verified_prefix = verified_prefix  # where the payload stage may start (Note [Verified prefix])
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes of the artifact outside the header (store manifests); a short read is a rejection."""
@@ -490,10 +492,17 @@ class Context:
             checked.update(tensor_bounds(v.tensors, tuple(bounds), v.format, self._native_values))
         zero = padding == "zero"
         whole = hashlib.sha256() if file_sha256 is not None else None  # no digest pinned: nothing to hash
+        start, prefix = 0, self._verified_prefix
+        if prefix is not None:
+            start = prefix.end
+            if whole is not None:
+                whole = prefix.sha256.copy()
         with open(self.path, "rb") if self._payload_reader is None else _ReaderFile(self._payload_reader) as f:
-            pos = self._stream(f, whole, 0, v.header_end)
+            pos = self._stream(f, whole, start, v.header_end)
             pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
             for t in sorted(v.tensors, key=lambda t: t.start):
+                if t.start < start:
+                    continue
                 pos = self._stream(f, whole, pos, t.start, zero_at=(padding_at or "") if zero else None)
                 digest = hashlib.sha256() if t.name in wanted else None
                 pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name))
@@ -539,6 +548,24 @@ class Context:
                           0, "nonzero", bad)
             pos += len(chunk)
         return pos
+
+
+@dataclass(frozen=True)
+class VerifiedPrefix:
+    """Note [Verified prefix]
+    ~~~~~~~~~~~~~~~~~~~~~~~~
+    The mutation battery admits hundreds of value mutants of one file, each differing from the
+    conforming file in a few bytes of one tensor, and the payload stage would stream every byte
+    before that tensor again (SmolLM2: 98 MB hashed per mutant on average half-way). A caller that
+    knows the bytes before `end` (a tensor's start) are those of a file this same checker's payload
+    stage admitted over this same view may say so: the stage then starts at `end`, with `sha256`
+    the whole-file digest state of those bytes. Nothing before `end` is checked again (the
+    header's and padding's bytes, earlier tensors' digests and values); everything from `end` on
+    is checked as always. A wrong claim makes a wrong verdict: only the battery makes it, for
+    mutants whose header and earlier bytes it holds unchanged (charter.mutation.run)."""
+
+    end: int
+    sha256: object  # a hashlib sha256 object over the file's bytes [0, end), copied before use
 
 
 class _ReaderFile:
@@ -676,12 +703,14 @@ def _report(path: str, checker) -> AdmissionReport:
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
                require_status: str | None = None, reader=None, payload_reader=None,
-               native_values: bool = False) -> AdmissionReport:
+               native_values: bool = False, verified_prefix: VerifiedPrefix | None = None) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
     and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload;
-    `native_values`: the value rules run in C++, as for the C++ engine)."""
+    `native_values`: the value rules run in C++, as for the C++ engine; `verified_prefix`: Note
+    [Verified prefix])."""
     report = _report(path, checker)
-    ctx = Context(view, path, require_status, reader, payload_reader, native_values)
+    ctx = Context(view, path, require_status, reader, payload_reader, native_values,
+                  verified_prefix=verified_prefix)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")

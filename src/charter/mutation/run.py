@@ -16,6 +16,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import gc
+import hashlib
 import multiprocessing
 import os
 import sys
@@ -30,7 +31,7 @@ from pydantic import BaseModel, ValidationError
 
 from charter import engines
 from charter.admission.report import AdmissionReport
-from charter.admission.runtime import admit, admit_view
+from charter.admission.runtime import VerifiedPrefix, admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
@@ -68,6 +69,7 @@ class Battery:
     tensor_memo: dict = dataclasses.field(default_factory=dict)  # resolved tensor rows (resolve_artifact)
     pieces: Pieces = dataclasses.field(default_factory=Pieces)  # compiled checker pieces (assemble)
     accepted: AcceptedStrings = dataclasses.field(default_factory=AcceptedStrings)  # the header's string arrays
+    prefixes: dict[int, VerifiedPrefix] | None = None  # tensor start -> its verified prefix (verified_prefixes)
 
     @property
     def require_status(self) -> str:
@@ -214,7 +216,8 @@ def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Ou
     values = value_ops.is_value_mutant(m)
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=values,
-                        payload_reader=whole_file_reader(b, buf, view, patches) if values else None)
+                        payload_reader=whole_file_reader(b, buf, view, patches) if values else None,
+                        verified_prefix=prefix_for(b, buf, size, patches) if values else None)
     return _from_report(m, report), view, engines.Verdict.of_report(report)
 
 
@@ -223,8 +226,41 @@ def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdic
     admitted the header; Python streams the patched file and charter/values.hpp scans the blocks."""
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=True,
-                        payload_reader=whole_file_reader(b, buf, view, patches), native_values=True)
+                        payload_reader=whole_file_reader(b, buf, view, patches), native_values=True,
+                        verified_prefix=prefix_for(b, buf, view.file_size, patches))
     return engines.Verdict.of_report(report)
+
+
+def verified_prefixes(b: Battery) -> dict[int, VerifiedPrefix]:
+    """The verified prefix (Note [Verified prefix] in charter.admission.runtime) at every tensor
+    start of the conforming file, if the unchanged checker's payload stage admits it; else none,
+    and every value mutant streams its whole file."""
+    report = admit_view(b.view, str(b.artifact_path), b.checker, require_status=b.require_status,
+                        verify_payload=True)
+    if report.diagnostic is not None:
+        return {}
+    starts = sorted({t.start for t in b.view.tensors})
+    out, digest, pos = {}, hashlib.sha256(), 0
+    with open(b.artifact_path, "rb") as f:
+        for start in starts:
+            while pos < start:
+                chunk = f.read(min(1 << 20, start - pos))
+                if not chunk:
+                    return out
+                digest.update(chunk)
+                pos += len(chunk)
+            out[start] = VerifiedPrefix(start, digest.copy())
+    return out
+
+
+def prefix_for(b: Battery, buf, size: int, patches: dict[int, bytes]) -> VerifiedPrefix | None:
+    """The longest verified prefix a value mutant keeps unchanged: its header is the conforming
+    one and no patch starts before the prefix ends."""
+    if not b.prefixes or not patches or size != b.view.file_size or buf != b.raw_header:
+        return None
+    first = min(patches)
+    starts = [s for s in b.prefixes if s <= first]
+    return b.prefixes[max(starts)] if starts else None
 
 
 def whole_file_reader(b: Battery, header: bytes, view: ArtifactView, patches: dict[int, bytes]):
@@ -504,6 +540,8 @@ def default_signals() -> None:
 def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
         progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
+    if b.prefixes is None and any(value_ops.is_value_mutant(m) for m in mutants):
+        b.prefixes = verified_prefixes(b)
     with _frozen_heap():
         return in_workers(len(mutants), lambda i: run_mutant(b, mutants[i]), jobs, progress)
 
