@@ -113,7 +113,8 @@ Status rope_norm(const float* x, const std::int32_t* positions, float* y, std::s
   std::vector<float> inv(half);
   for (std::size_t j = 0; j < half; ++j) {
     const float exponent = -static_cast<float>(j) * step;
-    inv[j] = std::pow(theta, exponent);
+    // double pow rounded to float, as the oracle (math.pow): both get the same bits on any CPU
+    inv[j] = static_cast<float>(std::pow(static_cast<double>(theta), static_cast<double>(exponent)));
   }
   for (std::size_t t = 0; t < tokens; ++t) {
     const float pos = static_cast<float>(positions[t]);

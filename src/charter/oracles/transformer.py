@@ -56,9 +56,12 @@ def rope_norm(x: np.ndarray, positions: np.ndarray, head_dim: int, theta: float)
     if positions.size and int(positions.min()) < 0:
         raise ValueError("positions must be >= 0")
     half = head_dim // 2
-    # Angles in float64 from exact integer positions, then float32 cos/sin, as ggml computes
-    # theta_scale ** j in float and the rotation in float32.
-    inv = np.float32(theta) ** (-np.arange(half, dtype=np.float32) * np.float32(2.0 / head_dim))
+    # inv = theta ** exponent with float32 exponents, rounded from <cmath>'s double pow (which
+    # math.pow calls), not numpy's float32 power: that one dispatches on the CPU (AVX-512 builds
+    # round some powers 1 ulp away, and at angles of tens of radians an ulp of inv moves an output by
+    # more than the contract's tolerance). Then float32 angles, cos and sin, as ggml rotates in float32.
+    exponents = -np.arange(half, dtype=np.float32) * np.float32(2.0 / head_dim)
+    inv = np.array([math.pow(float(np.float32(theta)), float(e)) for e in exponents]).astype(np.float32)
     angles = positions.astype(np.float32)[:, None] * inv[None, :]
     cos, sin = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
     heads = x.reshape(x.shape[0], x.shape[1] // head_dim, half, 2)  # explicit: 0 tokens reshape too
