@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.charter-installed
 
-.PHONY: demo test test-slow test-capture test-editor battery install lsp clean
+.PHONY: demo test test-slow test-capture test-editor test-viewer battery install lsp clean
 
 NATIVE := $(wildcard native/include/charter/*.hpp native/module/*.cpp native/src/* native/kernels/* \
                      generated/cpp/*.hpp generated/bindings/*.cpp)
@@ -41,7 +41,7 @@ demo: $(STAMP)
 	rm -rf .demo && $(BIN)/charter freeze "$$($(BIN)/charter locate $(SMOLLM2))" --id smollm2-frozen -o .demo
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml
 	$(BIN)/charter admit "$$($(BIN)/charter locate $(SMOLLM2))" --contract .demo/artifacts/smollm2-frozen.yaml --engine cpp -v
-	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --engine both --html .demo/smollm2-battery.html
+	$(BIN)/charter mutate --contract $(SMOLLM2) -j 2 --engine both --report .demo/smollm2-battery.json --html .demo/smollm2-battery.html
 	$(BIN)/charter mutate --contract .demo/artifacts/smollm2-frozen.yaml -j 2 -q --engine both --artifact "$$($(BIN)/charter locate $(SMOLLM2))"
 	$(BIN)/charter mutate --contract specs/artifacts/tiny-llama-safetensors.yaml -j 2 -q --engine both
 	$(BIN)/charter mutate --contract $(QWEN4EXP) -j 2 -q --engine both
@@ -74,10 +74,20 @@ battery: $(STAMP)
 # is run before merging a change to native/, the readers or the battery. `pytest -n 2` with no -m
 # runs everything at once (the capture set needs its extra: make test-capture installs it).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 -m "not slow and not capture"
+	$(BIN)/python -m pytest -n 2 -m "not slow and not capture and not viewer"
 
 test-slow: $(STAMP) $(LSP)
-	$(BIN)/python -m pytest -n 2 -m "slow and not capture"
+	$(BIN)/python -m pytest -n 2 -m "slow and not capture and not viewer"
+
+# The battery's HTML page (Stryker's viewer, vendored) in headless Chromium: a survivor filtered and
+# marked on its contract line, and a screenshot of it (tests/mutation/test_viewer.py, about 15 s).
+# Installs Debian's chromium when it is missing (apt-get, about 45 s; needs root or sudo).
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+APT  := DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get -y -q
+test-viewer: $(STAMP)
+	command -v chromium >/dev/null || $(APT) install chromium >/dev/null || \
+		{ $(APT) update >/dev/null && $(APT) install chromium >/dev/null; }
+	$(BIN)/python -m pytest -m viewer tests/mutation/test_viewer.py
 
 # The editor tests alone (part of the slow set; CI runs them, .ci/run): yaml-language-server over
 # LSP on every shipped spec, the golden negatives and a hover on every property the specs use.

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from charter.mutation import report
+
 from charter.cli import main
 from charter.formats.ggml_types import GGML_TYPES, GGML_TYPES_BY_NAME
 from charter.formats.gguf import read_gguf
@@ -148,9 +150,9 @@ def _battery(fork_file, tmp_path, engine: str) -> dict:
     out = tmp_path / "battery.json"
     code = main(["mutate", "--contract", str(contract), "--artifact", str(path), "--engine", engine, "-j", "1", "-q",
                  "--json", str(out)])
-    data = json.loads(out.read_text())
-    assert code == 0 and data["summary"]["passed"], data["summary"]
-    return {o["id"]: o for o in data["outcomes"]}
+    outcomes, _ = report.from_json(out.read_text())
+    assert code == 0 and report.summary(outcomes)["passed"], report.summary(outcomes)
+    return {o.mutant.id: o.to_json() for o in outcomes}
 
 
 def test_the_battery_makes_every_tensor_a_header_short(capsys, tmp_path, fork_file):

@@ -112,7 +112,7 @@ def test_mutate_cli_writes_json_and_prints_the_summary(tmp_path, capsys):
     printed = capsys.readouterr().out
     assert code == 0, printed
     data = json.loads(out.read_text())
-    s = data["summary"]
+    s = data["config"]["summary"]
     assert f"{s['rejected']}/{s['mutants']} mutations rejected" in printed
     assert s["passed"] and s["mutants"] >= 50 and s["controls_admitted"] >= 2
 

@@ -143,9 +143,10 @@ def test_charter_mutate_runs_the_provenance_battery(tmp_path, capsys):
                  r"0 survivors, 0 errors\); 0 declared equivalent; 4 acceptance controls admitted, 0 refused", line)
     assert m and m[1] == m[2] == m[3], line
     data = json.loads(out_json.read_text())
-    assert data["battery"]["kind"] == "provenance" and data["summary"]["passed"]
-    assert {o["stage"] for o in data["outcomes"] if o["verdict"] == "killed"} == {"spec"}
-    assert "Mutation battery: dequant-smollm2" in (tmp_path / "b.html").read_text()
+    assert data["config"]["kind"] == "provenance" and data["config"]["summary"]["passed"]
+    outcomes, _ = report.from_json(out_json.read_text())
+    assert {o.stage for o in outcomes if o.verdict.value == "killed"} == {"spec"}
+    assert "charter mutation battery: dequant-smollm2" in (tmp_path / "b.html").read_text()
 
 
 def test_artifact_flags_do_not_apply(capsys):

@@ -131,7 +131,7 @@ def run_command(args, cs, bundle_id: str) -> int:
 
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_or_write
     from charter.engines import choose
-    from charter.mutation import report
+    from charter.mutation import report, standard
     from charter.mutation.run import stderr_progress
 
     folder = Path(args.artifact) if args.artifact else None
@@ -161,8 +161,9 @@ def run_command(args, cs, bundle_id: str) -> int:
     outcomes = run_bundle(cs, bundle_id, folder, checker, mutants, None if args.quiet else stderr_progress(start),
                           cpp_key, jobs=args.jobs)
     elapsed = time.monotonic() - start
+    outcomes = standard.locate(outcomes, cs.contracts[bundle_id].doc, None)
     meta = {"contract": bundle_id, "spec": cs.contracts[bundle_id].doc.file, "artifact": str(folder), "kind": "bundle",
-            "seconds": round(elapsed, 2)}
+            "sources": standard.sources(cs.contracts[bundle_id].doc)}
     summary = report.summary(outcomes)
     if args.report:
         print_or_write(args.report, report.to_json(outcomes, meta))

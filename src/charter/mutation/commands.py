@@ -71,7 +71,7 @@ def _run_mutate(args) -> int:
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, not_a_file, print_diagnostics, print_or_write, \
         search_paths
     from charter.diagnostics import CharterError
-    from charter.mutation import report
+    from charter.mutation import report, standard
     from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress
     from charter.contract.contractset import load_set
 
@@ -139,7 +139,9 @@ def _run_mutate(args) -> int:
         outcomes = run(battery, mutants, jobs=max(1, args.jobs),
                        progress=None if args.quiet else stderr_progress(start))
         elapsed = time.monotonic() - start
-    meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact), "seconds": round(elapsed, 2)}
+    outcomes = standard.locate(outcomes, battery.loaded.doc, battery.model.doc)
+    meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact),
+            "sources": standard.sources(battery.loaded.doc, battery.model.doc)}
     summary = report.summary(outcomes)
     if args.report:
         print_or_write(args.report, report.to_json(outcomes, meta))

@@ -40,15 +40,15 @@ def allowed(artifact: Document, model: Document, side: str, leaf: Path, dropped:
     """Every location (as text) a diagnostic may cite after the leaf `side:leaf` changed (or,
     with `dropped`, was removed)."""
     docs = {"artifact": artifact, "model": model}
-    out = set(_ancestors(docs[side], leaf))
+    out = set(ancestors(docs[side], leaf))
     if dropped and side == "artifact" and leaf[:1] and leaf[0] in CLOSED_BY:
-        out.update(_ancestors(artifact, CLOSED_BY[leaf[0]]))
+        out.update(ancestors(artifact, CLOSED_BY[leaf[0]]))
     model_facts = [leaf] if side == "model" else []
     names = _defined_names(model, artifact, side, leaf)
     for which, doc in docs.items():
         for path, text in _texts(doc.data) if names else ():
             if any(_mentions(text, name) for name in names):
-                out.update(_ancestors(doc, path))
+                out.update(ancestors(doc, path))
                 if which == "model":
                     model_facts.append(path)
     for fact in model_facts:
@@ -58,7 +58,7 @@ def allowed(artifact: Document, model: Document, side: str, leaf: Path, dropped:
     return out
 
 
-def _ancestors(doc: Document, path: Path) -> Iterator[str]:
+def ancestors(doc: Document, path: Path) -> Iterator[str]:
     """The located leaf and each located ancestor, short of the document itself."""
     for k in range(len(path), 0, -1):
         loc = doc.locations.get(tuple(path[:k]))

@@ -155,7 +155,7 @@ def run(b: ProvenanceBattery, mutants: list[Mutant],
 def run_command(args, cs: ContractSet, contract_id: str) -> int:
     """`charter mutate --contract <provenance spec>`: the same output as the artifact battery."""
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_or_write
-    from charter.mutation import report
+    from charter.mutation import report, standard
     from charter.mutation.run import stderr_progress
 
     if getattr(args, "artifact", None) or getattr(args, "engine", "python") != "python":
@@ -169,8 +169,9 @@ def run_command(args, cs: ContractSet, contract_id: str) -> int:
               file=sys.stderr)
     outcomes = run(b, mutants, progress=None if args.quiet else stderr_progress(start))
     elapsed = time.monotonic() - start
+    outcomes = standard.locate(outcomes, b.loaded.doc, None)
     meta = {"contract": contract_id, "spec": b.loaded.doc.file, "artifact": str(b.fixture), "kind": "provenance",
-            "seconds": round(elapsed, 2)}
+            "sources": standard.sources(b.loaded.doc)}
     summary = report.summary(outcomes)
     if args.report:
         print_or_write(args.report, report.to_json(outcomes, meta))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import html
-import json
 from collections import Counter, defaultdict
 
 from charter.diagnostics import BUNDLE_STAGES
@@ -80,8 +78,17 @@ def failures(outcomes: list[Outcome]) -> list[str]:
 
 
 def to_json(outcomes: list[Outcome], meta: dict) -> str:
-    return json.dumps({"battery": meta, "summary": summary(outcomes), "outcomes": [o.to_json() for o in outcomes]},
-                      indent=2, sort_keys=True) + "\n"
+    """The standard report (Note [Standard report] in charter.mutation.standard)."""
+    from charter.mutation import standard
+
+    return standard.to_json(outcomes, meta)
+
+
+def from_json(text: str) -> tuple[list[Outcome], dict]:
+    """The outcomes and meta `to_json` wrote (`to_json(*from_json(t)) == t`); ValueError otherwise."""
+    from charter.mutation import standard
+
+    return standard.from_json(text)
 
 
 # --- traceability -----------------------------------------------------------------------------
@@ -115,55 +122,9 @@ def trace(outcomes: list[Outcome]) -> tuple[list[str], bool]:
 
 # --- HTML -------------------------------------------------------------------------------------
 
-_CSS = """
-body{font:14px system-ui,sans-serif;margin:24px;color:#222}
-h1{font-size:20px}table{border-collapse:collapse;margin:12px 0}
-td,th{border:1px solid #ccc;padding:3px 6px;text-align:left;vertical-align:top}
-th{background:#f2f2f2;position:sticky;top:0}
-.killed{background:#d8f0d8}.equivalent{background:#eeeeee}.admitted{background:#dde8f8}
-.survived{background:#f4a0a0;font-weight:bold}.regression{background:#f8d090;font-weight:bold}
-.refused{background:#e0b0f0;font-weight:bold}.error{background:#c06060;color:#fff;font-weight:bold}
-td.leaf,th.leaf{position:sticky;left:0;background:#fff;z-index:1}.legend span{padding:2px 8px;margin-right:6px}
-.summary{font-size:16px;margin:8px 0}.pass{color:#176317}.fail{color:#a01010}
-td.leaf{font-family:monospace;white-space:nowrap}
-"""
-
 
 def render_html(outcomes: list[Outcome], meta: dict) -> str:
-    """A self-contained page: summary, table by stage, and a matrix of fields x operators."""
-    s = summary(outcomes)
-    ops = sorted({o.mutant.operator for o in outcomes})
-    by_target: dict[str, dict[str, list[Outcome]]] = defaultdict(lambda: defaultdict(list))
-    for o in outcomes:
-        by_target[f"{o.mutant.side}:{o.mutant.target}"][o.mutant.operator].append(o)
-    e = html.escape
-    parts = [
-        "<!doctype html><html><head><meta charset='utf-8'>",
-        f"<title>charter mutation battery: {e(meta.get('contract', ''))}</title><style>{_CSS}</style></head><body>",
-        f"<h1>Mutation battery: {e(meta.get('contract', ''))}</h1>",
-        f"<p>spec: <code>{e(str(meta.get('spec', '')))}</code> &middot; artifact: "
-        f"<code>{e(str(meta.get('artifact', '')))}</code> &middot; {e(str(meta.get('seconds', '')))} s</p>",
-        "<p class='legend'>" + "".join(f"<span class='{v.value}'>{v.value}</span>" for v in Verdict) + "</p>",
-        f"<p class='summary {'pass' if s['passed'] else 'fail'}'>{e(summary_line(s))}</p>",
-        f"<pre>{e(table(outcomes))}</pre>",
-    ]
-    bad = failures(outcomes)
-    if bad:
-        parts.append("<h2>Failing mutants</h2><ul>" + "".join(f"<li>{e(b)}</li>" for b in bad) + "</ul>")
-    parts.append("<h2>Fields &times; operators</h2><table><tr><th class='leaf'>field</th>"
-                 + "".join(f"<th>{e(op)}</th>" for op in ops) + "</tr>")
-    for target in sorted(by_target):
-        cells = []
-        for op in ops:
-            group = by_target[target].get(op, [])
-            if not group:
-                cells.append("<td></td>")
-                continue
-            worst = max(group, key=lambda o: o.verdict in FAILING)
-            tip = "; ".join(f"{o.verdict.value}: {o.stage or ''} {o.code or ''} {o.field or ''} {o.detail}"
-                            for o in group)
-            cells.append(f"<td class='{worst.verdict.value}' title='{e(tip)}'>{e(worst.verdict.value)}"
-                         f"{'' if worst.stage is None else ' @' + e(worst.stage)}</td>")
-        parts.append(f"<tr><td class='leaf'>{e(target)}</td>{''.join(cells)}</tr>")
-    parts.append("</table></body></html>\n")
-    return "".join(parts)
+    """The standard report in Stryker's viewer, one self-contained page (charter.mutation.viewer)."""
+    from charter.mutation import viewer
+
+    return viewer.page(to_json(outcomes, meta), f"charter mutation battery: {meta.get('contract', '')}")

@@ -299,7 +299,8 @@ def _from_report(m: Mutant, report) -> Outcome:
     d = report.diagnostic
     if d is None:
         return judge(m, True, None, None, None)
-    return judge(m, False, d.stage, d.code, d.field, d.message)
+    outcome = judge(m, False, d.stage, d.code, d.field, d.message)
+    return dataclasses.replace(outcome, location=str(d.location)) if d.location is not None else outcome
 
 
 def _run_contract(b: Battery, m: Mutant) -> Outcome:
@@ -524,7 +525,7 @@ def _work(index: int) -> tuple[int, Outcome]:
 
 def picklable(o: Outcome) -> Outcome:
     m = o.mutant
-    return dataclasses.replace(o, mutant=Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent))
+    return dataclasses.replace(o, mutant=Mutant(m.side, m.target, m.operator, m.expect, None, m.equivalent, m.leaf))
 
 
 def default_signals() -> None:
