@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import dataclasses
-
-from charter.contract.load import LoadedContract, contract_from_document
-from charter.contract.yamlload import Document
+from charter.contract.load import LoadedContract
 from charter.diagnostics import CharterError
 from charter.diff.classify import side_of, diff_sides
 from charter.diff.pinned import Pinned
 
 
 def document(original: LoadedContract, data) -> LoadedContract:
-    """NEW's contract: the mutant's data, at the original's file and locations."""
-    if data is original.doc.data:
-        return original
-    doc = Document(data, original.doc.locations, original.doc.source, original.doc.file)
-    return LoadedContract(contract_from_document(doc), doc, original.path)
+    """NEW's contract: the mutant's data, at the original's file and locations, validated as the
+    battery validates it (only what changed is validated again: the same contract a full
+    validation builds, Note [Incremental battery])."""
+    from charter.mutation.run import _reload
+
+    return _reload(original, data)
 
 
 def diff_verdict(b, old, pinned: Pinned, m) -> str:
@@ -25,7 +23,7 @@ def diff_verdict(b, old, pinned: Pinned, m) -> str:
     is still admitted)."""
     artifact_data, model_data = m.make()
     try:
-        new = side_of([document(b.loaded, artifact_data), document(b.model, model_data)])
+        new = side_of([document(b.loaded, artifact_data), document(b.model, model_data)], pinned)
     except CharterError:
         return "refused"
     result = diff_sides(old, new, pinned)

@@ -52,9 +52,9 @@ def side_of_set(cs, files: dict[str, str] | None = None) -> Side:
     return Side(dict(cs.contracts), dict(cs.models), dict(cs.artifacts), files or {})
 
 
-def side_of(loaded: list[LoadedContract]) -> Side:
+def side_of(loaded: list[LoadedContract], pinned: Pinned | None = None) -> Side:
     """The Side of already validated contracts: models resolved, then their artifacts; raises
-    CharterError as loading a contract set would."""
+    CharterError as loading a contract set would. `pinned`: the run whose resolutions it shares."""
     contracts = {lc.id: lc for lc in loaded}
     models = {lc.id: resolve_model(lc) for lc in loaded if isinstance(lc.contract, ModelContract)}
     artifacts = {}
@@ -63,7 +63,8 @@ def side_of(loaded: list[LoadedContract]) -> Side:
             if lc.contract.model not in models:
                 raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {lc.contract.model!r}",
                                                location=lc.doc.where(("model",)))])
-            artifacts[lc.id] = resolve_artifact(lc, models[lc.contract.model])
+            artifacts[lc.id] = resolve_artifact(lc, models[lc.contract.model],
+                                                memo=pinned.memo(lc.id) if pinned else None)
     return Side(contracts, models, artifacts, {lc.id: lc.doc.file for lc in loaded})
 
 
@@ -240,7 +241,7 @@ def _judge(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Lea
     before_plan = old.artifacts[a_old]
     note = ""
     try:
-        plan = _alone(old, o, leaf, a_old)
+        plan = _alone(old, o, leaf, a_old, pinned)
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
         plan = new.artifacts[a_new]
@@ -248,6 +249,7 @@ def _judge(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Lea
     before = pinned.checks_of(before_plan)
     added, removed = added_and_removed(before, pinned.checks_of(plan))
     moved = moves(added, removed)
+    pinned.leaves.setdefault(a_new, []).append(None if note else plan if moved.items else before_plan)
     described = tuple((m, f"{m.value}: {_describe(c)}") for m, c in moved.items)
     if not moved.items:
         return _Judged((), None, False, note)
@@ -282,18 +284,18 @@ def _file(path: Path) -> str:
     return shown(path)
 
 
-def _alone(old: Side, o: LoadedContract, leaf: Leaf, artifact_id: str) -> ArtifactPlan:
+def _alone(old: Side, o: LoadedContract, leaf: Leaf, artifact_id: str, pinned: Pinned) -> ArtifactPlan:
     """The plan of `artifact_id` with this one leaf of contract `o` changed (raises CharterError)."""
     changed = _reloaded(o, applied(o.doc.data, leaf))
     if isinstance(o.contract, ModelContract):
         art = old.contracts[artifact_id]
         if art.contract.model != changed.id:
             raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {art.contract.model!r}")])
-        return resolve_artifact(art, resolve_model(changed))
+        return resolve_artifact(art, resolve_model(changed), memo=pinned.memo(art.id))
     model = old.contracts.get(changed.contract.model)
     if model is None or not isinstance(model.contract, ModelContract):
         raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {changed.contract.model!r}")])
-    return resolve_artifact(changed, old.models[model.id])
+    return resolve_artifact(changed, old.models[model.id], memo=pinned.memo(changed.id))
 
 
 def _reloaded(original: LoadedContract, data) -> LoadedContract:
@@ -334,6 +336,9 @@ def _whole(old: Side, new: Side, artifact_id: str, pinned: Pinned, old_of: dict[
     if path is None:
         return ArtifactVerdict(artifact_id, None, reason=why)
     before, after = old.artifacts[old_id], new.artifacts[artifact_id]
+    alone = pinned.leaves.get(artifact_id, [])
+    if len(alone) == 1 and alone[0] is not None:  # one leaf changed it: that leaf's plan checks what NEW's does
+        after = alone[0]
     try:
         was = pinned.admit(before, path, before.status, False, baseline=True)
         now = pinned.admit(after, path, before.status, False)

@@ -25,14 +25,22 @@ from charter.mutation.assemble import Pieces
 
 @dataclass
 class Pinned:
-    """Where each artifact contract's file is, and the admissions made of it."""
+    """Where each artifact contract's file is, the admissions made of it, and what one diff run
+    shares between the variants of a contract it resolves."""
 
     overrides: dict[str, Path] = field(default_factory=dict)  # contract id -> file (--artifact)
     views: dict[Path, ArtifactView] = field(default_factory=dict)
-    baselines: dict[tuple, AdmissionReport] = field(default_factory=dict)
+    baselines: dict[tuple, tuple] = field(default_factory=dict)  # OLD's admissions: (plan, key, report)
+    recent: tuple | None = None  # the last admission with a NEW plan
     pieces: Pieces = field(default_factory=Pieces)
     checks: dict[int, tuple[ArtifactPlan, tuple[Check, ...]]] = field(default_factory=dict)
     located: dict[str, tuple[Path | None, str]] = field(default_factory=dict)
+    leaves: dict[str, list] = field(default_factory=dict)  # artifact id -> the plan each leaf was judged with
+    memos: dict[str, dict] = field(default_factory=dict)  # artifact id -> resolve_artifact's memo of its variants
+
+    def memo(self, artifact_id: str) -> dict:
+        """What resolving variants of one artifact contract shares (charter.contract.resolve)."""
+        return self.memos.setdefault(artifact_id, {})
 
     def find(self, lc: LoadedContract) -> tuple[Path | None, str]:
         """(the pinned file, "") or (None, why none is)."""
@@ -58,6 +66,8 @@ class Pinned:
         """checks_of(plan), once per plan object (a model leaf is compared against each artifact)."""
         kept = self.checks.get(id(plan))
         if kept is None or kept[0] is not plan:
+            if len(self.checks) > 16:  # OLD's plans and the few of one diff; a test diffs thousands
+                self.checks.clear()
             kept = self.checks[id(plan)] = (plan, checks_of(plan))
         return kept[1]
 
@@ -68,13 +78,16 @@ class Pinned:
         from charter.mutation.run import checker_module
 
         key = (id(plan), path, payload)
-        if baseline and key in self.baselines:
-            return self.baselines[key]
+        kept = self.baselines.get(key) if baseline else self.recent
+        if kept is not None and kept[0] is plan and kept[1] == key:
+            return kept[2]
         view = self.views.get(path)
         if view is None:
             view = self.views[path] = read_view(str(path), plan.format)
         report = admit_view(view, str(path), checker_module(plan, self.pieces), require_status=require_status,
                             verify_payload=payload)
         if baseline:
-            self.baselines[key] = report
+            self.baselines[key] = (plan, key, report)
+        else:  # the last one: a diff's summary admits the plan its one changed leaf was judged with
+            self.recent = (plan, key, report)
         return report
