@@ -46,3 +46,31 @@ def battery_verdict(outcome) -> str:
 
 def old_side(b):
     return side_of([b.loaded, b.model])
+
+
+_JOB = None  # (battery, old side, mutants) the forked workers share
+
+
+def _one(i: int) -> tuple[int, str]:
+    b, old, pinned, mutants = _JOB
+    return i, diff_verdict(b, old, pinned, mutants[i])
+
+
+def diff_all(b, mutants, jobs: int = 2) -> list[str]:
+    """diff_verdict of every mutant, in order, on `jobs` forked workers."""
+    import multiprocessing
+
+    from charter.mutation.run import default_signals
+
+    global _JOB
+    _JOB = (b, old_side(b), Pinned({b.plan.id: b.artifact_path}), mutants)
+    try:
+        if jobs <= 1:
+            return [_one(i)[1] for i in range(len(mutants))]
+        out = [""] * len(mutants)
+        with multiprocessing.get_context("fork").Pool(jobs, initializer=default_signals) as pool:
+            for i, verdict in pool.imap_unordered(_one, range(len(mutants)), chunksize=16):
+                out[i] = verdict
+        return out
+    finally:
+        _JOB = None

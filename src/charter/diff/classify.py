@@ -183,12 +183,12 @@ def _pair(old: Side, new: Side, only: set[str] | None) -> tuple[list[tuple[str, 
                 pairs.append((i, renamed))
             continue
         if only is None or i in only:
-            findings.append(Finding(Rule.LOOSEN_CONTRACT_REMOVED, i, o.kind, "id", i, None, o.doc.where(("id",)),
-                                    checks="loosened", note=f"OLD's {o.doc.file}"))
+            findings.append(Finding(Rule.LOOSEN_CONTRACT_REMOVED, i, o.kind, "id", repr(i), None, None,
+                                    checks="loosened", note=f"OLD's {old.files.get(i, o.doc.file)}"))
     for i in sorted(by_file.values()):
         n = new.contracts[i]
         if only is None or i in only:
-            findings.append(Finding(Rule.TIGHTEN_CONTRACT_ADDED, i, n.kind, "id", None, i, n.doc.where(("id",)),
+            findings.append(Finding(Rule.TIGHTEN_CONTRACT_ADDED, i, n.kind, "id", None, repr(i), n.doc.where(("id",)),
                                     checks="tightened"))
     if only is not None:
         pairs = [(o, n) for o, n in pairs if o in only or n in only]
