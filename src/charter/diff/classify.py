@@ -53,9 +53,15 @@ def side_of_set(cs, files: dict[str, str] | None = None) -> Side:
 
 
 def side_of(loaded: list[LoadedContract], pinned: Pinned | None = None) -> Side:
-    """The Side of already validated contracts: models resolved, then their artifacts; raises
-    CharterError as loading a contract set would. `pinned`: the run whose resolutions it shares."""
-    contracts = {lc.id: lc for lc in loaded}
+    """The Side of already validated contracts: models resolved, then their artifacts (other kinds
+    are not: their leaves are not classified by checks); raises CharterError as loading a contract
+    set would, and on two contracts of one id. `pinned`: the run whose resolutions it shares."""
+    contracts: dict[str, LoadedContract] = {}
+    for lc in loaded:
+        first = contracts.setdefault(lc.id, lc)
+        if first is not lc:
+            raise CharterError([Diagnostic(Code.ID_DUPLICATE, "id", f"id {lc.id!r} is already used by "
+                                           f"{first.doc.where(('id',))}", location=lc.doc.where(("id",)))])
     models = {lc.id: resolve_model(lc) for lc in loaded if isinstance(lc.contract, ModelContract)}
     artifacts = {}
     for lc in loaded:

@@ -42,6 +42,7 @@ def run_diff(args) -> int:
     from charter.diff import allowlist as allow
     from charter.diff import render, sources
     from charter.diff.classify import diff_sides
+    from charter.diff.load import load_versions
     from charter.diff.pinned import Pinned
 
     out = current()
@@ -63,21 +64,14 @@ def run_diff(args) -> int:
         except sources.SourceError as exc:
             print(f"charter diff: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        sides = []
-        for name, version in (("OLD", old_v), ("NEW", new_v)):
-            loaded = _load(version)
+        pinned = Pinned({cid: Path(p) for cid, p in args.artifact})
+        old, new = load_versions(old_v, new_v, pinned)
+        for name, version, loaded in (("OLD", old_v, old), ("NEW", new_v, new)):
             if loaded.diagnostics:
                 out.info(f"{name} ({version.label}) does not load; nothing was diffed")
                 out.diagnostics(loaded.diagnostics)
                 return EXIT_USAGE
-            sides.append((loaded, version))
-        from charter.diff.classify import side_of_set
-
-        (old_cs, _), (new_cs, _) = sides
-        old = side_of_set(old_cs, sources.relative_names(old_v, old_cs))
-        new = side_of_set(new_cs, sources.relative_names(new_v, new_cs))
-        result = diff_sides(old, new, Pinned({cid: Path(p) for cid, p in args.artifact}),
-                            only=set(old_cs.primary) | set(new_cs.primary))
+        result = diff_sides(old.side, new.side, pinned, only=old.primary | new.primary)
     applied = allow.apply(listed, result.findings, datetime.datetime.now(datetime.timezone.utc).date())
     out.result = render.result_json(old_v.label, new_v.label, result, applied,
                                     listed.file if listed is not None else None)
@@ -86,14 +80,3 @@ def run_diff(args) -> int:
     out.verdict(line, ok)
     return EXIT_OK if ok else EXIT_REJECTED
 
-
-def _load(version):
-    """The contract set of one version; an OLD path git does not have is no contract."""
-    from pathlib import Path
-
-    from charter.contract.contractset import ContractSet, load_set
-
-    paths = [p for p in version.paths if Path(p).exists()]
-    if not paths:
-        return ContractSet()
-    return load_set(paths, [s for s in version.search if Path(s).exists()])
