@@ -354,7 +354,7 @@ class OutputJSON:
     """charter's version"""
     command: str
     """the command that ran: check, check-changed, schema, generate, admit, locate, freeze, fixtures verify,
-    fixtures capture, mutate"""
+    fixtures capture, mutate, diff"""
     exit: int
     """the exit status (docs/cli.md#exit-codes)"""
     diagnostics: list[DiagnosticJSON]

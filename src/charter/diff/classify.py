@@ -334,7 +334,7 @@ def _decide(identity: Rule | None, base: dict, judged: list[_Judged], empty_note
 
 def _whole(old: Side, new: Side, artifact_id: str, pinned: Pinned, old_of: dict[str, str]) -> ArtifactVerdict | None:
     """A pinned artifact of a changed contract (or model), admitted by OLD's and NEW's checkers."""
-    old_id = old_of.get(artifact_id)
+    old_id = old_of.get(artifact_id, artifact_id if artifact_id in old.artifacts else None)  # unchanged: its model did
     if old_id is None or artifact_id not in new.artifacts or old_id not in old.artifacts:
         return None
     lc = new.contracts[artifact_id]
