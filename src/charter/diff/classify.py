@@ -30,7 +30,7 @@ from charter.contract.plan import ArtifactPlan, ModelPlan
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.contract.yamlload import Document
 from charter.diagnostics import CharterError, Code, Diagnostic, Location
-from charter.diff.direction import Move, moves
+from charter.diff.direction import Move, describe, moves
 from charter.diff.leaves import MISSING, Leaf, applied, changed_leaves, field_name, same
 from charter.diff.pinned import Pinned
 from charter.diff.rules import Category, Rule, identity_rule
@@ -157,22 +157,32 @@ def diff_sides(old: Side, new: Side, pinned: Pinned | None = None, only: set[str
     order); `only`: the contract ids to diff (the others are there to resolve references)."""
     pinned = pinned or Pinned()
     pairs, findings = _pair(old, new, only)
-    touched: set[str] = set()  # artifact contract ids whose checks a change may move
+    touched: dict[str, int] = {}  # artifact contract id -> how many changed leaves may move its checks
+    changed = []
     for old_id, new_id in pairs:
         o, n = old.contracts[old_id], new.contracts[new_id]
         if same(o.doc.data, n.doc.data):
             continue
         leaves = changed_leaves(o.doc.data, n.doc.data)
+        changed.append((o, n, leaves))
+        for a in _artifacts_of(new, n):
+            touched[a] = touched.get(a, 0) + len(leaves)
+    for o, n, leaves in changed:
         for leaf in leaves:
-            findings.append(_leaf(old, new, o, n, leaf, pinned))
-        if isinstance(o.contract, ArtifactContract):
-            touched.add(new_id)
-        elif isinstance(o.contract, ModelContract):
-            touched.update(a for a, lc in new.contracts.items()
-                           if isinstance(lc.contract, ArtifactContract) and lc.contract.model == new_id)
+            findings.append(_leaf(old, new, o, n, leaf, pinned, touched))
     findings.sort(key=lambda f: (f.contract, f.kind))  # stable: leaves keep NEW's order within one
     verdicts = [_whole(old, new, aid, pinned, dict((n, o) for o, n in pairs)) for aid in sorted(touched)]
     return DiffResult(findings, [v for v in verdicts if v is not None])
+
+
+def _artifacts_of(side: Side, lc: LoadedContract) -> list[str]:
+    """The artifact contracts whose checks a change of `lc` may move: itself, or a model's artifacts."""
+    if isinstance(lc.contract, ArtifactContract):
+        return [lc.id]
+    if isinstance(lc.contract, ModelContract):
+        return [a for a, other in side.contracts.items()
+                if isinstance(other.contract, ArtifactContract) and other.contract.model == lc.id]
+    return []
 
 
 def _pair(old: Side, new: Side, only: set[str] | None) -> tuple[list[tuple[str, str]], list[Finding]]:
@@ -208,7 +218,8 @@ def _shown(value) -> str | None:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _leaf(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Leaf, pinned: Pinned) -> Finding:
+def _leaf(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Leaf, pinned: Pinned,
+          touched: dict[str, int]) -> Finding:
     base = dict(contract=n.id, kind=n.kind, field=field_name(leaf.path), old=_shown(leaf.old), new=_shown(leaf.new),
                 location=n.doc.where(leaf.at))
     if leaf.new_path is not None:  # a renamed key: the key names are the change
@@ -223,7 +234,7 @@ def _leaf(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Leaf
         rule = Rule.EQUIVALENT_DOCUMENTATION if leaf.path == ("description",) else Rule.LOOSEN_UNCLASSIFIED_KIND
         return Finding(identity or rule, **base, checks="equivalent" if rule.category is Category.EQUIVALENT
                        else "loosened")
-    judged = [_judge(old, new, o, n, leaf, a_old, a_new, pinned) for a_old, a_new in targets]
+    judged = [_judge(old, new, leaf, o, a_old, a_new, pinned, touched.get(a_new, 0) == 1) for a_old, a_new in targets]
     return _decide(identity, base, judged,
                    "" if targets else "no artifact contract of this model: no generated check depends on it")
 
@@ -238,16 +249,15 @@ class _Judged:
     note: str = ""
 
 
-def _judge(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Leaf, a_old: str, a_new: str,
-           pinned: Pinned) -> _Judged:
+def _judge(old: Side, new: Side, leaf: Leaf, o: LoadedContract, a_old: str, a_new: str, pinned: Pinned,
+           lone: bool) -> _Judged:
     """The checks one leaf moves on one artifact contract, and whether its pinned artifact is now
-    rejected (Note [Diff by checks])."""
-    from charter.mutation.run import _describe
-
+    rejected (Note [Diff by checks]). `lone`: no other leaf touches this artifact contract, so
+    NEW's plan of it is the leaf applied alone (not resolved again)."""
     before_plan = old.artifacts[a_old]
     note = ""
     try:
-        plan = _alone(old, o, leaf, a_old, pinned)
+        plan = new.artifacts[a_new] if lone and a_old == a_new else _alone(old, o, leaf, a_old, pinned)
     except CharterError as exc:
         d = exc.diagnostics[0] if exc.diagnostics else None
         plan = new.artifacts[a_new]
@@ -256,7 +266,7 @@ def _judge(old: Side, new: Side, o: LoadedContract, n: LoadedContract, leaf: Lea
     added, removed = added_and_removed(before, pinned.checks_of(plan))
     moved = moves(added, removed)
     pinned.leaves.setdefault(a_new, []).append(None if note else plan if moved.items else before_plan)
-    described = tuple((m, f"{m.value}: {_describe(c)}") for m, c in moved.items)
+    described = tuple((m, f"{m.value}: {describe(c)}") for m, c in moved.items)
     if not moved.items:
         return _Judged((), None, False, note)
     lc = new.contracts[a_new]

@@ -51,6 +51,13 @@ def moves(added: list[Check], removed: list[Check]) -> Moves:
     return Moves(tuple(out))
 
 
+def describe(c: Check) -> str:
+    """A check as `charter mutate --trace` names it: `check_STAGE: ctx.METHOD(SUBJECT)`."""
+    subject = _subject(c)
+    return f"check_{c.stage.value}: ctx.{c.method}({subject[2]!r})" if len(subject) == 3 \
+        else f"check_{c.stage.value}: ctx.{c.method}('table')"
+
+
 def _subject(c: Check) -> tuple:
     """A check's kind and what it is about: two checks with one subject are one check, replaced."""
     for name in ("key", "name", "tensor", "file"):

@@ -71,12 +71,19 @@ class Pinned:
             kept = self.checks[id(plan)] = (plan, checks_of(plan))
         return kept[1]
 
+    def checker(self, plan: ArtifactPlan):
+        """The generated checker of `plan`, rendered and executed in memory, what it shares with the
+        checkers before it compiled once (as charter.mutation.run.checker_module does; that module is
+        not imported: it brings the battery's operators, a fifth of a cold diff's time)."""
+        from charter.codegen.driver import render_checker_text
+
+        text = render_checker_text(plan, f"# in-memory checker for {plan.id}")
+        return self.pieces.module(text, f"charter_diff_{plan.id.replace('-', '_').replace('.', '_')}")
+
     def admit(self, plan: ArtifactPlan, path: Path, require_status: str, payload: bool,
               baseline: bool = False) -> AdmissionReport:
         """The report of admitting `path` with `plan`'s generated checker (Note [Admitted, not
         predicted]); `baseline`: OLD's plan, admitted once per file and payload choice."""
-        from charter.mutation.run import checker_module
-
         key = (id(plan), path, payload)
         kept = self.baselines.get(key) if baseline else self.recent
         if kept is not None and kept[0] is plan and kept[1] == key:
@@ -84,7 +91,7 @@ class Pinned:
         view = self.views.get(path)
         if view is None:
             view = self.views[path] = read_view(str(path), plan.format)
-        report = admit_view(view, str(path), checker_module(plan, self.pieces), require_status=require_status,
+        report = admit_view(view, str(path), self.checker(plan), require_status=require_status,
                             verify_payload=payload)
         if baseline:
             self.baselines[key] = (plan, key, report)
