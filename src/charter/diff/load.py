@@ -49,16 +49,17 @@ class Loaded:
 
 
 def _files(roots: list[tuple[Path, Path]]) -> dict[str, _File]:
-    """name -> file, for (given path, root) pairs; a name found twice keeps the first."""
+    """name -> file, for (given path, root) pairs; a name found twice keeps the first. Paths are
+    resolved (contractset.discover resolves them)."""
     from charter.contract.contractset import discover
 
     out: dict[str, _File] = {}
     for given, root in roots:
         if not given.exists():
             continue
+        top = root.resolve()
         for p in discover([given]):
-            name = p.resolve().relative_to(root.resolve()).as_posix() if p.resolve().is_relative_to(root.resolve()) \
-                else p.as_posix()
+            name = p.relative_to(top).as_posix() if p.is_relative_to(top) else p.as_posix()
             if name not in out:
                 try:
                     out[name] = _File(p, name, p.read_bytes())
@@ -78,7 +79,7 @@ def load_versions(old: Version, new: Version, pinned: Pinned) -> tuple[Loaded, L
                if n not in old_files or n not in new_files or old_files[n].raw != new_files[n].raw}
     out = []
     for version, files in ((old, old_files), (new, new_files)):
-        pool = {**_pool(version), **{f.path.resolve(): f for f in files.values()}}
+        pool = {**_pool(version), **{f.path: f for f in files.values()}}
         out.append(_load(files, changed, pool, pinned))
     return out[0], out[1]
 
@@ -86,18 +87,18 @@ def load_versions(old: Version, new: Version, pinned: Pinned) -> tuple[Loaded, L
 def _pool(version: Version) -> dict[Path, _File]:
     """Every contract file of the search trees, by resolved path (the partners a change may need)."""
     found = _files([(Path(s), Path(s)) for s in version.search])
-    return {f.path.resolve(): f for f in found.values()}
+    return {f.path: f for f in found.values()}
 
 
 def _load(files: dict[str, _File], changed: set[str], pool: dict[Path, _File], pinned: Pinned) -> Loaded:
     result = Loaded(Side({}, {}, {}))
-    wanted = {files[n].path.resolve(): files[n] for n in sorted(changed) if n in files}
-    names = {files[n].path.resolve(): n for n in files}
+    wanted = {files[n].path: files[n] for n in sorted(changed) if n in files}
+    names = {files[n].path: n for n in files}
     loaded: dict[Path, LoadedContract] = {}
     todo = list(wanted.values())
     while todo:
         f = todo.pop(0)
-        key = f.path.resolve()
+        key = f.path
         if key in loaded:
             continue
         lc = _parse(f, result.diagnostics)
