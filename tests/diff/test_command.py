@@ -185,3 +185,24 @@ def test_against_a_git_revision(project, capsys):
     assert "LOOSEN_CONTRACT_REMOVED" in [f["rule"] for f in result["findings"]]
     code, _, err = run(capsys, "diff", "--against", "no-such-ref")
     assert code == 2 and "'no-such-ref' is not a commit" in err
+
+
+def test_each_of_several_leaves_is_judged_alone(project, capsys):
+    edit(project, MODEL, "layers: 30", "layers: 31")
+    edit(project, ART, "extra_keys: reject", "extra_keys: allow")
+    code, result = findings(capsys, "old", "new")
+    rules = {f["field"]: (f["rule"], len(f["rejects"])) for f in result["findings"]}
+    assert code == 1 and rules == {"constants.layers": ("TIGHTEN_REJECTS_PINNED", 1),
+                                   "metadata.extra_keys": ("LOOSEN_CHECK_WIDENED", 0)}
+    (a,) = result["artifacts"]
+    assert a["old"] is True and a["new"] is False  # the whole of NEW rejects it
+
+
+def test_a_leaf_that_does_not_resolve_alone_is_judged_with_the_others(project, capsys):
+    edit(project, MODEL, "  ffn: 1536", "  ffn_width: 1536")
+    edit(project, ART, "{type: uint32, value: ffn}", "{type: uint32, value: ffn_width}")
+    code, result = findings(capsys, "old", "new")
+    by_field = {f["field"]: f for f in result["findings"]}
+    renamed = by_field["constants.ffn_width"]
+    assert renamed["checks"] == "equivalent" and "judged with all of NEW's changes" in renamed["note"]
+    assert code == 0 and result["artifacts"][0]["new"] is True

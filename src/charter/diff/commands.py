@@ -14,18 +14,26 @@ def register(sub) -> None:
     p.add_argument("paths", nargs="*", type=path_arg, metavar="PATH",
                    help="OLD NEW (two files or folders); with --against, the paths to diff "
                         "(default: specs; [tool.charter] specs)")
-    p.add_argument("--against", metavar="GIT_REF",
+    p.add_argument("--against", metavar="GIT_REF", type=revision_arg,
                    help="OLD is PATH... at this git revision, NEW the work tree")
     p.add_argument("--allowlist", metavar="FILE", type=path_arg,
                    help="the allowlist of accepted loosenings (default: [tool.charter] diff-allowlist)")
-    p.add_argument("--artifact", action="append", metavar="ID=FILE", type=_artifact_arg, default=[],
+    p.add_argument("--artifact", action="append", metavar="ID=FILE", type=artifact_arg, default=[],
                    help="admit FILE as the pinned artifact of artifact contract ID (default: its `source`)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg,
                    help="where referenced contracts are found (default: the enclosing specs/ directory)")
     p.set_defaults(func=run_diff)
 
 
-def _artifact_arg(text: str) -> tuple[str, str]:
+def revision_arg(text: str) -> str:
+    """--against: a git revision, never empty and never an option (`--against -x`)."""
+    if not text or text.startswith("-"):
+        raise argparse.ArgumentTypeError(f"expected a git revision, got {text!r}")
+    return text
+
+
+def artifact_arg(text: str) -> tuple[str, str]:
+    """--artifact: CONTRACT_ID=FILE, both non-empty."""
     cid, sep, path = text.partition("=")
     if not sep or not cid or not path:
         raise argparse.ArgumentTypeError(f"expected CONTRACT_ID=FILE, got {text!r}")

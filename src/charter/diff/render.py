@@ -83,11 +83,17 @@ class DiffArtifactJSON:
 class DiffAllowlistEntryJSON:
     __pydantic_config__ = _SCHEMA_CONFIG
     rule: str
+    """the rule id it allows"""
     contract: str
+    """the contract id it allows it in"""
     field: str
+    """the leaf pattern (fnmatch)"""
     reason: str
+    """why the change was accepted"""
     expires: str
+    """the last day it allows (YYYY-MM-DD)"""
     location: LocationJSON | None
+    """the entry in the allowlist file"""
 
 
 @dataclass(frozen=True)
