@@ -199,10 +199,10 @@ def test_each_of_several_leaves_is_judged_alone(project, capsys):
 
 
 def test_a_leaf_that_does_not_resolve_alone_is_judged_with_the_others(project, capsys):
-    edit(project, MODEL, "  ffn: 1536", "  ffn_width: 1536")
-    edit(project, ART, "{type: uint32, value: ffn}", "{type: uint32, value: ffn_width}")
+    edit(project, MODEL, "  context: 8192", "  context_length: 8192")
+    edit(project, ART, "{type: uint32, value: context}", "{type: uint32, value: context_length}")
     code, result = findings(capsys, "old", "new")
     by_field = {f["field"]: f for f in result["findings"]}
-    renamed = by_field["constants.ffn_width"]
+    renamed = by_field["constants.context_length"]
     assert renamed["checks"] == "equivalent" and "judged with all of NEW's changes" in renamed["note"]
     assert code == 0 and result["artifacts"][0]["new"] is True

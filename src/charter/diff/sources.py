@@ -17,7 +17,6 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from charter.diagnostics import CharterError, Diagnostic
 
 
 class SourceError(Exception):
@@ -122,8 +121,3 @@ def _write_blobs(top: Path, blobs: list[tuple[bytes, str]], folder: Path) -> Non
 def empty_folder() -> tempfile.TemporaryDirectory:
     return tempfile.TemporaryDirectory(prefix="charter-diff-")
 
-
-def unreadable(message: str) -> CharterError:
-    from charter.diagnostics import Code
-
-    return CharterError([Diagnostic(Code.FILE_UNREADABLE, "", message)])
