@@ -67,10 +67,17 @@ def diff_all(b, mutants, jobs: int = 2) -> list[str]:
     try:
         if jobs <= 1:
             return [_one(i)[1] for i in range(len(mutants))]
+        import gc
+
         out = [""] * len(mutants)
+        gc.collect()
+        gc.freeze()  # forked workers share the battery's pages untouched (as charter.mutation.run does)
         with multiprocessing.get_context("fork").Pool(jobs, initializer=default_signals) as pool:
             for i, verdict in pool.imap_unordered(_one, range(len(mutants)), chunksize=16):
                 out[i] = verdict
         return out
     finally:
+        import gc
+
+        gc.unfreeze()
         _JOB = None
