@@ -18,6 +18,11 @@ and the checker generator, so a change both miss (a leaf no check depends on whe
 missed by both, and agreement says nothing of it; the direction the diff gives a change (tightened
 vs loosened, charter.diff.direction) has no battery counterpart and is tested on its own
 (tests/diff/test_classify.py); the battery's prediction (charter.mutation.expect._evaluate) is not
-used by the diff at all (it admits instead, Note [Admitted, not predicted]), so the agreement is also
-a check of that prediction against real admission, as the battery's own verdicts are.
+used by the diff (it admits instead, Note [Admitted, not predicted]), but a killed mutant is
+already one whose admission matched the prediction, so agreement adds nothing about the
+prediction beyond the battery's own verdicts. Each mutant is one leaf, so the diff judges it with
+NEW's whole plan (no other leaf touches the contract); applying one leaf of several to OLD alone
+(charter.diff.classify._alone) is covered by tests/diff/test_command.py, not by the agreement.
+The NEW documents are validated as the battery validates a mutant's (charter.mutation.run._reload,
+which builds the contract a full validation builds), not re-read from YAML text.
 """
