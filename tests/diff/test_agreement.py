@@ -47,7 +47,7 @@ def agreement(spec: str, tmp_path: Path) -> tuple[int, collections.Counter, list
     b = battery_of(spec, tmp_path)
     mutants = all_mutants(b, "contract")
     battery = [battery_verdict(o) for o in run(b, mutants, jobs=2)]
-    diff = diff_all(b, mutants, jobs=2)
+    diff = diff_all(b, mutants, jobs=1)  # ~8 ms a mutant in one process: forking costs more than it saves
     disagree = [f"{m.id}: battery {want}, diff {got}" for m, want, got in zip(mutants, battery, diff) if want != got]
     return len(mutants), collections.Counter(battery), disagree
 
@@ -59,7 +59,9 @@ def test_the_diff_agrees_with_the_battery_on_every_smollm2_contract_mutant(tmp_p
     print(f"SmolLM2: {n} contract mutants, {n} agree ({dict(sorted(verdicts.items()))})")
 
 
-@pytest.mark.slow
+@pytest.mark.slow  # ~100 s: `layout.padding: any` changes the payload check, and the diff then runs the
+# payload stage (Note [Admitted, not predicted]) over the conforming Qwen4Exp file, 128.7 GB sparse
+# (about 75 s of reads); the battery predicts that relaxation and runs header stages only.
 def test_the_diff_agrees_with_the_battery_on_every_qwen4exp_contract_mutant(tmp_path):
     n, verdicts, disagree = agreement("specs/artifacts/qwen4exp-text.yaml", tmp_path)
     assert not disagree, f"{len(disagree)}/{n} disagree:\n" + "\n".join(disagree[:20])
