@@ -61,15 +61,17 @@ def test_a_named_command_builds_its_own_parser_alone():
     """`charter admit` imports no other command's module; no command, or an unknown one, builds
     them all (for the help and the error that lists the choices)."""
     assert set(build_parser("admit")._subparsers._group_actions[0].choices) == {"check", "schema", "admit"}
-    every = {"check", "schema", "admit", "locate", "freeze", "generate", "fixtures", "mutate", "check-changed"}
+    every = {"check", "schema", "admit", "locate", "freeze", "generate", "fixtures", "mutate", "check-changed", "diff"}
     assert set(build_parser()._subparsers._group_actions[0].choices) == every
     assert set(build_parser("admti")._subparsers._group_actions[0].choices) == every
 
 
 def test_every_path_argument_refuses_an_empty_path():
     """Every argument that takes a value is a path (type path_arg, or folder_arg for an output
-    folder), a choice, a number, or `--id`: a command added later cannot forget the rule."""
+    folder), a choice, a number, `--id`, or diff's git revision and ID=FILE pair (each refusing an
+    empty value): a command added later cannot forget the rule."""
     from charter.console import folder_arg
+    from charter.diff.commands import artifact_arg, revision_arg
     from charter.mutation.commands import jobs_arg
 
     unchecked = []
@@ -78,7 +80,7 @@ def test_every_path_argument_refuses_an_empty_path():
             takes_value = action.nargs != 0 and not isinstance(action, argparse._HelpAction)
             if not takes_value or action.choices is not None or action.type in (int, jobs_arg) or action.dest == "id":
                 continue
-            if action.type not in (path_arg, folder_arg):
+            if action.type not in (path_arg, folder_arg, revision_arg, artifact_arg):
                 unchecked.append(f"charter {name} {action.option_strings or action.dest}")
     assert not unchecked, unchecked
 

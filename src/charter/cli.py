@@ -135,6 +135,7 @@ COMMAND_MODULES = {
     "fixtures": "charter.provenance.commands",
     "mutate": "charter.mutation.commands",
     "check-changed": "charter.precommit",
+    "diff": "charter.diff.commands",
 }
 
 

@@ -48,6 +48,7 @@ class Config(NamedTuple):
     jobs: int | None = None
     format: str = "text"
     require_status: str | None = None
+    diff_allowlist: str | None = None  # charter diff's allowlist (charter.diff.allowlist)
     limits: Limits = Limits()
 
     @property
@@ -106,7 +107,8 @@ def mentions_charter(raw: bytes) -> bool:
 
 
 _STRINGS = {"specs": None, "generated": None, "engine": ENGINES, "battery-engine": BATTERY_ENGINES,
-            "format": FORMATS, "require-status": ("structural", "pinned-not-supported", "supported")}
+            "format": FORMATS, "require-status": ("structural", "pinned-not-supported", "supported"),
+            "diff-allowlist": None}
 
 
 def from_table(table: object, path: Path) -> Config:
@@ -127,7 +129,7 @@ def from_table(table: object, path: Path) -> Config:
             if choices is not None and value not in choices:
                 raise ConfigError(f"{where}: {key} must be one of {', '.join(choices)}, not {value!r}")
             values[key.replace("-", "_")] = value
-    for key in ("specs", "generated"):
+    for key in ("specs", "generated", "diff_allowlist"):
         if key in values:
             values[key] = _relative(path.parent, values[key])
     if "search" in table:

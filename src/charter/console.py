@@ -165,18 +165,22 @@ class Output:
             text = text.replace(where, self.paint(where, "bold"), 1)
         return text.replace(d.code.value, self.paint(d.code.value, "red"), 1)
 
-    def github(self, d) -> str:
-        """One GitHub Actions workflow command: `::error file=F,line=L,col=C::CODE field: message`."""
+    def github(self, d, level: str = "error") -> str:
+        """One GitHub Actions workflow command: `::error file=F,line=L,col=C::CODE field: message`
+        (`level`: error, warning or notice)."""
+        return self.github_line(d.location, d.render(where=""), level)
+
+    def github_line(self, location, text: str, level: str = "error") -> str:
+        """The workflow command `::LEVEL file=F,line=L,col=C::text` of a location (or none)."""
         props = []
-        if d.location:
-            loc = self.location_json(d.location)
+        if location:
+            loc = self.location_json(location)
             props.append(f"file={_gh_property(loc['file'])}")
             if loc["line"]:
                 props.append(f"line={loc['line']}")
             if loc["column"]:
                 props.append(f"col={loc['column']}")
-        text = d.render(where="")
-        return f"::error {','.join(props)}::{_gh_data(text)}" if props else f"::error::{_gh_data(text)}"
+        return f"::{level} {','.join(props)}::{_gh_data(text)}" if props else f"::{level}::{_gh_data(text)}"
 
     def annotation(self, file: str, message: str) -> str:
         """A GitHub Actions annotation about a whole file (a stale generated one, say)."""
@@ -350,7 +354,7 @@ class OutputJSON:
     """charter's version"""
     command: str
     """the command that ran: check, check-changed, schema, generate, admit, locate, freeze, fixtures verify,
-    fixtures capture, mutate"""
+    fixtures capture, mutate, diff"""
     exit: int
     """the exit status (docs/cli.md#exit-codes)"""
     diagnostics: list[DiagnosticJSON]

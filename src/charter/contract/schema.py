@@ -75,12 +75,14 @@ def _results() -> dict[str, tuple[type, ...]]:
     from charter.bundles.report import BundleReport
     from charter.console import (CheckResult, FixturesCaptureResult, FixturesVerifyResult, GenerateResult,
                                  LocateResult, WrittenResult)
+    from charter.diff.render import DiffResultJSON
     from charter.regions.commands import RegionsAdmission
 
     return {"check": (CheckResult,), "check-changed": (CheckResult,), "schema": (WrittenResult,), "freeze": (WrittenResult,),
             "generate": (GenerateResult,), "locate": (LocateResult,),
             "admit": (AdmissionReport, BundleReport, RegionsAdmission),
-            "fixtures verify": (FixturesVerifyResult,), "fixtures capture": (FixturesCaptureResult,)}
+            "fixtures verify": (FixturesVerifyResult,), "fixtures capture": (FixturesCaptureResult,),
+            "diff": (DiffResultJSON,)}
 
 
 def render_output_schema() -> str:

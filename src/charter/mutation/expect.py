@@ -110,10 +110,7 @@ def predict(before: list[Check], after: list[Check], view: ArtifactView, require
     folder, where a contract's companion config is read; `artifact`: the file, whose bounded
     tensors a changed bound is evaluated over."""
     base = _baseline(before)
-    after_keys = [base.key(c) for c in after]
-    new = set(after_keys)
-    added = [c for c, k in zip(after, after_keys) if k not in base.key_set]
-    removed = [c for c, k in base.pairs if k not in new]
+    added, removed = added_and_removed(before, after)
     excluded = next((c.patterns for c in after if isinstance(c, checks.Exclude)), ())
     for c in added:
         expect = _evaluate(c, view, require_status, excluded, base.previous.get((type(c), _store_name(c))), beside,
@@ -121,6 +118,17 @@ def predict(before: list[Check], after: list[Check], view: ArtifactView, require
         if expect is not None:
             return Prediction(tuple(added + removed), expect)
     return Prediction(tuple(added + removed), None)
+
+
+def added_and_removed(before: list[Check], after: list[Check]) -> tuple[list[Check], list[Check]]:
+    """The checks of `after` that `before` does not have, and those of `before` that are gone:
+    predict's comparison, without the artifact (charter.diff classifies a contract change by it)."""
+    base = _baseline(before)
+    after_keys = [base.key(c) for c in after]
+    new = set(after_keys)
+    added = [c for c, k in zip(after, after_keys) if k not in base.key_set]
+    removed = [c for c, k in base.pairs if k not in new]
+    return added, removed
 
 
 def _config(file: str, facts: tuple, beside: Path | None) -> Expect | None:
