@@ -14,7 +14,6 @@ average before and after. The issue sets no target for it; the figures are what 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -22,6 +21,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+from charter.mutation import report
 
 ROOT = Path(__file__).resolve().parents[1]
 BUNDLE = ROOT / "specs" / "bundles" / "all-minilm-l6-v2-5-shards.yaml"
@@ -51,9 +52,7 @@ def main() -> int:
             lines = [line for line in proc.stdout.splitlines() if "mutations rejected" in line]
             print(f"{engine:<7} rc {proc.returncode}: {lines[-1] if lines else proc.stdout[-400:] + proc.stderr[-400:]}")
             ok &= proc.returncode == 0
-            data = json.loads(out.read_text()) if out.exists() else {}
-            outcomes = data.get("outcomes", data if isinstance(data, list) else [])
-            counts[engine] = len(outcomes)
+            counts[engine] = len(report.from_json(out.read_text())[0]) if out.exists() else 0
     after = os.getloadavg()
     med = {k: statistics.median(v) for k, v in times.items()}
     for engine, seconds in med.items():
