@@ -65,6 +65,12 @@ class Expect:
     def to_json(self) -> dict:
         return {"stage": self.stage and self.stage.value, "code": self.code and self.code.value, "field": self.field}
 
+    @classmethod
+    def from_json(cls, data: dict) -> "Expect":
+        """The inverse of to_json; ValueError on an unknown stage or code."""
+        stage, code = data["stage"], data["code"]
+        return cls(None if stage is None else Stage(stage), None if code is None else Code(code), data["field"])
+
 
 @dataclass(frozen=True)
 class Mutant:
@@ -99,6 +105,17 @@ class Outcome:
             "verdict": self.verdict.value, "stage": self.stage, "code": self.code, "field": self.field,
             "detail": self.detail, "equivalent": m.equivalent, "enforced_by": self.enforced_by,
         }
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Outcome":
+        """The inverse of to_json, equal to the outcome that wrote it (its mutant has no `make`:
+        it is not run again). ValueError when `data` is not an outcome."""
+        expect = None if data["expect"] is None else Expect.from_json(data["expect"])
+        mutant = Mutant(data["side"], data["target"], data["operator"], expect, None, data["equivalent"])
+        if mutant.id != data["id"]:
+            raise ValueError(f"outcome {data['id']!r}: its id is not side:target:operator")
+        return cls(mutant, Verdict(data["verdict"]), data["stage"], data["code"], data["field"], data["detail"],
+                   data["enforced_by"])
 
 
 def judge(mutant: Mutant, admitted: bool, stage: str | None, code: str | None, field_: str | None,

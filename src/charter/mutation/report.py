@@ -84,6 +84,20 @@ def to_json(outcomes: list[Outcome], meta: dict) -> str:
                       indent=2, sort_keys=True) + "\n"
 
 
+def from_json(text: str) -> tuple[list[Outcome], dict]:
+    """The outcomes and meta `to_json` wrote, rebuilt equal (`to_json(*from_json(t)) == t`): what
+    `charter mutate merge` reads shards with (Note [Shards that merge] in charter.mutation.merge).
+    Raises ValueError on text that is not such a report."""
+    try:
+        data = json.loads(text)
+        if not isinstance(data, dict) or not isinstance(data.get("battery"), dict) \
+                or not isinstance(data.get("outcomes"), list):
+            raise ValueError("not a charter battery report (no battery and outcomes)")
+        return [Outcome.from_json(o) for o in data["outcomes"]], data["battery"]
+    except (KeyError, TypeError, AttributeError) as exc:  # json.JSONDecodeError is a ValueError
+        raise ValueError(f"not a charter battery report: {type(exc).__name__} {exc}") from None
+
+
 # --- traceability -----------------------------------------------------------------------------
 
 
