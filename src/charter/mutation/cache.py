@@ -195,7 +195,7 @@ def run_cached(b, mutants: list[Mutant], positions: list[int], cache: VerdictCac
         if hit is not None:
             reused[i] = hit
     todo = [i for i in positions if i not in reused]
-    ran = dict(zip(todo, run([mutants[i] for i in todo])))
+    ran = dict(zip(todo, run([mutants[i] for i in todo]))) if todo else {}
     if cache is not None:
         for i, o in ran.items():
             if i in keys:
