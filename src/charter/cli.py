@@ -81,8 +81,8 @@ def _with_common_options(parser: argparse.ArgumentParser) -> None:
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             for sub in action.choices.values():
-                if not any(isinstance(a, argparse._SubParsersAction) for a in sub._actions):
-                    add_common_options(sub)
+                if any(not isinstance(a, (argparse._SubParsersAction, argparse._HelpAction)) for a in sub._actions):
+                    add_common_options(sub)  # a command with options of its own (mutate, beside mutate merge)
                 if sub.epilog is None:
                     sub.epilog = (f"docs/ pages named here are installed in {docs_folder()}; "
                                   f"this command's JSON: {schemas_folder() / 'output.schema.json'}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import tempfile
@@ -13,8 +14,12 @@ from pathlib import Path
 def register(sub) -> None:
     from charter.console import path_arg
 
-    p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract")
-    p.add_argument("--contract", required=True, type=path_arg, help="artifact, bundle, provenance or regions contract (YAML)")
+    from charter.mutation.shard import shard_arg
+
+    p = sub.add_parser("mutate", help="run the mutation battery of an artifact contract",
+                       usage="%(prog)s --contract FILE [options] | %(prog)s merge SHARD.json... [--report FILE]")
+    p.add_argument("--contract", type=path_arg, help="artifact, bundle, provenance or regions contract (YAML; required "
+                                                     "but for `merge`)")
     p.add_argument("--artifact", type=path_arg, help="conforming artifact, or model folder for a bundle (default: the pinned source, else one built from "
                                       "the contract by charter.conforming)")
     p.add_argument("--search", action="append", metavar="DIR", type=path_arg, help="where the model contract is found")
@@ -33,7 +38,26 @@ def register(sub) -> None:
                         "charter._native; contract mutants: the one generated from the mutated contract, compiled "
                         "with the others into a cached checker library); any difference in (stage, code, field, "
                         "offset) fails the mutant (default: python; [tool.charter] battery-engine)")
+    p.add_argument("--shard", type=shard_arg, metavar="K/N",
+                   help="run shard K of N (K from 0): a deterministic 1/N of the mutants, dealt by identity and "
+                        "expected cost; `charter mutate merge` joins the shards' --report files (artifact and "
+                        "bundle batteries)")
+    p.add_argument("--no-cache", action="store_true",
+                   help="run every mutant, reusing no verdict from the cache of earlier runs (the fresh verdicts "
+                        "are still stored; artifact batteries)")
     p.set_defaults(func=run_mutate, stdout_files=("report", "html"))
+    merge = p.add_subparsers(dest="mutate_command", metavar="merge").add_parser(
+        "merge", help="join the --report files of `--shard K/N` runs into the report of the whole battery")
+    merge.add_argument("shards", nargs="+", metavar="SHARD.json", type=path_arg, help="every shard's --report file")
+    merge.add_argument("--report", metavar="FILE", type=path_arg, help="write the merged report (- : standard output)")
+    merge.add_argument("--html", metavar="FILE", type=path_arg, help="write the merged HTML report (- : standard output)")
+    merge.set_defaults(func=_merge, stdout_files=("report", "html"))
+
+
+def _merge(args) -> int:
+    from charter.mutation.merge import run_merge
+
+    return run_merge(args)
 
 
 def jobs_arg(text: str) -> int:
@@ -53,6 +77,9 @@ def run_mutate(args) -> int:
 
     from charter.console import current
 
+    if args.contract is None:
+        print("charter: mutate needs --contract FILE (or: charter mutate merge SHARD.json...)", file=sys.stderr)
+        return 2
     if args.jobs is None:
         args.jobs = os.cpu_count() or 1
     out = current()
@@ -72,12 +99,20 @@ def _run_mutate(args) -> int:
         search_paths
     from charter.diagnostics import CharterError
     from charter.mutation import report, standard
+    from charter.engines.vouched import cache_dir
+    from charter.mutation.cache import VerdictCache, run_cached
+    from charter.mutation.digests import meta_digests
     from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress
+    from charter.mutation.shard import select
     from charter.contract.contractset import load_set
 
     cs = load_set([args.contract], search_paths([args.contract], args.search))
     if cs.diagnostics:
         print_diagnostics(cs.diagnostics)
+        return EXIT_USAGE
+    if args.shard is not None and not _shardable(cs):
+        print("charter: --shard splits artifact and bundle batteries only (the provenance, text and regions "
+              "batteries run in one process in seconds)", file=sys.stderr)
         return EXIT_USAGE
     provenance = [i for i in cs.primary if cs.contracts[i].kind == "provenance"]
     if len(provenance) == 1 and len(cs.primary) == 1:  # a fixture and its labels: the provenance battery
@@ -132,16 +167,31 @@ def _run_mutate(args) -> int:
                   file=sys.stderr)
             return EXIT_REJECTED
         mutants = all_mutants(battery, args.only)
-        if args.engine == "both" and not _prepare_cpp(cs, battery, mutants, args):
+        positions = select(mutants, args.shard)
+        if args.engine == "both" and not _prepare_cpp(cs, battery, [mutants[i] for i in positions], args):
             return EXIT_USAGE
+        checker = checker_text(battery)
+        verdicts = VerdictCache(battery, cache_dir(), args.engine or "python", checker)
         if not args.quiet:
-            print(f"battery {plan.id}: {len(mutants)} mutants of {artifact} on {args.jobs} worker(s)", file=sys.stderr)
-        outcomes = run(battery, mutants, jobs=max(1, args.jobs),
-                       progress=None if args.quiet else stderr_progress(start))
+            part = f" (shard {args.shard}: {len(positions)} of them)" if args.shard else ""
+            print(f"battery {plan.id}: {len(mutants)} mutants{part} of {artifact} on {args.jobs} worker(s)",
+                  file=sys.stderr)
+        progress = None if args.quiet else stderr_progress(start)
+        outcomes, reused = run_cached(battery, mutants, positions, verdicts,
+                                      lambda todo: run(battery, todo, jobs=max(1, args.jobs), progress=progress),
+                                      read=not args.no_cache)
         elapsed = time.monotonic() - start
-    outcomes = standard.locate(outcomes, battery.loaded.doc, battery.model.doc)
+    # a cached outcome's mutant has no leaf: each is placed with the battery's own mutant
+    outcomes = standard.locate([dataclasses.replace(o, mutant=mutants[i]) for o, i in zip(outcomes, positions)],
+                               battery.loaded.doc, battery.model.doc)
+    # Note [Shards that merge]: nothing in the report differs between two runs of one battery.
     meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact),
-            "sources": standard.sources(battery.loaded.doc, battery.model.doc)}
+            "sources": standard.sources(battery.loaded.doc, battery.model.doc),
+            "digests": meta_digests([loaded.doc.source, battery.model.doc.source], battery.raw_header,
+                                    battery.view.file_size, checker, [m.id for m in mutants],
+                                    args.engine or "python")}
+    if args.shard is not None:
+        meta["shard"] = shard_meta(args.shard, mutants, positions)
     summary = report.summary(outcomes)
     if args.report:
         print_or_write(args.report, report.to_json(outcomes, meta))
@@ -155,8 +205,29 @@ def _run_mutate(args) -> int:
     for line in report.failures(outcomes):
         print(line)
     print(report.table(outcomes))
-    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(mutants) / max(elapsed, 1e-9):.0f} mutants/s)")
+    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(outcomes) / max(elapsed, 1e-9):.0f} mutants/s)")
+    print(f"{reused} of {len(outcomes)} verdicts reused from the cache, {len(outcomes) - reused} run"
+          f"{' (--no-cache)' if args.no_cache else ''}; cache: {verdicts.path}")
     return EXIT_OK if ok else EXIT_REJECTED
+
+
+def shard_meta(shard, mutants, positions) -> dict:
+    """The `shard` key of a shard run's meta (Note [Shards that merge])."""
+    return {"index": shard.index, "count": shard.count, "total": len(mutants), "positions": positions}
+
+
+def checker_text(battery) -> str:
+    from charter.codegen.driver import render_checker_text
+
+    return render_checker_text(battery.plan, f"# in-memory checker for {battery.plan.id}")
+
+
+def _shardable(cs) -> bool:
+    """Whether the contract's battery runs through charter.mutation.run.in_workers."""
+    if len(cs.primary) != 1:
+        return True  # not one contract: the artifact battery's own refusal says so
+    (cid,) = cs.primary
+    return cid in cs.artifacts or cid in cs.bundles
 
 
 def _prepare_cpp(cs, battery, mutants, args) -> bool:
