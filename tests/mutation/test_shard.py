@@ -86,7 +86,7 @@ def test_merge_refuses_incomplete_overlapping_and_mismatched_sets():
     other, _ = _shard_texts(mutants, 3, {"contract": "c", "digests": {"checker": "y"}})
     with pytest.raises(MergeError, match="checker"):
         merge({"s0.json": texts["s0.json"], "s1.json": other["s1.json"], "s2.json": texts["s2.json"]})
-    with pytest.raises(MergeError, match="not a charter battery report"):
+    with pytest.raises(MergeError, match="not a mutation-testing report of charter"):
         merge({"x.json": "[]"})
 
 

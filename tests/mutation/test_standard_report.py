@@ -134,7 +134,8 @@ def test_real_battery_report_is_valid_and_every_mutant_sits_at_its_leaf(smollm2_
     code, text = smollm2_contract_report
     data = json.loads(text)
     jsonschema.validate(data, SCHEMA)
-    assert code == 0 and data["config"]["summary"]["passed"]
+    s = data["config"]["summary"]
+    assert code == 0 and s["passed"] and s["rejected"] == s["killed"] == s["mutants"] > 800, s
     assert set(data["files"]) == {"specs/artifacts/smollm2-135m-instruct-q4_1.yaml",
                                   "specs/models/smollm2-135m-instruct.yaml"}
     for path, f in data["files"].items():

@@ -182,8 +182,8 @@ def _run_mutate(args) -> int:
                                       read=not args.no_cache)
         elapsed = time.monotonic() - start
     # a cached outcome's mutant has no leaf: each is placed with the battery's own mutant
-    outcomes = standard.locate([dataclasses.replace(o, mutant=mutants[i]) for o, i in zip(outcomes, positions)],
-                               battery.loaded.doc, battery.model.doc)
+    outcomes = standard.locate([dataclasses.replace(o, mutant=dataclasses.replace(o.mutant, leaf=mutants[i].leaf))
+                                for o, i in zip(outcomes, positions)], battery.loaded.doc, battery.model.doc)
     # Note [Shards that merge]: nothing in the report differs between two runs of one battery.
     meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact),
             "sources": standard.sources(battery.loaded.doc, battery.model.doc),
