@@ -73,12 +73,13 @@ def test_every_path_argument_refuses_an_empty_path():
     from charter.console import folder_arg
     from charter.diff.commands import artifact_arg, revision_arg
     from charter.mutation.commands import jobs_arg
+    from charter.mutation.shard import shard_arg
 
     unchecked = []
     for name, sub in _subparsers(build_parser()):
         for action in sub._actions:
             takes_value = action.nargs != 0 and not isinstance(action, argparse._HelpAction)
-            if not takes_value or action.choices is not None or action.type in (int, jobs_arg) or action.dest == "id":
+            if not takes_value or action.choices is not None or action.type in (int, jobs_arg, shard_arg) or action.dest == "id":
                 continue
             if action.type not in (path_arg, folder_arg, revision_arg, artifact_arg):
                 unchecked.append(f"charter {name} {action.option_strings or action.dest}")

@@ -40,8 +40,8 @@ def register(sub) -> None:
                         "offset) fails the mutant (default: python; [tool.charter] battery-engine)")
     p.add_argument("--shard", type=shard_arg, metavar="K/N",
                    help="run shard K of N (K from 0): a deterministic 1/N of the mutants, dealt by identity and "
-                        "expected cost; `charter mutate merge` joins the shards' --report files (artifact and "
-                        "bundle batteries)")
+                        "expected cost; `charter mutate merge` joins the shards' --report files (artifact "
+                        "batteries)")
     p.add_argument("--no-cache", action="store_true",
                    help="run every mutant, reusing no verdict from the cache of earlier runs (the fresh verdicts "
                         "are still stored; artifact batteries)")
@@ -111,8 +111,8 @@ def _run_mutate(args) -> int:
         print_diagnostics(cs.diagnostics)
         return EXIT_USAGE
     if args.shard is not None and not _shardable(cs):
-        print("charter: --shard splits artifact and bundle batteries only (the provenance, text and regions "
-              "batteries run in one process in seconds)", file=sys.stderr)
+        print("charter: --shard splits artifact batteries only (the bundle battery does not take it yet; the "
+              "provenance, text and regions batteries run in one process in seconds)", file=sys.stderr)
         return EXIT_USAGE
     provenance = [i for i in cs.primary if cs.contracts[i].kind == "provenance"]
     if len(provenance) == 1 and len(cs.primary) == 1:  # a fixture and its labels: the provenance battery
@@ -227,7 +227,7 @@ def _shardable(cs) -> bool:
     if len(cs.primary) != 1:
         return True  # not one contract: the artifact battery's own refusal says so
     (cid,) = cs.primary
-    return cid in cs.artifacts or cid in cs.bundles
+    return cid in cs.artifacts  # bundle batteries run through in_workers too: not wired yet
 
 
 def _prepare_cpp(cs, battery, mutants, args) -> bool:
