@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import random
+import re
 
 import pytest
 
@@ -94,3 +95,59 @@ def test_from_json_inverts_to_json():
     outcomes = _outcomes(_mutants(5))
     text = report.to_json(outcomes, {"contract": "c"})
     assert report.from_json(text) == (outcomes, {"contract": "c"})
+
+
+# --- the real command: shards of a battery, merged; reruns from the cache ------------------------
+
+TINY = "specs/artifacts/tiny-llama-gguf.yaml"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """The conforming file of TINY, built once: a battery's identity includes its artifact's path."""
+    from charter.conforming import build
+    from charter.contract.contractset import load_set
+    from tests.conftest import ROOT
+
+    cs = load_set([ROOT / TINY], [ROOT / "specs"])
+    return build(cs.artifacts["tiny-llama-gguf"], tmp_path_factory.mktemp("tiny") / "tiny.gguf")
+
+
+def _mutate(capsys, tiny, *args: str) -> tuple[int, str]:
+    from charter.cli import main
+
+    code = main(["mutate", "--contract", TINY, "--artifact", str(tiny), "--only", "artifact", "-j", "1", "-q", *args])
+    return code, capsys.readouterr().out
+
+
+def test_shards_of_a_real_battery_merge_into_the_whole_runs_report(tmp_path, capsys, monkeypatch, tiny):
+    from charter.cli import main
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    whole = tmp_path / "whole.json"
+    assert _mutate(capsys, tiny, "--no-cache", "--report", str(whole))[0] == 0
+    shards = [tmp_path / f"s{k}.json" for k in range(3)]
+    for k, shard in enumerate(shards):
+        code, out = _mutate(capsys, tiny, "--shard", f"{k}/3", "--no-cache", "--report", str(shard))
+        assert code == 0, out
+    merged, page = tmp_path / "merged.json", tmp_path / "merged.html"
+    assert main(["mutate", "merge", *map(str, shards), "--report", str(merged), "--html", str(page)]) == 0
+    assert merged.read_bytes() == whole.read_bytes()
+    sizes = sorted(len(report.from_json(s.read_text())[0]) for s in shards)
+    assert sum(sizes) == len(report.from_json(whole.read_text())[0]) and sizes[-1] - sizes[0] <= sizes[-1] // 3
+    assert main(["mutate", "merge", str(shards[0]), str(shards[1]), "--report", str(tmp_path / "x.json")]) == 2
+    assert "missing" in capsys.readouterr().err
+
+
+def test_a_rerun_reuses_the_cache_and_writes_the_same_report(tmp_path, capsys, monkeypatch, tiny):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    code, out = _mutate(capsys, tiny, "--report", str(first))
+    assert code == 0 and re.search(r"\b0 of (\d+) verdicts reused", out), out
+    code, out = _mutate(capsys, tiny, "--report", str(second))
+    total = int(re.search(r"of (\d+) verdicts reused", out)[1])
+    reused = int(re.search(r"(\d+) of \d+ verdicts reused", out)[1])
+    assert code == 0 and reused >= total * 0.95, out
+    assert second.read_bytes() == first.read_bytes()
+    code, out = _mutate(capsys, tiny, "--no-cache", "--report", str(second))
+    assert code == 0 and f"0 of {total} verdicts reused" in out and second.read_bytes() == first.read_bytes()
