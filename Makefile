@@ -74,7 +74,7 @@ battery: $(STAMP)
 # is run before merging a change to native/, the readers or the battery. `pytest -n 2` with no -m
 # runs everything at once (the capture set needs its extra: make test-capture installs it).
 test: $(STAMP)
-	$(BIN)/python -m pytest -n 2 --dist loadgroup -m "not slow and not capture and not viewer"
+	$(BIN)/python -m pytest -n 2 -m "not slow and not capture and not viewer"
 
 test-slow: $(STAMP) $(LSP)
 	$(BIN)/python -m pytest -n 2 -m "slow and not capture and not viewer"

@@ -14,11 +14,6 @@ from charter.provenance import controls
 from charter.regions import battery, capture, interpreter, parity
 from tests.conftest import ROOT
 
-# One worker runs this module (`make test` distributes with --dist loadgroup): its module fixtures
-# (the short forward pass, about 24 s of CPU, and its native twin) are then computed once, not on
-# every worker that gets one of its tests.
-pytestmark = pytest.mark.xdist_group("smollm2-parity")
-
 SPEC = ROOT / "specs" / "regions" / "smollm2-135m-instruct-q4_1.yaml"
 SHORTEST = 5  # the 8-token prompt
 
