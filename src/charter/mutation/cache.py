@@ -40,6 +40,7 @@ times the battery's size (the newest entries win); deleting the directory is alw
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from pathlib import Path
@@ -192,8 +193,8 @@ def run_cached(b, mutants: list[Mutant], positions: list[int], cache: VerdictCac
     reused: dict[int, Outcome] = {}
     for i, key in keys.items() if read else ():
         hit = cache.get(key)
-        if hit is not None:
-            reused[i] = hit
+        if hit is not None:  # the stored outcome has no leaf (Outcome.from_json): the battery's mutant's
+            reused[i] = dataclasses.replace(hit, mutant=dataclasses.replace(hit.mutant, leaf=mutants[i].leaf))
     todo = [i for i in positions if i not in reused]
     ran = dict(zip(todo, run([mutants[i] for i in todo]))) if todo else {}
     if cache is not None:

@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
 import time
 from pathlib import Path
-
-
-CACHE_MAX_FILE = 1 << 32  # the largest artifact whose verdicts are cached (its whole content is hashed)
 
 
 def register(sub) -> None:
@@ -105,7 +101,8 @@ def _run_mutate(args) -> int:
     from charter.engines.vouched import cache_dir
     from charter.mutation.cache import VerdictCache, run_cached
     from charter.mutation.digests import meta_digests
-    from charter.mutation.run import BrokenBaseline, all_mutants, load_battery, run, stderr_progress
+    from charter.mutation.run import WHOLE_FILE_PASS_MAX, BrokenBaseline, all_mutants, load_battery, run, \
+        stderr_progress
     from charter.mutation.shard import select
     from charter.contract.contractset import load_set
 
@@ -173,11 +170,10 @@ def _run_mutate(args) -> int:
         positions = select(mutants, args.shard)
         if args.engine == "both" and not _prepare_cpp(cs, battery, [mutants[i] for i in positions], args):
             return EXIT_USAGE
-        checker = checker_text(battery)
-        # Note [Verdict cache]: its key hashes the whole artifact once per version of the file; a file
-        # past CACHE_MAX_FILE (the 129 GB sparse Qwen4Exp fixture, built anew each run) is not cached
+        checker = battery.checker_text
+        # Note [Verdict cache]: its key hashes the whole artifact once per version of the file
         verdicts = (VerdictCache(battery, cache_dir(), args.engine or "python", checker)
-                    if battery.view.file_size <= CACHE_MAX_FILE else None)
+                    if battery.view.file_size <= WHOLE_FILE_PASS_MAX else None)
         if not args.quiet:
             part = f" (shard {args.shard}: {len(positions)} of them)" if args.shard else ""
             print(f"battery {plan.id}: {len(mutants)} mutants{part} of {artifact} on {args.jobs} worker(s)",
@@ -187,9 +183,7 @@ def _run_mutate(args) -> int:
                                       lambda todo: run(battery, todo, jobs=max(1, args.jobs), progress=progress),
                                       read=not args.no_cache)
         elapsed = time.monotonic() - start
-    # a cached outcome's mutant has no leaf: each is placed with the battery's own mutant
-    outcomes = standard.locate([dataclasses.replace(o, mutant=dataclasses.replace(o.mutant, leaf=mutants[i].leaf))
-                                for o, i in zip(outcomes, positions)], battery.loaded.doc, battery.model.doc)
+    outcomes = standard.locate(outcomes, battery.loaded.doc, battery.model.doc)
     # Note [Shards that merge]: nothing in the report differs between two runs of one battery.
     meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact),
             "sources": standard.sources(battery.loaded.doc, battery.model.doc),
@@ -213,7 +207,7 @@ def _run_mutate(args) -> int:
     print(report.table(outcomes))
     print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(outcomes) / max(elapsed, 1e-9):.0f} mutants/s)")
     if verdicts is None:
-        print(f"no verdict cache: the artifact is larger than {CACHE_MAX_FILE >> 30} GiB")
+        print(f"no verdict cache: the artifact is larger than {WHOLE_FILE_PASS_MAX >> 30} GiB")
     else:
         print(f"{reused} of {len(outcomes)} verdicts reused from the cache, {len(outcomes) - reused} run"
               f"{' (--no-cache)' if args.no_cache else ''}; cache: {verdicts.path}")
@@ -223,12 +217,6 @@ def _run_mutate(args) -> int:
 def shard_meta(shard, mutants, positions) -> dict:
     """The `shard` key of a shard run's meta (Note [Shards that merge])."""
     return {"index": shard.index, "count": shard.count, "total": len(mutants), "positions": positions}
-
-
-def checker_text(battery) -> str:
-    from charter.codegen.driver import render_checker_text
-
-    return render_checker_text(battery.plan, f"# in-memory checker for {battery.plan.id}")
 
 
 def _shardable(cs) -> bool:

@@ -49,6 +49,12 @@ from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.contract.yamlload import Document
 
 
+# The largest artifact the battery reads whole before its first mutant, for verified prefixes (a
+# payload pass and a sha256) and the verdict cache's key (a sha256): worth it for a real file
+# (SmolLM2, 98 MB: 45 s of battery to 7 s), not for a sparse fixture of 129 GB (Qwen4Exp).
+WHOLE_FILE_PASS_MAX = 1 << 32
+
+
 @dataclass
 class Battery:
     """One contract, its model, its conforming artifact, and the unchanged checker."""
@@ -70,6 +76,7 @@ class Battery:
     pieces: Pieces = dataclasses.field(default_factory=Pieces)  # compiled checker pieces (assemble)
     accepted: AcceptedStrings = dataclasses.field(default_factory=AcceptedStrings)  # the header's string arrays
     prefixes: dict[int, VerifiedPrefix] | None = None  # tensor start -> its verified prefix (verified_prefixes)
+    checker_text: str = ""  # the unchanged checker's text, as rendered for `checker`
 
     @property
     def require_status(self) -> str:
@@ -98,21 +105,27 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     loaded = cs.contracts[contract_id]
     plan = cs.artifacts[contract_id]
     model = cs.contracts[plan.model]
-    checker = checker_module(plan)
+    text = checker_text(plan)
+    checker = checker_module(plan, text=text)
     baseline = admit(str(artifact_path), checker, require_status=plan.status)
     if not baseline.admitted:
         raise BrokenBaseline(baseline)
     view = read_view(str(artifact_path), plan.format)
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
-    return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw)
+    return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text)
 
 
-def checker_module(plan: ArtifactPlan, pieces: Pieces | None = None) -> types.ModuleType:
-    """The generated checker of `plan`, rendered and executed in memory (never written to disk);
-    with `pieces`, what it shares with checkers executed before is not compiled again (Note
+def checker_text(plan: ArtifactPlan) -> str:
+    """The generated checker of `plan`, as the battery renders it in memory."""
+    return render_checker_text(plan, f"# in-memory checker for {plan.id}")
+
+
+def checker_module(plan: ArtifactPlan, pieces: Pieces | None = None, text: str | None = None) -> types.ModuleType:
+    """The generated checker of `plan` (`text`, else rendered), executed in memory (never written to
+    disk); with `pieces`, what it shares with checkers executed before is not compiled again (Note
     [Incremental battery] in charter.mutation.assemble)."""
-    text = render_checker_text(plan, f"# in-memory checker for {plan.id}")
+    text = checker_text(plan) if text is None else text
     name = f"charter_battery_{plan.id.replace('-', '_').replace('.', '_')}"
     if pieces is not None:
         return pieces.module(text, name)
@@ -229,12 +242,6 @@ def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdic
                         payload_reader=whole_file_reader(b, buf, view, patches), native_values=True,
                         verified_prefix=prefix_for(b, buf, view.file_size, patches))
     return engines.Verdict.of_report(report)
-
-
-# Verified prefixes cost one pass of the payload stage and one sha256 over the whole file, before
-# the first mutant: worth it for a real file (SmolLM2, 98 MB: 45 s of battery to 7 s), not for a
-# sparse fixture of 129 GB (Qwen4Exp), whose few value mutants stop early in its first tensors.
-PREFIX_MAX_FILE = 1 << 32
 
 
 def verified_prefixes(b: Battery) -> dict[int, VerifiedPrefix]:
@@ -548,7 +555,7 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
         progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
     if b.prefixes is None and any(value_ops.is_value_mutant(m) for m in mutants):
-        b.prefixes = verified_prefixes(b) if b.view.file_size <= PREFIX_MAX_FILE else {}
+        b.prefixes = verified_prefixes(b) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
     with _frozen_heap():
         return in_workers(len(mutants), lambda i: run_mutant(b, mutants[i]), jobs, progress)
 
