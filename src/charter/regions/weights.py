@@ -19,6 +19,8 @@ against the plan; a bare array for a quantized tensor is refused (F1_QUANTIZED).
 from __future__ import annotations
 
 import importlib.metadata
+import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -49,30 +51,39 @@ def admit_payload(cs: ContractSet, artifact_id: str, path: Path, generated: Path
 
 
 def dequantized_weights(plan: RegionsPlan, path: Path, *, names: list[str] | None = None) -> dict[str, Weight]:
-    """Every tensor the graph reads (or `names`), through its declared step. Call admit_payload first."""
+    """Every tensor the graph reads (or `names`), through its declared step. Call admit_payload first.
+    The tensor table comes from charter's own reader (gguf.GGUFReader takes seconds to build the
+    views of a 49,152-token vocabulary that no weight needs); each tensor's bytes are read once."""
     import gguf
     import gguf.quants
 
+    from charter.formats.gguf import read_gguf
+
     version = importlib.metadata.version("gguf")
-    reader = gguf.GGUFReader(str(path))
-    by_name = {t.name: t for t in reader.tensors}
+    by_name = {t.name: t for t in read_gguf(path).tensors}
     out: dict[str, Weight] = {}
-    for name in names if names is not None else sorted(plan.weights):
-        w = plan.weights[name]
-        t = by_name.get(name)
-        if t is None or t.tensor_type.name != w.codec or tuple(int(d) for d in t.shape) != w.stored_shape:
-            raise CharterError([Diagnostic(Code.F1_WEIGHT, f"weights.{name}",
-                                           f"{path} does not hold {name} as {w.codec}{list(w.stored_shape)}")])
-        source = f"artifact {plan.artifact} sha256:{plan.artifact_sha256} tensor {name}"
-        if w.step == "identity":
-            array = np.array(t.data, dtype=np.float32).reshape(w.shape)
-            label = f"derived_metadata: {source} as stored ({w.codec})"
-        elif w.step == "dequantize":
-            array = np.ascontiguousarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
-            array = array.reshape(w.shape)
-            label = f"derived_metadata: {source} dequantized from {w.codec} by gguf.quants.dequantize (gguf {version})"
-        else:
-            raise CharterError([Diagnostic(Code.F1_QUANTIZED, f"weights.{name}",
-                                           f"{name} ({w.codec}) has no dequantization step: it cannot enter F1")])
-        out[name] = Weight(array, w.step, w.codec, label)
+    with open(path, "rb") as f:
+        for name in names if names is not None else sorted(plan.weights):
+            w = plan.weights[name]
+            t = by_name.get(name)
+            if t is None or t.ggml_type.name != w.codec or t.dims != w.stored_shape:
+                raise CharterError([Diagnostic(Code.F1_WEIGHT, f"weights.{name}",
+                                               f"{path} does not hold {name} as {w.codec}{list(w.stored_shape)}")])
+            raw = np.frombuffer(os.pread(f.fileno(), t.nbytes, t.data_start + t.offset), dtype=np.uint8)
+            if raw.size != t.nbytes:  # read_gguf bounded every extent: the file shrank since
+                raise CharterError([Diagnostic(Code.F1_WEIGHT, f"weights.{name}", f"{path} ends inside {name}")])
+            source = f"artifact {plan.artifact} sha256:{plan.artifact_sha256} tensor {name}"
+            if w.step == "identity":
+                array = raw.view("<f4").astype(np.float32).reshape(w.shape)
+                label = f"derived_metadata: {source} as stored ({w.codec})"
+            elif w.step == "dequantize":
+                rows = raw.reshape(-1, t.nbytes // max(1, math.prod(t.dims[1:])))
+                array = np.ascontiguousarray(gguf.quants.dequantize(rows, gguf.GGMLQuantizationType(t.ggml_type.id)),
+                                             dtype=np.float32).reshape(w.shape)
+                label = (f"derived_metadata: {source} dequantized from {w.codec} by gguf.quants.dequantize "
+                         f"(gguf {version})")
+            else:
+                raise CharterError([Diagnostic(Code.F1_QUANTIZED, f"weights.{name}",
+                                               f"{name} ({w.codec}) has no dequantization step: it cannot enter F1")])
+            out[name] = Weight(array, w.step, w.codec, label)
     return out
