@@ -2,36 +2,41 @@
 
 Note [Verdict cache]
 ~~~~~~~~~~~~~~~~~~~~
-A cached verdict must never be wrong, so each key holds everything the verdict is a function of,
-and no more than that only where the Note says why.
+A cached verdict must never be wrong, so each key holds everything the verdict is a function of.
+The argument rests on ordered admission (Note [Ordered admission] in charter.admission.runtime):
+a checker runs its checks stage by stage, stops at the first that fails, and each check is a
+function of its own literals and the artifact, but one: `exclude` sets the patterns the
+`tensors` check reads. Both generated checkers render exactly `checks_of(plan)` in that order,
+plus the plan's header fields (id, model, spec path, format, status, source).
 
-Every key starts from the battery's context, which both sides need:
+Every key starts from the battery's context: charter's version and the digest of its sources
+(charter.mutation.digests.charter_sources: an editable install's code changes without its
+version), with both engines also charter._native and the runtime headers; the engine(s); the
+artifact's whole content, its path and the companion file its plan binds; the status admission
+requires; the unchanged checker's header fields and its `exclude` check.
 
-* charter's version and the digest of its own sources (charter.mutation.digests.charter_sources:
-  an editable install's code changes without its version), and the engine(s) run;
-* the artifact: its whole content (value and store mutants read the data section), its path (a
-  diagnostic may quote it) and the companion file its plan binds;
-* the unchanged contract: the text of its generated checker (artifact mutants run it), its typed
-  checks (every contract mutant's prediction compares against them), the status it requires, the
-  locations of every leaf of both documents (diagnostics cite `file:line`; an inserted line
-  moves every citation) and the data of both documents, in order, except each document's
-  top-level `description`.
+* An **artifact mutant** runs the unchanged checker on a mutated file. Its key adds its id, its
+  expected rejection, its declared equivalence and the bytes it makes (size, header, patches:
+  the mutant generators read the plan, so an equal id is not an equal file). A stored verdict
+  rejected at stage S is reused only if the unchanged checks of every stage up to S are those it
+  was judged by (the stages after S never ran); an admission, only if all checks are. A value
+  mutant keeps the conforming header, which every header stage admits (the battery's baseline),
+  so its verdict depends on the payload stage's checks alone (not so with embedded stores, whose
+  header stages read the data section: then all checks).
+* A **contract mutant** resolves its mutated contract and predicts (charter.mutation.run.
+  contract_step: about half its cost); that much runs for every key. Refused by the contract
+  language, or with no check changed, the step is its verdict, and the key holds it. Otherwise
+  its checker differs from the unchanged one only in the changed checks, and every unchanged
+  check passes on the conforming artifact (the baseline), so the run's first failure is among
+  the changed checks: the key holds them (literals and locations, in order), the prediction, the
+  plan's header fields and the locations the verdict may cite (Note [Location oracle]); with a
+  payload prediction also the unchanged payload checks (the baseline runs the header stages
+  only), and all checks when `exclude` changed.
 
-`description` is the one leaf left out: it is documentation, which no resolver, check, operator
-or generated line reads (grep: only the Pydantic field names it). Leaving it out is what lets an
-edit of it rerun only its own mutants; any other edit changes the documents' digest, and so
-reruns everything. That is deliberate. An artifact mutant's verdict depends on the whole checker
-(ordered admission stops at the first failing check, whichever it is), and a contract mutant's on
-the whole mutated contract (its prediction and its checker come from resolving all of it): a key
-that named only "the leaf the mutant changes" would reuse a verdict that an edit elsewhere
-changed (a cross-field rule, an expression over an edited constant, a check that now fails
-first).
-
-An artifact mutant adds its id, its expected rejection and its declared equivalence. A contract
-mutant adds the same, and the digests of the documents it makes (with the same one omission) and
-of the values at its leaf before and after (so an edit of a `description` reruns the mutants of
-that description, and only those). Duplicated ids add their occurrence index (any reordering
-changes the documents' digest anyway). Crashes (verdict `error`) are never stored.
+So an edit of one leaf reruns the contract mutants whose changed checks, prediction or cited
+locations it changes, and the artifact mutants judged by a stage it changes; an edit that moves
+lines moves every later location, and reruns what cites them. Duplicated ids add their
+occurrence index. Crashes (verdict `error`) are never stored.
 
 The store is one JSON file per contract under `<user cache>/charter/<version>/verdicts/`
 (`$XDG_CACHE_HOME`, else `~/.cache`), written atomically after each run and bounded to three
@@ -46,80 +51,38 @@ import json
 from pathlib import Path
 
 from charter import __version__, atomic
-from charter.mutation.digests import charter_sources, file_content, sha256
+from charter.contract import checks
+from charter.diagnostics import ADMISSION_STAGES, Stage
+from charter.mutation import locations, run, value_ops
+from charter.mutation.digests import charter_sources, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
-_FORMAT = 1
-
-
-class Tree:
-    """Digests of YAML data trees, remembered per node of the original documents: a mutated
-    document shares every subtree but its changed path with them (charter.mutation.contract_ops),
-    so its digest costs the changed path only."""
-
-    def __init__(self, *roots) -> None:
-        self._memo: dict[int, tuple[object, bytes]] = {}
-        for root in roots:
-            self.digest(root, remember=True)
-
-    def digest(self, node, top: bool = False, remember: bool = False) -> bytes:
-        known = self._memo.get(id(node))
-        if known is not None and known[0] is node and not top:
-            return known[1]
-        h = hashlib.sha256()
-        if isinstance(node, dict):
-            h.update(b"{")
-            for k, v in node.items():
-                if top and k == "description":  # Note [Verdict cache]
-                    continue
-                h.update(self.digest(k, remember=remember) + self.digest(v, remember=remember))
-        elif isinstance(node, list):
-            h.update(b"[")
-            for v in node:
-                h.update(self.digest(v, remember=remember))
-        else:
-            h.update(f"{type(node).__name__}:{node!r}".encode())
-        out = h.digest()
-        if remember and not top and isinstance(node, (dict, list)):
-            self._memo[id(node)] = (node, out)
-        return out
-
-
-def _at(data, path: tuple):
-    for part in path:
-        try:
-            data = data[part]
-        except (KeyError, IndexError, TypeError):
-            return _ABSENT
-    return data
-
-
-_ABSENT = object()
+_FORMAT = 2
 
 
 class VerdictCache:
     """The cache of one artifact battery (Note [Verdict cache])."""
 
-    def __init__(self, b, folder: Path, engine: str, checker_text: str) -> None:
+    def __init__(self, b: run.Battery, folder: Path, engine: str) -> None:
         from charter.contract.plan import value_of
 
         self.path = folder / "verdicts" / (hashlib.sha256(f"{Path(b.loaded.path).resolve()}\0{b.plan.id}".encode())
                                           .hexdigest()[:24] + ".json")
-        self._b = b
-        art, model = b.loaded.doc, b.model.doc
-        self._tree = Tree(art.data, model.data)
         companion = value_of(b.plan.config_file)
         companion_path = b.artifact_path.parent / companion if companion else None
-        pieces = [
+        self._context = sha256("\n".join([
             f"charter-verdicts-{_FORMAT}", __version__, charter_sources(), engine,
+            native_sources() if engine == "both" else "-",
             file_content(b.artifact_path, folder), str(b.artifact_path),
             file_content(companion_path, folder) if companion_path and companion_path.is_file() else "-",
-            sha256(checker_text), sha256(repr(b.checks)), b.require_status,
-            sha256(repr(sorted(repr(i) for i in art.locations.items()))), art.file,
-            sha256(repr(sorted(repr(i) for i in model.locations.items()))), model.file,
-            self._tree.digest(art.data, top=True).hex(), self._tree.digest(model.data, top=True).hex(),
-        ]
-        self._context = sha256("\n".join(pieces))
+            b.require_status, _header(b.plan), repr([c for c in b.checks if isinstance(c, checks.Exclude)])]))
+        self._upto, h = {}, hashlib.sha256()
+        for stage in ADMISSION_STAGES:
+            h.update(_stage_digest(b.checks, stage).encode())
+            self._upto[stage.value] = h.hexdigest()
+        self._all = h.hexdigest()
+        self._payload = _stage_digest(b.checks, Stage.PAYLOAD)
+        self._occurrence: dict[int, int] = {}
         self._entries: dict[str, dict] = {}
         try:
             stored = json.loads(self.path.read_text("utf-8"))
@@ -129,47 +92,53 @@ class VerdictCache:
             pass
         self._fresh: dict[str, dict] = {}
 
-    def keys(self, mutants: list[Mutant], positions: list[int]) -> dict[int, str]:
-        """The key of each mutant at `positions` that runs (declared equivalents without a
-        `make` are not run, so not cached)."""
-        seen: dict[str, int] = {}
-        occurrence = []
-        for m in mutants:
-            occurrence.append(seen.get(m.id, 0))
-            seen[m.id] = occurrence[-1] + 1
-        out = {}
-        for i in positions:
-            m = mutants[i]
-            if m.make is None:
-                continue
-            pieces = [self._context, m.side, m.id, str(occurrence[i]), repr(m.expect), repr(m.equivalent)]
-            if m.side == "contract":
-                pieces += self._contract_pieces(m)
-            out[i] = sha256("\n".join(pieces))
-        return out
-
-    def _contract_pieces(self, m: Mutant) -> list[str]:
-        art, model = m.make()
-        original = (self._b.loaded if m.target.startswith("artifact:") else self._b.model).doc.data
-        mutated = art if m.target.startswith("artifact:") else model
-        return [self._tree.digest(art, top=True).hex(), self._tree.digest(model, top=True).hex(),
-                self._value(_at(original, m.leaf)), self._value(_at(mutated, m.leaf))]
-
-    def _value(self, node) -> str:
-        return "-" if node is _ABSENT else self._tree.digest(node).hex()
-
-    def get(self, key: str) -> Outcome | None:
-        data = self._entries.get(key)
-        if data is None:
+    def key(self, b: run.Battery, m: Mutant) -> str | None:
+        """The key of a mutant that runs (declared equivalents without a `make` are not run)."""
+        if m.make is None:
             return None
+        pieces = [self._context, m.side, m.id, str(self._occurrence.get(id(m), 0)), repr(m.expect), repr(m.equivalent)]
+        pieces += _made(b, m) if m.side == "artifact" else self._contract_pieces(b, m)
+        return sha256("\n".join(pieces))
+
+    def _contract_pieces(self, b: run.Battery, m: Mutant) -> list[str]:
+        step = run.contract_step(b, m)
+        if step.outcome is not None:
+            return ["decided", json.dumps(step.outcome.to_json(), sort_keys=True)]
+        p = step.prediction
+        cited = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
+                                  dropped=m.operator.startswith("drop"))
+        pieces = ["checked", repr(p.changed), repr(p.expect), _header(step.plan), repr(sorted(cited))]
+        if p.expect is not None and p.expect.stage is Stage.PAYLOAD:
+            pieces.append(self._payload)
+        if any(isinstance(c, checks.Exclude) for c in p.changed):
+            pieces.append(self._all)
+        return pieces
+
+    def judged_by(self, b: run.Battery, m: Mutant, o: Outcome) -> str:
+        """The digest of the unchanged checks an outcome depends on: none for a contract mutant
+        (its key holds them), the stages up to its rejection for an artifact mutant."""
+        if m.side == "contract":
+            return ""
+        if value_ops.is_value_mutant(m) and not b.plan.stores:
+            return self._payload
+        return self._upto.get(o.stage, self._all) if o.stage else self._all
+
+    def lookup(self, b: run.Battery, m: Mutant, read: bool) -> tuple[str | None, Outcome | None]:
+        """The mutant's key, and its stored outcome if one is valid (and `read`)."""
+        key = self.key(b, m)
+        entry = self._entries.get(key) if key is not None and read else None
         try:
-            return Outcome.from_json(data)
+            hit = Outcome.from_json(entry["outcome"]) if entry is not None else None
         except (KeyError, TypeError, ValueError):
-            return None
+            return key, None
+        if hit is None or entry.get("judged_by") != self.judged_by(b, m, hit):
+            return key, None
+        # the stored outcome has no leaf (Outcome.from_json): the battery's mutant's
+        return key, dataclasses.replace(hit, mutant=dataclasses.replace(hit.mutant, leaf=m.leaf))
 
-    def put(self, key: str, outcome: Outcome) -> None:
+    def put(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome) -> None:
         if outcome.verdict is not Verdict.ERROR:
-            self._fresh[key] = outcome.to_json()
+            self._fresh[key] = {"outcome": outcome.to_json(), "judged_by": self.judged_by(b, m, outcome)}
 
     def save(self, bound: int) -> None:
         """Write this run's verdicts, then the older ones, up to `bound` entries, atomically."""
@@ -183,25 +152,50 @@ class VerdictCache:
         except OSError:
             pass  # an unwritable cache makes the next run a full one, nothing worse
 
+    def number(self, mutants: list[Mutant]) -> None:
+        """Each mutant's occurrence of its id in the whole battery (a shard's keys are the whole run's)."""
+        seen: dict[str, int] = {}
+        for m in mutants:
+            self._occurrence[id(m)] = seen.get(m.id, 0)
+            seen[m.id] = self._occurrence[id(m)] + 1
 
-def run_cached(b, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None, run,
-               read: bool = True) -> tuple[list[Outcome], int]:
+
+def _header(plan) -> str:
+    return repr((plan.id, plan.model, plan.spec_path, plan.format, plan.status, plan.source))
+
+
+def _stage_digest(all_checks, stage: Stage) -> str:
+    return hashlib.sha256(repr([c for c in all_checks if c.stage is stage]).encode()).hexdigest()
+
+
+def _made(b: run.Battery, m: Mutant) -> list[str]:
+    """The file an artifact mutant makes: its size, header and patches."""
+    made = m.make()
+    buf, size = made[0], made[1]
+    patches = made[2] if len(made) > 2 else {}
+    header = "conforming" if buf is b.raw_header or buf == b.raw_header else sha256(bytes(buf))
+    return [str(size), header, *(f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))]
+
+
+def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None,
+               run_todo, read: bool = True, jobs: int = 1) -> tuple[list[Outcome], int]:
     """The outcomes of the mutants at `positions` (in that order) and how many came from `cache`
-    (none unless `read`: --no-cache); `run(list_of_mutants)` runs the others
-    (charter.mutation.run.run). Every fresh verdict is stored."""
-    keys = cache.keys(mutants, positions) if cache is not None else {}
-    reused: dict[int, Outcome] = {}
-    for i, key in keys.items() if read else ():
-        hit = cache.get(key)
-        if hit is not None:  # the stored outcome has no leaf (Outcome.from_json): the battery's mutant's
-            reused[i] = dataclasses.replace(hit, mutant=dataclasses.replace(hit.mutant, leaf=mutants[i].leaf))
-    todo = [i for i in positions if i not in reused]
-    ran = dict(zip(todo, run([mutants[i] for i in todo]))) if todo else {}
-    if cache is not None:
-        for i, o in ran.items():
-            if i in keys:
-                cache.put(keys[i], o)
-        for i, o in reused.items():
-            cache.put(keys[i], o)
-        cache.save(bound=3 * max(len(mutants), 1))
-    return [reused[i] if i in reused else ran[i] for i in positions], len(reused)
+    (none unless `read`: --no-cache). Keys are computed in `jobs` workers; `run_todo(mutants)`
+    runs the others (it may prepare their C++ checkers first). Every fresh verdict is stored."""
+    if cache is None:
+        return run_todo([mutants[i] for i in positions]), 0
+    cache.number(mutants)
+    with run.frozen_heap():
+        looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read), jobs,
+                                pack=lambda looked: looked)  # a hit comes from JSON: no mutant function
+    todo = [i for i, (_, hit) in zip(positions, looked) if hit is None]
+    ran = dict(zip(todo, run_todo([mutants[i] for i in todo]))) if todo else {}
+    out, reused = [], 0
+    for i, (key, hit) in zip(positions, looked):
+        outcome = hit if hit is not None else ran[i]
+        reused += hit is not None
+        if key is not None:
+            cache.put(b, mutants[i], key, outcome)
+        out.append(outcome)
+    cache.save(bound=3 * max(len(mutants), 1))
+    return out, reused

@@ -99,6 +99,7 @@ def _run_mutate(args) -> int:
     from charter.diagnostics import CharterError
     from charter.mutation import report, standard
     from charter.engines.vouched import cache_dir
+    from charter.engines.cpp import EngineUnavailable
     from charter.mutation.cache import VerdictCache, run_cached
     from charter.mutation.digests import meta_digests
     from charter.mutation.run import WHOLE_FILE_PASS_MAX, BrokenBaseline, all_mutants, load_battery, run, \
@@ -168,27 +169,33 @@ def _run_mutate(args) -> int:
             return EXIT_REJECTED
         mutants = all_mutants(battery, args.only)
         positions = select(mutants, args.shard)
-        if args.engine == "both" and not _prepare_cpp(cs, battery, [mutants[i] for i in positions], args):
-            return EXIT_USAGE
-        checker = battery.checker_text
         # Note [Verdict cache]: its key hashes the whole artifact once per version of the file
-        verdicts = (VerdictCache(battery, cache_dir(), args.engine or "python", checker)
+        verdicts = (VerdictCache(battery, cache_dir(), args.engine or "python")
                     if battery.view.file_size <= WHOLE_FILE_PASS_MAX else None)
         if not args.quiet:
             part = f" (shard {args.shard}: {len(positions)} of them)" if args.shard else ""
             print(f"battery {plan.id}: {len(mutants)} mutants{part} of {artifact} on {args.jobs} worker(s)",
                   file=sys.stderr)
         progress = None if args.quiet else stderr_progress(start)
-        outcomes, reused = run_cached(battery, mutants, positions, verdicts,
-                                      lambda todo: run(battery, todo, jobs=max(1, args.jobs), progress=progress),
-                                      read=not args.no_cache)
+
+        def run_todo(todo):
+            if args.engine == "both":
+                _prepare_cpp(cs, battery, todo, args)
+            return run(battery, todo, jobs=max(1, args.jobs), progress=progress)
+
+        try:
+            outcomes, reused = run_cached(battery, mutants, positions, verdicts, run_todo, read=not args.no_cache,
+                                          jobs=max(1, args.jobs))
+        except EngineUnavailable as exc:
+            print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
+            return EXIT_USAGE
         elapsed = time.monotonic() - start
     outcomes = standard.locate(outcomes, battery.loaded.doc, battery.model.doc)
     # Note [Shards that merge]: nothing in the report differs between two runs of one battery.
     meta = {"contract": plan.id, "spec": plan.spec_path, "artifact": str(artifact),
             "sources": standard.sources(battery.loaded.doc, battery.model.doc),
             "digests": meta_digests([loaded.doc.source, battery.model.doc.source], battery.raw_header,
-                                    battery.view.file_size, checker, [m.id for m in mutants],
+                                    battery.view.file_size, battery.checker_text, [m.id for m in mutants],
                                     args.engine or "python")}
     if args.shard is not None:
         meta["shard"] = shard_meta(args.shard, mutants, positions)
@@ -227,12 +234,12 @@ def _shardable(cs) -> bool:
     return cid in cs.artifacts  # bundle batteries run through in_workers too: not wired yet
 
 
-def _prepare_cpp(cs, battery, mutants, args) -> bool:
-    """Both engines: compile the C++ checkers of the contract mutants (charter.mutation.run.prepare_cpp)
-    and, when charter._native holds no current checker of the contract, the contract's own, saying
-    so on stderr (a cold build takes seconds, a cached one none)."""
+def _prepare_cpp(cs, battery, mutants, args) -> None:
+    """Both engines: compile the C++ checkers of the contract mutants that run (charter.mutation.run.
+    prepare_cpp) and, when charter._native holds no current checker of the contract, the contract's
+    own, saying so on stderr (a cold build takes seconds, a cached one none); raises
+    charter.engines.cpp.EngineUnavailable."""
     from charter.engines.choose import cache_dir, compiled_in
-    from charter.engines.cpp import EngineUnavailable
     from charter.mutation.run import prepare_cpp
 
     start = time.monotonic()
@@ -243,12 +250,7 @@ def _prepare_cpp(cs, battery, mutants, args) -> bool:
                   "mutated contracts' checkers", file=sys.stderr)
         print(f"preparing the C++ checkers of the mutated contracts (cached in {cache_dir() / 'checkers'})",
               file=sys.stderr)
-    try:
-        count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=current)
-    except EngineUnavailable as exc:
-        print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
-        return False
+    count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=current)
     battery.engines = "both"
     if not args.quiet:
         print(f"{count} C++ checkers ready in {time.monotonic() - start:.1f}s", file=sys.stderr)
-    return True

@@ -73,3 +73,16 @@ def file_content(path: Path, cache: Path) -> str:
     except OSError:
         pass  # a read-only cache costs a re-read next time, nothing else
     return digest
+
+
+@lru_cache(maxsize=None)
+def native_sources() -> str:
+    """charter._native and the C++ runtime headers the battery's checker libraries compile against:
+    with both engines a verdict also says the C++ checker agreed, which other native code may not."""
+    from charter import _native
+    from charter.engines.library import include_dir
+
+    h = hashlib.sha256(Path(_native.__file__).read_bytes())
+    for path in sorted((include_dir() / "charter").glob("*.hpp")):
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return "sha256:" + h.hexdigest()

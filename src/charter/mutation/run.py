@@ -38,7 +38,7 @@ from charter.diagnostics import CharterError, Stage
 from charter.formats.gguf import AcceptedStrings
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
-from charter.mutation.expect import predict
+from charter.mutation.expect import Prediction, predict
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
 from charter.contract import checks
 from charter.contract.checks import Check, checks_of
@@ -160,12 +160,8 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
     for m in mutants:
         if m.side != "contract" or m.make is None:
             continue
-        try:
-            plan = _resolve(b, *m.make())
-        except CharterError:
-            continue
-        if predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent,
-                   b.artifact_path).changed:
+        plan = contract_step(b, m).plan
+        if plan is not None:
             plans[library.checker_key(plan)] = plan
     if plans:
         b.cpp_keys = library.load(plans, cache, jobs)
@@ -316,7 +312,18 @@ def _from_report(m: Mutant, report) -> Outcome:
     return dataclasses.replace(outcome, location=str(d.location)) if d.location is not None else outcome
 
 
-def _run_contract(b: Battery, m: Mutant) -> Outcome:
+@dataclass(frozen=True)
+class ContractStep:
+    """A contract mutant up to its checker: decided already (`outcome`: refused by the contract
+    language, or no generated check changed), else its plan and the prediction its checker's run
+    is judged against. Everything its verdict depends on but that run (Note [Verdict cache])."""
+
+    outcome: Outcome | None = None
+    plan: ArtifactPlan | None = None
+    prediction: Prediction | None = None
+
+
+def contract_step(b: Battery, m: Mutant) -> ContractStep:
     artifact_data, model_data = m.make()
     try:
         plan = _resolve(b, artifact_data, model_data)
@@ -325,16 +332,23 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
         refused = dataclasses.replace(m, expect=Expect(Stage.SPEC))
         outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
                         "refused by the contract language: " + (d.render() if d else ""))
-        return dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})")
-    after = checks_of(plan)
-    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent, b.artifact_path)
-    if not prediction.changed:
-        if m.equivalent:
-            return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent)
-        if m.target.startswith("model:"):
-            return Outcome(m, Verdict.EQUIVALENT, detail=f"a model fact this artifact profile does not state: no "
-                                                         f"check of {b.plan.id} depends on it")
-        return Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf")
+        return ContractStep(dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})"))
+    prediction = predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent, b.artifact_path)
+    if prediction.changed:
+        return ContractStep(plan=plan, prediction=prediction)
+    if m.equivalent:
+        return ContractStep(Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent))
+    if m.target.startswith("model:"):
+        return ContractStep(Outcome(m, Verdict.EQUIVALENT, detail=f"a model fact this artifact profile does not "
+                                                                  f"state: no check of {b.plan.id} depends on it"))
+    return ContractStep(Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf"))
+
+
+def _run_contract(b: Battery, m: Mutant) -> Outcome:
+    step = contract_step(b, m)
+    if step.outcome is not None:
+        return step.outcome
+    plan, prediction = step.plan, step.prediction
     expect = prediction.expect
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan, b.pieces)
@@ -529,11 +543,12 @@ def _validated_where_shared(data, original, validated):
 
 # --- running many ------------------------------------------------------------------------------
 
-_ONE: Callable[[int], Outcome] | None = None  # the mutant runner that forked workers share
+_ONE: Callable[[int], object] | None = None  # the mutant runner that forked workers share
+_PACK: Callable[[object], object] | None = None  # what a worker sends back of its result
 
 
-def _work(index: int) -> tuple[int, Outcome]:
-    return index, picklable(_ONE(index))
+def _work(index: int) -> tuple[int, object]:
+    return index, _PACK(_ONE(index))
 
 
 def picklable(o: Outcome) -> Outcome:
@@ -556,21 +571,22 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
     if b.prefixes is None and any(value_ops.is_value_mutant(m) for m in mutants):
         b.prefixes = verified_prefixes(b) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
-    with _frozen_heap():
+    with frozen_heap():
         return in_workers(len(mutants), lambda i: run_mutant(b, mutants[i]), jobs, progress)
 
 
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
-               progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
-    """`one(i)` for i in range(count), in that order; `jobs` > 1 forks workers that share
-    everything `one` closes over (a battery, its checkers, its mutants), and report each outcome
-    to `progress` as it arrives. Outcomes carry no mutant function (picklable)."""
-    global _ONE
-    results: list[Outcome | None] = [None] * count
-    _ONE = one
+               progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable) -> list:
+    """`pack(one(i))` for i in range(count), in that order; `jobs` > 1 forks workers that share
+    everything `one` closes over (a battery, its checkers, its mutants), and report each result
+    to `progress` as it arrives. By default results are outcomes without their mutant function
+    (picklable)."""
+    global _ONE, _PACK
+    results: list = [None] * count
+    _ONE, _PACK = one, pack
     try:
         if jobs <= 1:
-            done = ((i, picklable(one(i))) for i in range(count))
+            done = ((i, pack(one(i))) for i in range(count))
             for n, (i, outcome) in enumerate(done, 1):
                 results[i] = outcome
                 if progress:
@@ -583,12 +599,12 @@ def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
                     if progress:
                         progress(n, count, outcome)
     finally:
-        _ONE = None
-    return results  # type: ignore[return-value]
+        _ONE, _PACK = None, None
+    return results
 
 
 @contextlib.contextmanager
-def _frozen_heap():
+def frozen_heap():
     """The battery (the parsed artifact, its header's strings, the contract, the mutants) lives
     for the whole run: out of the collector's sight, a full collection no longer walks it after
     every few thousand allocations, which cost each mutant time in proportion to the artifact's
