@@ -74,3 +74,14 @@ def test_an_edit_of_a_checked_stage_reruns_what_that_stage_judged(specs, tiny, t
     judged_later = [o for o in outcomes if o.mutant.side == "artifact" and not value_ops.is_value_mutant(o.mutant)
                     and o.mutant.operator != "unchanged" and o.stage not in before_metadata]
     assert len(judged_later) > 20 and ran >= len(judged_later), (ran, len(judged_later))
+
+
+def test_an_unedited_rerun_makes_no_mutant(specs, tiny, tmp_path, capsys, monkeypatch):
+    """Note [Verdict cache], "Unchanged reruns": the run's keys are remembered."""
+    from charter.mutation import cache
+
+    everything = _battery(capsys, specs, tiny, tmp_path / "first.json", *PART)
+    monkeypatch.setattr(cache, "_made", lambda *a: pytest.fail("made an artifact mutant"))
+    monkeypatch.setattr(cache.run, "contract_step", lambda *a: pytest.fail("resolved a contract mutant"))
+    assert _battery(capsys, specs, tiny, tmp_path / "again.json", *PART) < everything * 0.05
+    assert (tmp_path / "again.json").read_bytes() == (tmp_path / "first.json").read_bytes()

@@ -38,6 +38,11 @@ locations it changes, and the artifact mutants judged by a stage it changes; an 
 lines moves every later location, and reruns what cites them. Duplicated ids add their
 occurrence index. Crashes (verdict `error`) are never stored.
 
+Unchanged reruns: every key is a function of the context, both contract files (path and text),
+the checker and the mutants, so the keys of a run are remembered under the digest of those
+(`run_id`, the newest eight runs): a rerun of an unedited contract looks its verdicts up without
+making a mutant or resolving a contract.
+
 The store is one JSON file per contract under `<user cache>/charter/<version>/verdicts/`
 (`$XDG_CACHE_HOME`, else `~/.cache`), written atomically after each run and bounded to three
 times the battery's size (the newest entries win); deleting the directory is always safe.
@@ -58,6 +63,7 @@ from charter.mutation.digests import charter_sources, file_content, native_sourc
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
 _FORMAT = 2
+_RUNS = 8  # the runs whose keys are remembered: a few shards, an edit and its revert
 
 
 class VerdictCache:
@@ -84,10 +90,12 @@ class VerdictCache:
         self._payload = _stage_digest(b.checks, Stage.PAYLOAD)
         self._occurrence: dict[int, int] = {}
         self._entries: dict[str, dict] = {}
+        self._runs: dict[str, list] = {}  # run id -> its keys, newest first
         try:
             stored = json.loads(self.path.read_text("utf-8"))
             if stored.get("format") == _FORMAT and isinstance(stored.get("entries"), dict):
                 self._entries = stored["entries"]
+                self._runs = stored.get("runs") if isinstance(stored.get("runs"), dict) else {}
         except (OSError, ValueError, AttributeError):
             pass
         self._fresh: dict[str, dict] = {}
@@ -126,15 +134,32 @@ class VerdictCache:
     def lookup(self, b: run.Battery, m: Mutant, read: bool) -> tuple[str | None, Outcome | None]:
         """The mutant's key, and its stored outcome if one is valid (and `read`)."""
         key = self.key(b, m)
-        entry = self._entries.get(key) if key is not None and read else None
+        return key, self.stored(b, m, key) if read else None
+
+    def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:
+        """The stored outcome of `key`, if it is valid for `m`."""
+        entry = self._entries.get(key) if key is not None else None
         try:
             hit = Outcome.from_json(entry["outcome"]) if entry is not None else None
         except (KeyError, TypeError, ValueError):
-            return key, None
+            return None
         if hit is None or entry.get("judged_by") != self.judged_by(b, m, hit):
-            return key, None
+            return None
         # the stored outcome has no leaf (Outcome.from_json): the battery's mutant's
-        return key, dataclasses.replace(hit, mutant=dataclasses.replace(hit.mutant, leaf=m.leaf))
+        return dataclasses.replace(hit, mutant=dataclasses.replace(hit.mutant, leaf=m.leaf))
+
+    def run_id(self, b: run.Battery, mutants: list[Mutant], positions: list[int]) -> str:
+        """What every key of a run is a function of (Note [Verdict cache], "Unchanged reruns")."""
+        return sha256("\n".join([self._context, b.loaded.doc.file, b.loaded.doc.source, b.model.doc.file,
+                                  b.model.doc.source, sha256(b.checker_text),
+                                  sha256("\n".join(mutants[i].id for i in positions))]))
+
+    def known_keys(self, run_id: str) -> list[str | None] | None:
+        keys = self._runs.get(run_id)
+        return keys if isinstance(keys, list) else None
+
+    def remember_run(self, run_id: str, keys: list[str | None]) -> None:
+        self._runs = {run_id: keys, **{k: v for k, v in self._runs.items() if k != run_id}}
 
     def put(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome) -> None:
         if outcome.verdict is not Verdict.ERROR:
@@ -147,8 +172,9 @@ class VerdictCache:
             if len(entries) >= bound:
                 break
             entries.setdefault(k, v)
+        runs = dict(list(self._runs.items())[:_RUNS])
         try:
-            atomic.write_text(self.path, json.dumps({"format": _FORMAT, "entries": entries}, sort_keys=True) + "\n")
+            atomic.write_text(self.path, json.dumps({"format": _FORMAT, "entries": entries, "runs": runs}) + "\n")
         except OSError:
             pass  # an unwritable cache makes the next run a full one, nothing worse
 
@@ -185,9 +211,15 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     if cache is None:
         return run_todo([mutants[i] for i in positions]), 0
     cache.number(mutants)
-    with run.frozen_heap():
-        looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read), jobs,
-                                pack=lambda looked: looked)  # a hit comes from JSON: no mutant function
+    run_id = cache.run_id(b, mutants, positions)
+    known = cache.known_keys(run_id)
+    if known is not None and len(known) == len(positions):
+        looked = [(key, cache.stored(b, mutants[i], key) if read else None) for i, key in zip(positions, known)]
+    else:
+        with run.frozen_heap():
+            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read), jobs,
+                                    pack=lambda looked: looked)  # a hit comes from JSON: no mutant function
+    cache.remember_run(run_id, [key for key, _ in looked])
     todo = [i for i, (_, hit) in zip(positions, looked) if hit is None]
     ran = dict(zip(todo, run_todo([mutants[i] for i in todo]))) if todo else {}
     out, reused = [], 0
