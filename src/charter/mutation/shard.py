@@ -16,7 +16,9 @@ passes its index as it is. A mutant belongs to a shard by its identity alone, ne
 * the cost model (`cost`) is coarse and measured once: an artifact mutant whose expected rejection
   is at the payload stage streams the data section and costs about 3 header-only mutants; a
   declared equivalent is not run and costs a tenth of one. Dealing by cost keeps the slowest shard
-  within one payload mutant of the mean, where dealing by hash alone leaves it to chance.
+  within one payload mutant of the mean, where dealing by hash alone leaves it to chance. The
+  bundle battery's mutants (charter.mutation.bundle_ops) are dealt by the same model: they carry
+  no `make` (their BundleMutant runs them) and are not run when declared equivalent.
 
 A shard's report lists its outcomes in battery order and records, under `shard`, the positions
 they hold in the whole battery (charter.mutation.merge puts them back).
@@ -56,7 +58,7 @@ def shard_arg(text: str) -> Shard:
 
 def cost(m: Mutant) -> int:
     """Expected cost in tenths of a header-only mutant (Note [Shards])."""
-    if m.make is None:
+    if m.make is None and m.equivalent is not None:
         return 1
     if m.side == "artifact" and m.expect is not None and m.expect.stage is Stage.PAYLOAD:
         return 30
@@ -85,3 +87,8 @@ def select(mutants: list[Mutant], shard: Shard | None) -> list[int]:
     if shard is None:
         return list(range(len(mutants)))
     return [i for i, k in enumerate(assign(mutants, shard.count)) if k == shard.index]
+
+
+def shard_meta(shard: Shard, mutants: list, positions: list[int]) -> dict:
+    """The `shard` key of a shard run's meta (Note [Shards that merge])."""
+    return {"index": shard.index, "count": shard.count, "total": len(mutants), "positions": positions}
