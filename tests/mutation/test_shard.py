@@ -151,3 +151,10 @@ def test_a_rerun_reuses_the_cache_and_writes_the_same_report(tmp_path, capsys, m
     assert second.read_bytes() == first.read_bytes()
     code, out = _mutate(capsys, tiny, "--no-cache", "--report", str(second))
     assert code == 0 and f"0 of {total} verdicts reused" in out and second.read_bytes() == first.read_bytes()
+
+
+def test_a_battery_that_is_not_sharded_refuses_shard(capsys):
+    from charter.cli import main
+
+    assert main(["mutate", "--contract", "specs/provenance/dequant-smollm2.yaml", "--shard", "0/2"]) == 2
+    assert "--shard splits artifact and bundle batteries only" in capsys.readouterr().err
