@@ -48,6 +48,12 @@ def test_assignment_is_stable_under_reordering_and_balanced():
     assert max(loads) - min(loads) <= 30
 
 
+def test_more_shards_than_mutants_leaves_the_last_ones_empty():
+    mutants = _mutants(10)
+    assert sorted(assign(mutants, 10**12)) == list(range(10))  # no heap of 10**12 shards
+    assert sorted(assign(mutants, 10)) == list(range(10)) and select(mutants, Shard(10, 11)) == []
+
+
 def test_duplicate_ids_go_to_one_shard():
     mutants = _mutants(10) + _mutants(10)
     shards = assign(mutants, 3)

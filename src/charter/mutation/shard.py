@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import heapq
 from typing import NamedTuple
 
 from charter.diagnostics import Stage
@@ -72,11 +73,13 @@ def assign(mutants: list[Mutant], count: int) -> list[int]:
         groups.setdefault(m.id, []).append(i)
     order = sorted(groups, key=lambda g: (-sum(cost(mutants[i]) for i in groups[g]),
                                           hashlib.sha256(g.encode()).digest()))
-    load = [0] * count
+    # A heap of (load, shard): the least loaded, then the lowest index. Every group lands on a shard
+    # whose load is still 0 while there is one, so shards past the number of groups stay empty.
+    least = [(0, k) for k in range(min(count, len(groups)))]
     out = [0] * len(mutants)
     for g in order:
-        k = min(range(count), key=lambda j: (load[j], j))
-        load[k] += sum(cost(mutants[i]) for i in groups[g])
+        load, k = least[0]
+        heapq.heapreplace(least, (load + sum(cost(mutants[i]) for i in groups[g]), k))
         for i in groups[g]:
             out[i] = k
     return out
