@@ -69,3 +69,25 @@ def test_mutate_runs_the_bundle_battery_from_the_command_line(minilm_folders, ca
 def test_mutate_runs_the_whole_bundle_battery(minilm_folders, capsys):
     assert main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(minilm_folders[1]), "-q"]) == 0
     assert "mutations rejected (" in capsys.readouterr().out
+
+
+def test_shards_of_the_bundle_battery_merge_into_the_whole_runs_report(minilm_folders, tmp_path, capsys):
+    """The contract side (its mutated contracts' diagnostics included, which once named a temporary
+    file): two shards, dealt by charter.mutation.shard, merge into the whole run's bytes."""
+    def mutate(*args: str) -> int:
+        return main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(minilm_folders[1]), "--only",
+                     "contract", "-j", "1", "-q", *args])
+
+    whole, shards = tmp_path / "whole.json", [tmp_path / f"s{k}.json" for k in range(2)]
+    assert mutate("--report", str(whole)) == 0
+    for k, shard in enumerate(shards):
+        assert mutate("--shard", f"{k}/2", "--report", str(shard)) == 0
+    merged = tmp_path / "merged.json"
+    assert main(["mutate", "merge", *map(str, shards), "--report", str(merged)]) == 0
+    assert merged.read_bytes() == whole.read_bytes()
+    sizes = [len(report.from_json(s.read_text())[0]) for s in shards]
+    assert min(sizes) > 100 and sum(sizes) == len(report.from_json(whole.read_text())[0])
+    assert "<mutated " in whole.read_text() and "charter-bundle-battery-" not in whole.read_text()
+    capsys.readouterr()
+    assert main(["mutate", "merge", str(shards[0]), "--report", str(tmp_path / "x.json")]) == 2
+    assert "shard 1/2 missing" in capsys.readouterr().err

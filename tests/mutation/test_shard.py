@@ -48,6 +48,12 @@ def test_assignment_is_stable_under_reordering_and_balanced():
     assert max(loads) - min(loads) <= 30
 
 
+def test_more_shards_than_mutants_leaves_the_last_ones_empty():
+    mutants = _mutants(10)
+    assert sorted(assign(mutants, 10**12)) == list(range(10))  # no heap of 10**12 shards
+    assert sorted(assign(mutants, 10)) == list(range(10)) and select(mutants, Shard(10, 11)) == []
+
+
 def test_duplicate_ids_go_to_one_shard():
     mutants = _mutants(10) + _mutants(10)
     shards = assign(mutants, 3)
@@ -151,3 +157,10 @@ def test_a_rerun_reuses_the_cache_and_writes_the_same_report(tmp_path, capsys, m
     assert second.read_bytes() == first.read_bytes()
     code, out = _mutate(capsys, tiny, "--no-cache", "--report", str(second))
     assert code == 0 and f"0 of {total} verdicts reused" in out and second.read_bytes() == first.read_bytes()
+
+
+def test_a_battery_that_is_not_sharded_refuses_shard(capsys):
+    from charter.cli import main
+
+    assert main(["mutate", "--contract", "specs/provenance/dequant-smollm2.yaml", "--shard", "0/2"]) == 2
+    assert "--shard splits artifact and bundle batteries only" in capsys.readouterr().err

@@ -78,7 +78,7 @@ def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search:
         cs = load_set([target], search)
         if cs.diagnostics:
             d = cs.diagnostics[0]
-            return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
+            return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, _rendered(d, target, original.doc.file))
         plan = next(iter(cs.bundles.values()))
     else:
         doc = Document(data, original.doc.locations, original.doc.source, original.doc.file)
@@ -91,6 +91,15 @@ def _contract_run(bm: BundleMutant, target: Path, folder: Path, checker, search:
             return judge(bm.mutant, False, d.stage.value, d.code.value, d.field, d.render())
     return _both(bm.mutant, lambda key: admit_bundle(folder, plan, checker, verify_payload=bm.verify_payload,
                                                      cpp_key=key), cpp_key)
+
+
+def _rendered(d, target: Path, original: str) -> str:
+    """The diagnostic, its place in the mutated contract named after the original, not the temporary
+    file (whose name differs between two runs: a report must not, Note [Shards that merge])."""
+    loc = d.location
+    if loc is None or Path(loc.file).resolve() != target.resolve():
+        return d.render()
+    return d.render(str(type(loc)(f"<mutated {original}>", loc.line, loc.col)))
 
 
 def _both(m, admit, cpp_key: str | None) -> Outcome:
@@ -132,7 +141,9 @@ def run_command(args, cs, bundle_id: str) -> int:
     from charter.console import EXIT_OK, EXIT_REJECTED, EXIT_USAGE, print_or_write
     from charter.engines import choose
     from charter.mutation import report, standard
+    from charter.mutation.digests import bundle_digests
     from charter.mutation.run import stderr_progress
+    from charter.mutation.shard import select, shard_meta
 
     folder = Path(args.artifact) if args.artifact else None
     if folder is None or not folder.is_dir():
@@ -156,14 +167,21 @@ def run_command(args, cs, bundle_id: str) -> int:
         return EXIT_REJECTED
     start = time.monotonic()
     mutants = bundle_battery(cs, bundle_id, folder, args.only)
+    positions = select([bm.mutant for bm in mutants], args.shard)
     if not args.quiet:
-        print(f"battery {bundle_id}: {len(mutants)} mutants of {folder} and its bundle contract", file=sys.stderr)
-    outcomes = run_bundle(cs, bundle_id, folder, checker, mutants, None if args.quiet else stderr_progress(start),
-                          cpp_key, jobs=args.jobs)
+        part = f" (shard {args.shard}: {len(positions)} of them)" if args.shard else ""
+        print(f"battery {bundle_id}: {len(mutants)} mutants{part} of {folder} and its bundle contract", file=sys.stderr)
+    outcomes = run_bundle(cs, bundle_id, folder, checker, [mutants[i] for i in positions],
+                          None if args.quiet else stderr_progress(start), cpp_key, jobs=args.jobs)
     elapsed = time.monotonic() - start
     outcomes = standard.locate(outcomes, cs.contracts[bundle_id].doc, None)
+    # Note [Shards that merge]: nothing in the report differs between two runs of one battery.
+    sources = [cs.contracts[i].doc.source for i in (bundle_id, plan.artifact.id, plan.artifact.model)]
     meta = {"contract": bundle_id, "spec": cs.contracts[bundle_id].doc.file, "artifact": str(folder), "kind": "bundle",
-            "sources": standard.sources(cs.contracts[bundle_id].doc)}
+            "sources": standard.sources(cs.contracts[bundle_id].doc),
+            "digests": bundle_digests(sources, folder, [bm.mutant.id for bm in mutants], args.engine or "python")}
+    if args.shard is not None:
+        meta["shard"] = shard_meta(args.shard, mutants, positions)
     summary = report.summary(outcomes)
     if args.report:
         print_or_write(args.report, report.to_json(outcomes, meta))
@@ -172,5 +190,5 @@ def run_command(args, cs, bundle_id: str) -> int:
     for line in report.failures(outcomes):
         print(line)
     print(report.table(outcomes))
-    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(mutants) / max(elapsed, 1e-9):.0f} mutants/s)")
+    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(outcomes) / max(elapsed, 1e-9):.0f} mutants/s)")
     return EXIT_OK if summary["passed"] else EXIT_REJECTED

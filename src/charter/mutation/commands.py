@@ -40,7 +40,7 @@ def register(sub) -> None:
     p.add_argument("--shard", type=shard_arg, metavar="K/N",
                    help="run shard K of N (K from 0): a deterministic 1/N of the mutants, dealt by identity and "
                         "expected cost; `charter mutate merge` joins the shards' --report files (artifact "
-                        "batteries)")
+                        "and bundle batteries)")
     p.add_argument("--no-cache", action="store_true",
                    help="run every mutant, reusing no verdict from the cache of earlier runs (the fresh verdicts "
                         "are still stored; artifact batteries)")
@@ -104,7 +104,7 @@ def _run_mutate(args) -> int:
     from charter.mutation.digests import meta_digests
     from charter.mutation.run import WHOLE_FILE_PASS_MAX, BrokenBaseline, all_mutants, load_battery, run, \
         stderr_progress
-    from charter.mutation.shard import select
+    from charter.mutation.shard import select, shard_meta
     from charter.contract.contractset import load_set
 
     cs = load_set([args.contract], search_paths([args.contract], args.search))
@@ -112,8 +112,8 @@ def _run_mutate(args) -> int:
         print_diagnostics(cs.diagnostics)
         return EXIT_USAGE
     if args.shard is not None and not _shardable(cs):
-        print("charter: --shard splits artifact batteries only (the bundle battery does not take it yet; the "
-              "provenance, text and regions batteries run in one process in seconds)", file=sys.stderr)
+        print("charter: --shard splits artifact and bundle batteries only (the provenance, text and regions "
+              "batteries run in one process in seconds)", file=sys.stderr)
         return EXIT_USAGE
     provenance = [i for i in cs.primary if cs.contracts[i].kind == "provenance"]
     if len(provenance) == 1 and len(cs.primary) == 1:  # a fixture and its labels: the provenance battery
@@ -221,17 +221,12 @@ def _run_mutate(args) -> int:
     return EXIT_OK if ok else EXIT_REJECTED
 
 
-def shard_meta(shard, mutants, positions) -> dict:
-    """The `shard` key of a shard run's meta (Note [Shards that merge])."""
-    return {"index": shard.index, "count": shard.count, "total": len(mutants), "positions": positions}
-
-
 def _shardable(cs) -> bool:
     """Whether the contract's battery runs through charter.mutation.run.in_workers."""
     if len(cs.primary) != 1:
         return True  # not one contract: the artifact battery's own refusal says so
     (cid,) = cs.primary
-    return cid in cs.artifacts  # bundle batteries run through in_workers too: not wired yet
+    return cid in cs.artifacts or cid in cs.bundles
 
 
 def _prepare_cpp(cs, battery, mutants, args) -> None:

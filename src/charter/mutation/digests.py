@@ -48,6 +48,20 @@ def meta_digests(sources: list[str], raw_header: bytes, size: int, checker_text:
             "mutants": mutant_ids(ids), "engine": engine}
 
 
+def bundle_digests(sources: list[str], folder: Path, ids: list[str], engine: str) -> dict:
+    """The `digests` of a bundle battery's report: its model folder by every file's path and size,
+    and by the bytes of each file of at most 1 MiB (the companions; weight files by their size, as
+    an artifact battery records its artifact's header and size)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        size = path.stat().st_size
+        h.update(f"{path.relative_to(folder).as_posix()}\0{size}\0".encode())
+        if size <= 1 << 20:
+            h.update(path.read_bytes())
+    return {"contract": contract_files(sources), "folder": "sha256:" + h.hexdigest(), "charter": __version__,
+            "charter_sources": charter_sources(), "mutants": mutant_ids(ids), "engine": engine}
+
+
 def file_content(path: Path, cache: Path) -> str:
     """sha256 of a whole file, remembered under `cache` by the file's identity (device, inode,
     size, mtime and ctime in ns), so a 100 MB checkpoint is read once per version of it (as git's

@@ -30,6 +30,12 @@ Test ids name the side, the field and the operator (spelled so that `--lf`, `-k`
 take them, Note [Mutant item names]), so `pytest -n auto` (pytest-xdist) spreads a
 battery over cores and a failure says which fact is not enforced. Declared equivalences are
 items too: they pass and report their reason (Note [Mutation verdicts]); nothing is skipped.
+
+`--charter-shard K/N` keeps, of every battery file, the mutants that `charter mutate --shard K/N`
+runs (charter.mutation.shard.select over the file's whole battery: a CI matrix job runs
+`pytest -n 2 --charter-shard K/N`) and deselects the others; tests that are not mutants are kept.
+The selection depends on the battery alone, so every xdist worker deselects the same items (xdist
+prints no deselected count, for this as for `-k`).
 """
 
 from __future__ import annotations
@@ -45,6 +51,43 @@ from pathlib import Path
 import pytest
 
 from charter.diagnostics import CharterError
+
+
+def pytest_addoption(parser) -> None:
+    parser.getgroup("charter").addoption(
+        "--charter-shard", type=_shard_arg, metavar="K/N", default=None,
+        help="run shard K (from 0) of N of every battery file's mutants: the mutants `charter mutate --shard K/N` "
+             "runs; the others are deselected")
+
+
+def _shard_arg(text: str):
+    """charter.mutation.shard.shard_arg, imported only when the option is given (the plugin loads in every
+    pytest session of an environment that has charter)."""
+    from charter.mutation.shard import shard_arg
+
+    return shard_arg(text)
+
+
+def pytest_collection_modifyitems(config, items) -> None:
+    """--charter-shard: deselect the mutants of other shards, by charter.mutation.shard.select over each battery
+    file's whole battery, so every xdist worker deselects the same items. Other tests are kept."""
+    shard = config.getoption("charter_shard")
+    if shard is None:
+        return
+    from charter.mutation.shard import select
+
+    chosen: dict[Path, set[int]] = {}
+    keep, drop = [], []
+    for item in items:
+        if isinstance(item, MutantItem):
+            if item.path not in chosen:
+                chosen[item.path] = set(select(_battery(str(item.path))[1], shard))
+            (keep if item.index in chosen[item.path] else drop).append(item)
+        else:
+            keep.append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
 
 
 def pytest_collect_file(parent, file_path: Path):
@@ -161,15 +204,23 @@ class BatteryFile(pytest.File):
             # C++ engine missing: RuntimeError) is one collection error, its text alone: the same
             # string from every xdist worker, which xdist reports once (a traceback, once per worker).
             raise self.CollectError(f"cannot build battery {self.path}:\n{exc}") from None
-        seen: set[str] = set()
-        for index, mutant in enumerate(mutants):
-            name = base = item_name(mutant.id)
-            n = 1
-            while name in seen:
-                n += 1
-                name = f"{base}-{n}"
-            seen.add(name)
+        for index, name in enumerate(item_names(mutants)):
             yield MutantItem.from_parent(self, name=name, index=index)
+
+
+def item_names(mutants) -> list[str]:
+    """Every mutant's item name, in battery order; a repeated name gets `-2`, `-3` (Note [Mutant item names])."""
+    seen: set[str] = set()
+    out = []
+    for mutant in mutants:
+        name = base = item_name(mutant.id)
+        n = 1
+        while name in seen:
+            n += 1
+            name = f"{base}-{n}"
+        seen.add(name)
+        out.append(name)
+    return out
 
 
 def item_name(mutant_id: str) -> str:

@@ -16,7 +16,9 @@ passes its index as it is. A mutant belongs to a shard by its identity alone, ne
 * the cost model (`cost`) is coarse and measured once: an artifact mutant whose expected rejection
   is at the payload stage streams the data section and costs about 3 header-only mutants; a
   declared equivalent is not run and costs a tenth of one. Dealing by cost keeps the slowest shard
-  within one payload mutant of the mean, where dealing by hash alone leaves it to chance.
+  within one payload mutant of the mean, where dealing by hash alone leaves it to chance. The
+  bundle battery's mutants (charter.mutation.bundle_ops) are dealt by the same model: they carry
+  no `make` (their BundleMutant runs them) and are not run when declared equivalent.
 
 A shard's report lists its outcomes in battery order and records, under `shard`, the positions
 they hold in the whole battery (charter.mutation.merge puts them back).
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import heapq
 from typing import NamedTuple
 
 from charter.diagnostics import Stage
@@ -56,7 +59,7 @@ def shard_arg(text: str) -> Shard:
 
 def cost(m: Mutant) -> int:
     """Expected cost in tenths of a header-only mutant (Note [Shards])."""
-    if m.make is None:
+    if m.make is None and m.equivalent is not None:
         return 1
     if m.side == "artifact" and m.expect is not None and m.expect.stage is Stage.PAYLOAD:
         return 30
@@ -70,11 +73,13 @@ def assign(mutants: list[Mutant], count: int) -> list[int]:
         groups.setdefault(m.id, []).append(i)
     order = sorted(groups, key=lambda g: (-sum(cost(mutants[i]) for i in groups[g]),
                                           hashlib.sha256(g.encode()).digest()))
-    load = [0] * count
+    # A heap of (load, shard): the least loaded, then the lowest index. Every group lands on a shard
+    # whose load is still 0 while there is one, so shards past the number of groups stay empty.
+    least = [(0, k) for k in range(min(count, len(groups)))]
     out = [0] * len(mutants)
     for g in order:
-        k = min(range(count), key=lambda j: (load[j], j))
-        load[k] += sum(cost(mutants[i]) for i in groups[g])
+        load, k = least[0]
+        heapq.heapreplace(least, (load + sum(cost(mutants[i]) for i in groups[g]), k))
         for i in groups[g]:
             out[i] = k
     return out
@@ -85,3 +90,8 @@ def select(mutants: list[Mutant], shard: Shard | None) -> list[int]:
     if shard is None:
         return list(range(len(mutants)))
     return [i for i, k in enumerate(assign(mutants, shard.count)) if k == shard.index]
+
+
+def shard_meta(shard: Shard, mutants: list, positions: list[int]) -> dict:
+    """The `shard` key of a shard run's meta (Note [Shards that merge])."""
+    return {"index": shard.index, "count": shard.count, "total": len(mutants), "positions": positions}
