@@ -71,12 +71,36 @@ def test_mutate_runs_the_whole_bundle_battery(minilm_folders, capsys):
     assert "mutations rejected (" in capsys.readouterr().out
 
 
+def _mutate_contract_side(folder, *args: str) -> int:
+    return main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(folder), "--only", "contract",
+                 "-j", "1", "-q", *args])
+
+
+def test_a_shard_of_the_bundle_battery_runs_the_mutants_select_deals_it(minilm_folders, tmp_path):
+    """One shard of the contract side (a third of its cost; the whole merge identity is the slow
+    test below, and tests/mutation/test_shard.py's for artifact batteries): the mutants
+    charter.mutation.shard.select deals it, all killed, and its report names no temporary file
+    (a mutated contract's diagnostics once did, so shards could not merge byte for byte)."""
+    from charter.mutation.shard import Shard, select
+
+    out = tmp_path / "s1.json"
+    assert _mutate_contract_side(minilm_folders[1], "--shard", "1/3", "--report", str(out)) == 0
+    outcomes, meta = report.from_json(out.read_text())
+    dealt = [m for m in bundle_battery(load_set([CONTRACTS[1]], [ROOT / "specs"]), "all-minilm-l6-v2",
+                                       minilm_folders[1], "contract")]
+    picked = [dealt[i].mutant.id for i in select([bm.mutant for bm in dealt], Shard(1, 3))]
+    assert sorted(o.mutant.id for o in outcomes) == sorted(picked) and len(picked) > 50
+    assert meta["shard"]["positions"] == select([bm.mutant for bm in dealt], Shard(1, 3))
+    assert report.summary(outcomes)["passed"], report.failures(outcomes)
+    assert "<mutated " in out.read_text() and "charter-bundle-battery-" not in out.read_text()
+
+
+@pytest.mark.slow  # the contract side three times over (about 15 s of CPU)
 def test_shards_of_the_bundle_battery_merge_into_the_whole_runs_report(minilm_folders, tmp_path, capsys):
     """The contract side (its mutated contracts' diagnostics included, which once named a temporary
     file): two shards, dealt by charter.mutation.shard, merge into the whole run's bytes."""
     def mutate(*args: str) -> int:
-        return main(["mutate", "--contract", str(CONTRACTS[1]), "--artifact", str(minilm_folders[1]), "--only",
-                     "contract", "-j", "1", "-q", *args])
+        return _mutate_contract_side(minilm_folders[1], *args)
 
     whole, shards = tmp_path / "whole.json", [tmp_path / f"s{k}.json" for k in range(2)]
     assert mutate("--report", str(whole)) == 0

@@ -5,6 +5,7 @@ A case is a single .yaml file, or a directory whose files together form one cont
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -32,8 +33,22 @@ def test_there_are_enough_golden_negatives():
     assert len(CASES) >= 30
 
 
+@pytest.fixture(scope="module")
+def shipped_specs_parsed_once():
+    """Every case searches specs/ (its 36 files parsed each time were most of this module's cost):
+    the shipped contracts are parsed once per module; a case's own files are parsed every time."""
+    from charter.contract import contractset
+
+    load, shipped = contractset.load_file, (ROOT / "specs").resolve()
+    cached = functools.lru_cache(maxsize=None)(load)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(contractset, "load_file", lambda path, display=None: (
+            cached(path, display) if Path(path).resolve().is_relative_to(shipped) else load(path, display)))
+        yield
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
-def test_golden_negative(case: Path, capsys):
+def test_golden_negative(case: Path, capsys, shipped_specs_parsed_once):
     expected = expected_lines(case)
     assert expected, f"{case} has no '# expect:' line"
     code = main(["check", "--search", "specs", str(case.relative_to(ROOT))])

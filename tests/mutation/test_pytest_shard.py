@@ -18,7 +18,7 @@ from charter.mutation.pytest_plugin import _battery, item_names
 from charter.mutation.shard import Shard, select
 from tests.conftest import ROOT
 
-COUNT = 3
+COUNT = 2  # shards: each xdist run is a pytest and two workers building the battery
 PLAIN = "test_plain.py::test_not_a_mutant"
 
 # The unsharded run and the shards without xdist in one process (charter imported and the battery
