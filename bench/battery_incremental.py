@@ -37,8 +37,14 @@ ARTIFACT = Path("artifacts/smollm2-135m-instruct-q4_1.yaml")
 MODEL = Path("models/smollm2-135m-instruct.yaml")
 EDITS = [  # name, file, old text, new text, held to the target
     ("unchecked fact", MODEL, "  license: apache-2.0\n", "  license: Apache-2.0\n", True),
+    ("description", MODEL, "  135M-parameter llama-architecture", "  135M-parameter Llama-architecture", True),
     ("same value", ARTIFACT, "{type: uint32, value: layers}", "{type: uint32, value: layers + 0}", True),
-    ("checked stage", ARTIFACT, "  extra_keys: reject\n", "  extra_keys: allow\n", False),
+    ("extra keys", ARTIFACT, "  extra_keys: reject\n", "  extra_keys: allow\n", True),
+    ("value unpinned", ARTIFACT, "general.organization: {type: string, value: HuggingFaceTB}",
+     "general.organization: {type: string}", True),
+    ("trailing", ARTIFACT, "  trailing: reject\n", "  trailing: alignment\n", True),
+    ("unsorted", ARTIFACT, "  sorted: true\n", "  sorted: false\n", True),
+    ("padding", ARTIFACT, "  padding: zero\n", "  padding: any\n", False),
 ]
 TARGET = 0.05
 
