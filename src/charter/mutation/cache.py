@@ -17,12 +17,22 @@ requires; the unchanged checker's header fields and its `exclude` check.
 
 * An **artifact mutant** runs the unchanged checker on a mutated file. Its key adds its id, its
   expected rejection, its declared equivalence and the bytes it makes (size, header, patches:
-  the mutant generators read the plan, so an equal id is not an equal file). A stored verdict
-  rejected at stage S is reused only if the unchanged checks of every stage up to S are those it
-  was judged by (the stages after S never ran); an admission, only if all checks are. A value
-  mutant keeps the conforming header, which every header stage admits (the battery's baseline),
-  so its verdict depends on the payload stage's checks alone (not so with embedded stores, whose
-  header stages read the data section: then all checks).
+  the mutant generators read the plan, so an equal id is not an equal file). Which unchanged
+  checks its verdict depends on rests on the baseline: the battery runs only when the checker
+  admits the conforming artifact (the old contract's run and the new one's alike), and a check
+  passes or fails as a function of its literals and the facts of the file it reads
+  (charter.contract.checks.reads), so a check that reads no fact the mutant changes passes on
+  the mutant under either contract. charter.mutation.facts parses the mutant's header with
+  charter's own reader and compares its facts with the conforming file's (a file the reader
+  refuses changes everything). Its verdict is then decided by the checks that read a changed
+  fact, in order: those of the stages before the one that rejected it, and of that stage up to
+  the last whose kind may reject with the diagnostic's code (checks.rejects_with: the checks
+  after the one that failed never ran); all of them if it was admitted. A stored verdict is
+  reused only if those checks (literals and locations) are the ones it was judged by: then the
+  same checks run on the same bytes, in the same order, and every other check passes. The
+  header stages never run the payload stage; a value mutant keeps the conforming header, so only
+  the checks that read the data section (payload and stores) judge it. The facts a mutant
+  changes are a function of its key, so the entry keeps them.
 * A **contract mutant** resolves its mutated contract and predicts (charter.mutation.run.
   contract_step: about half its cost); that much runs for every key. Refused by the contract
   language, or with no check changed, the step is its verdict, and the key holds it. Otherwise
@@ -34,7 +44,7 @@ requires; the unchanged checker's header fields and its `exclude` check.
   only), and all checks when `exclude` changed.
 
 So an edit of one leaf reruns the contract mutants whose changed checks, prediction or cited
-locations it changes, and the artifact mutants judged by a stage it changes; an edit that moves
+locations it changes, and the artifact mutants judged by a check it changes; an edit that moves
 lines moves every later location, and reruns what cites them. Duplicated ids add their
 occurrence index. Crashes (verdict `error`) are never stored.
 
