@@ -64,8 +64,7 @@ CHECKED_EDITS = [  # one leaf of a checked stage, each keeping the conforming ar
     ("  extra_keys: reject\n", "  extra_keys: allow\n"),  # metadata: the key set loosened
     ("general.name: {type: string, value: Tiny Llama}",  # a value restated as its digest
      "general.name: {type: string, sha256: fbdf4e5483deac7cacb74f21304b8b34feb4afce28f649b5e24c524b382a9c22}"),
-    ("  trailing: reject\n", "  trailing: alignment\n"),  # layout loosened
-    ("  sorted: true\n", "  sorted: false\n"),  # layout loosened
+    ("  trailing: reject\n", "  trailing: alignment\n"),  # layout loosened (bench/battery_incremental.py has more)
 ]
 
 
