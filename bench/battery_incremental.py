@@ -102,7 +102,8 @@ def main() -> int:
             target = f"target <= {TARGET:.0%}" if held else "no target"
             print(f"  {name:15s} ran {ran:4d} of {total} ({share:5.1%}, {target}); rerun {rerun_s:5.2f}s vs full "
                   f"{full_s:5.2f}s wall = {rerun_s / full_s:.2f}x, {rerun_cpu:5.2f}s vs {full_cpu:5.2f}s CPU = "
-                  f"{rerun_cpu / full_cpu:.2f}x; reports {'identical' if same else 'DIFFER'}  {'PASS' if passed else 'FAIL'}")
+                  f"{rerun_cpu / full_cpu:.2f}x; reports {'identical' if same else 'DIFFER'}"
+                  f"  {'PASS' if passed else 'FAIL'}")
         path.write_text(original, "utf-8")
     after = os.getloadavg()
     print(f"load average after {after[0]:.2f} {after[1]:.2f}; {'PASS' if ok else 'FAIL'}")

@@ -332,16 +332,16 @@ def arguments(check: Check) -> dict[str, object]:
     return {f.name: getattr(check, f.name) for f in fields(check)}
 
 
-
 # --- what each check reads ----------------------------------------------------------------------
 
 Fact = tuple[str, ...]
 """A fact of the artifact a check may read, as charter.mutation.facts names them: ("format",),
 ("version",), ("alignment",), ("header_aligned",), ("keys",) (the keys the conforming file does
-not hold: the key set check passes on any subset of a key set it admits), ("meta", key) (its type and value), ("tensor-list",) (the tensor names in order),
-("tensor", name) (its shape and codec), ("extents",) (the extents relative to the data section,
-the data section's size, its offset modulo the alignment) and ("file",) (any byte of the file).
-A fact is also every fact it is a prefix of: ("tensor",) is every tensor's, () everything."""
+not hold: the key set check passes on any subset of a key set it admits), ("meta", key) (its
+type and value), ("tensor-list",) (the tensor names in order), ("tensor", name) (its shape and
+codec), ("extents",) (the extents relative to the data section, the data section's size, its
+offset modulo the alignment) and ("file",) (any byte of the file). A fact is also every fact it
+is a prefix of: ("tensor",) is every tensor's, () everything."""
 
 EVERYTHING: frozenset[Fact] = frozenset({()})
 

@@ -149,11 +149,12 @@ class VerdictCache:
         if m.side == "contract":
             return ""
         upto = _RANK.get(o.stage, len(_RANK)) if o.stage else len(_RANK)
-        payload = value_ops.is_value_mutant(m)
+        skipped = -1 if value_ops.is_value_mutant(m) else _RANK[Stage.PAYLOAD.value]
         judging = [(rank, text, codes) for rank, text, reads, codes in self._judging
-                   if rank <= upto and (payload or rank != _RANK[Stage.PAYLOAD.value]) and facts.touches(reads, changed)]
+                   if rank <= upto and rank != skipped and facts.touches(reads, changed)]
         if o.stage is not None:  # the checks after the one that rejected it never ran
-            last = [i for i, (rank, _, codes) in enumerate(judging) if rank == upto and (codes is None or o.code in codes)]
+            last = [i for i, (rank, _, codes) in enumerate(judging)
+                    if rank == upto and (codes is None or o.code in codes)]
             judging = judging[:last[-1] + 1] if last else judging
         return sha256("\0".join(text for _, text, _ in judging))
 
