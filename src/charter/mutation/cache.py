@@ -197,11 +197,18 @@ class VerdictCache:
         if outcome.verdict is Verdict.ERROR:
             return
         if changed is None:
-            old = self._entries.get(key)
-            changed = old["changed"] if isinstance(old, dict) and "changed" in old else (
-                _frozen(self.changed(b, _made(m))) if m.side == "artifact" else [])
+            changed = self._stored_changed(key)
+        if changed is None:
+            changed = _frozen(self.changed(b, _made(m))) if m.side == "artifact" else []
         self._fresh[key] = {"outcome": outcome.to_json(), "changed": changed,
                             "judged_by": self.judged_by(m, _thawed(changed), outcome)}
+
+    def _stored_changed(self, key: str) -> list | None:
+        """The facts a stored entry says its mutant changes (a function of the key), if readable."""
+        try:
+            return _frozen(_thawed(self._entries[key]["changed"]))
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def save(self, bound: int) -> None:
         """Write this run's verdicts, then the older ones, up to `bound` entries, atomically."""
