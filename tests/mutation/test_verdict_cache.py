@@ -1,7 +1,7 @@
 """The verdict cache after a one-leaf contract edit (Note [Verdict cache] in charter.mutation.cache):
-the rerun's report equals a full run's byte for byte, an edit no check reads reruns almost nothing,
-and an edit of a checked stage reruns at least every artifact mutant that stage or a later one
-judged (a cache that reused those would be wrong, whatever the report said)."""
+the rerun's report equals a full run's byte for byte, and an edit no check reads, or one of a
+checked stage, reruns at most 5 % of the mutants; a read set made too narrow makes the reports
+differ, so the equality tests bite."""
 
 from __future__ import annotations
 
@@ -10,9 +10,8 @@ import shutil
 
 import pytest
 
-from charter.diagnostics import ADMISSION_STAGES, Stage
-from charter.mutation import report, value_ops
 from tests.conftest import ROOT
+from tests.contract.test_checks import every_check  # noqa: F401 -- a check of every kind (a fixture)
 
 ARTIFACT = "artifacts/tiny-llama-gguf.yaml"
 PART = ("--shard", "0/8")  # both sides, 1/8 of them: the whole battery takes 17 s
@@ -61,19 +60,92 @@ def test_an_unchecked_leaf_reruns_almost_nothing(specs, tiny, tmp_path, capsys):
     assert ran <= everything * 0.05, (ran, everything)
 
 
-def test_an_edit_of_a_checked_stage_reruns_what_that_stage_judged(specs, tiny, tmp_path, capsys):
-    """`extra_keys: allow` also changes contract mutants' verdicts (a dropped key is no longer
-    rejected): reused, they would make the reports differ."""
-    _battery(capsys, specs, tiny, tmp_path / "first.json", *PART)
-    _edit(specs / ARTIFACT, "  extra_keys: reject\n", "  extra_keys: allow\n")  # the metadata stage
-    ran = _battery(capsys, specs, tiny, tmp_path / "rerun.json", *PART)
-    _battery(capsys, specs, tiny, tmp_path / "full.json", "--no-cache", *PART)
+CHECKED_EDITS = [  # one leaf of a checked stage, each keeping the conforming artifact admitted
+    ("  extra_keys: reject\n", "  extra_keys: allow\n"),  # metadata: the key set loosened
+    ("general.name: {type: string, value: Tiny Llama}",  # a value restated as its digest
+     "general.name: {type: string, sha256: fbdf4e5483deac7cacb74f21304b8b34feb4afce28f649b5e24c524b382a9c22}"),
+    ("  trailing: reject\n", "  trailing: alignment\n"),  # layout loosened (bench/battery_incremental.py has more)
+]
+
+
+def test_an_edit_of_a_checked_stage_reruns_at_most_5_percent(specs, tiny, tmp_path, capsys):
+    """Note [Verdict cache]: an artifact mutant is judged only by the checks that read a fact it
+    changes, so a one-leaf edit of a checked stage reruns the few mutants that touch it, and the
+    contract mutants whose changed checks it changes; each report equals a full run's."""
+    path = specs / ARTIFACT
+    original = path.read_text("utf-8")
+    whole = ("-j", "2")  # the whole battery: a shard's share of the mutants an edit touches is not the battery's
+    everything = _battery(capsys, specs, tiny, tmp_path / "first.json", *whole)
+    for old, new in CHECKED_EDITS:
+        _edit(path, old, new)
+        ran = _battery(capsys, specs, tiny, tmp_path / "rerun.json", *whole)
+        _battery(capsys, specs, tiny, tmp_path / "full.json", "--no-cache", *whole)
+        assert (tmp_path / "rerun.json").read_bytes() == (tmp_path / "full.json").read_bytes(), new
+        assert ran <= everything * 0.05, (new, ran, everything)
+        path.write_text(original, "utf-8")
+
+
+def test_a_read_set_too_narrow_reuses_a_wrong_verdict(specs, tiny, tmp_path, capsys, monkeypatch):
+    """The soundness check bites: with the tensors check said to read nothing, a tensor's role
+    (which its shape diagnostics name) edited, the cache reuses shape verdicts whose detail a
+    full run changes, and the reports differ; with the true read set they are equal."""
+    from charter.contract import checks
+
+    role = ("{name: output_norm.weight, role: final_norm,", "{name: output_norm.weight, role: last_norm,")
+    only = ("--only", "artifact")
+    _battery(capsys, specs, tiny, tmp_path / "first.json", *only)
+    _edit(specs / ARTIFACT, *role)
+    _battery(capsys, specs, tiny, tmp_path / "rerun.json", *only)
+    _battery(capsys, specs, tiny, tmp_path / "full.json", "--no-cache", *only)
     assert (tmp_path / "rerun.json").read_bytes() == (tmp_path / "full.json").read_bytes()
-    before_metadata = {s.value for s in ADMISSION_STAGES[:ADMISSION_STAGES.index(Stage.METADATA)]}
-    outcomes, _ = report.from_json((tmp_path / "full.json").read_text("utf-8"))
-    judged_later = [o for o in outcomes if o.mutant.side == "artifact" and not value_ops.is_value_mutant(o.mutant)
-                    and o.mutant.operator != "unchanged" and o.stage not in before_metadata]
-    assert len(judged_later) > 20 and ran >= len(judged_later), (ran, len(judged_later))
+    assert b"last_norm" in (tmp_path / "full.json").read_bytes()
+
+    narrow = checks.reads
+    monkeypatch.setattr(checks, "reads", lambda c: frozenset() if isinstance(c, checks.Tensors) else narrow(c))
+    _edit(specs / ARTIFACT, *reversed(role))
+    _battery(capsys, specs, tiny, tmp_path / "first.json", *only)
+    _edit(specs / ARTIFACT, *role)
+    _battery(capsys, specs, tiny, tmp_path / "rerun.json", *only)
+    assert (tmp_path / "rerun.json").read_bytes() != (tmp_path / "full.json").read_bytes()
+
+
+def test_each_kind_says_what_it_reads_and_the_codes_its_runtime_method_raises(every_check):
+    """checks.reads and checks.rejects_with answer for every kind (a new kind fails here until it
+    says); rejects_with bounds where a rejection stops the checks (Note [Verdict cache]), so every
+    code a kind's runtime method (or a helper it calls) names must be listed, and be its stage's."""
+    import ast
+    import inspect
+
+    from charter.admission import runtime
+    from charter.contract import checks
+    from charter.diagnostics import Code, Finding, code_for
+
+    methods = {n.name: n for n in ast.parse(inspect.getsource(runtime.Context)).body[0].body
+               if isinstance(n, ast.FunctionDef)}
+
+    def named(fn: ast.FunctionDef, seen: set) -> tuple[set, set]:
+        codes, findings = set(), set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+                if node.value.id == "Code":
+                    codes.add(Code[node.attr])
+                elif node.value.id == "Finding":
+                    findings.add(Finding[node.attr])
+                elif node.value.id == "self" and node.attr in methods and node.attr not in seen:
+                    more = named(methods[node.attr], seen | {node.attr})
+                    codes |= more[0]
+                    findings |= more[1]
+        return codes, findings
+
+    for check in every_check:
+        assert isinstance(checks.reads(check), frozenset)
+        listed = checks.rejects_with(check)
+        if listed is None:
+            continue
+        codes, findings = named(methods[check.method], {check.method})
+        codes |= {code_for(check.stage, f) for f in findings}
+        assert codes <= listed, (type(check).__name__, codes - listed)
+        assert all(code.stage is check.stage for code in listed), type(check).__name__
 
 
 def test_an_unedited_rerun_makes_no_mutant(specs, tiny, tmp_path, capsys, monkeypatch):

@@ -20,9 +20,9 @@ Repeated facts are rows (named tuples): a row renders as a plain tuple in genera
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import ClassVar, NamedTuple, Union
+from typing import ClassVar, NamedTuple, Union, assert_never
 
-from charter.diagnostics import ADMISSION_STAGES, Location, Stage
+from charter.diagnostics import ADMISSION_STAGES, Code, Finding, Location, Stage, code_for
 from charter.contract.plan import (
     ArtifactPlan, BoundRule, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, ValueRule,
     value_of,
@@ -331,6 +331,115 @@ def arguments(check: Check) -> dict[str, object]:
     """The check's fields by name, in declaration order: the keyword arguments of its call."""
     return {f.name: getattr(check, f.name) for f in fields(check)}
 
+
+# --- what each check reads ----------------------------------------------------------------------
+
+Fact = tuple[str, ...]
+"""A fact of the artifact a check may read, as charter.mutation.facts names them: ("format",),
+("version",), ("alignment",), ("header_aligned",), ("keys",) (the keys the conforming file does
+not hold: the key set check passes on any subset of a key set it admits), ("meta", key) (its
+type and value), ("tensor-list",) (the tensor names in order), ("tensor", name) (its shape and
+codec), ("extents",) (the extents relative to the data section, the data section's size, its
+offset modulo the alignment) and ("file",) (any byte of the file). A fact is also every fact it
+is a prefix of: ("tensor",) is every tensor's, () everything."""
+
+EVERYTHING: frozenset[Fact] = frozenset({()})
+
+
+def reads(check: Check) -> frozenset[Fact]:
+    """The facts of the artifact whose values decide whether `check` passes (Note [Verdict cache]
+    in charter.mutation.cache). Too few makes the verdict cache reuse a wrong verdict: a kind says
+    what it reads here before the cache can use it (the match is exhaustive)."""
+    match check:
+        case ContainerFormat():
+            return frozenset({("format",)})
+        case ContainerVersion():
+            return frozenset({("version",)})
+        case ContainerAlignment():
+            return frozenset({("alignment",)})
+        case ContainerHeaderAligned():
+            return frozenset({("header_aligned",)})
+        case (Identity() | Value() | StringDigest() | ArrayFact() | SpecialId() | StopId() | TokenDomain()):
+            return frozenset({("meta", check.key)})
+        case MetaTypes():
+            return frozenset(("meta", f.key) for f in check.facts)
+        case MetaKeySet():
+            return frozenset({("keys",)})
+        case Config() | Exclude() | Status():
+            return frozenset()  # the companion file, the excluded patterns, the required status: not the artifact
+        case LogitsRows():
+            return frozenset({("tensor", check.tensor)})
+        case Tensors():
+            return frozenset({("tensor-list",), ("tensor",)})
+        case Codecs():
+            return frozenset({("tensor",), ("extents",)})
+        case Layout():
+            # its alignment, if any, is the container's, which the conforming file has (the
+            # battery's baseline): the data offset counts only modulo it (charter.mutation.facts)
+            return frozenset({("extents",)})
+        case Exclusions():
+            return frozenset({("tensor-list",), *(("meta", r.count_key) for r in check.rows if r.count_key)})
+        case ExpertMajorStore() | PleStore() | Payload():
+            return EVERYTHING  # they read the data section
+        case _:
+            assert_never(check)
+
+
+def rejects_with(check: Check) -> frozenset[Code] | None:
+    """The codes `check` may reject with (None: any): a rejection with another code was not its
+    own, so the checks after it never ran (Note [Verdict cache]). tests/mutation/test_verdict_cache.py
+    reads each kind's runtime method for the codes it can raise."""
+    C = Code
+    match check:
+        case ContainerFormat():
+            return frozenset({C.CONTAINER_FORMAT})
+        case ContainerVersion():
+            return frozenset({C.CONTAINER_VERSION})
+        case ContainerAlignment():
+            return frozenset({C.CONTAINER_ALIGNMENT})
+        case ContainerHeaderAligned():
+            return frozenset({C.CONTAINER_HEADER})
+        case Identity():
+            return frozenset({C.IDENTITY_MISSING, C.IDENTITY_MISMATCH, C.IDENTITY_ARCHITECTURE})
+        case MetaTypes():
+            return frozenset({C.METADATA_MISSING, C.METADATA_TYPE})
+        case MetaKeySet():
+            return frozenset({C.METADATA_FORBIDDEN, C.METADATA_UNEXPECTED})
+        case Value():
+            return frozenset({code_for(check.stage, Finding.VALUE)})
+        case StringDigest():
+            return frozenset({code_for(check.stage, Finding.DIGEST)})
+        case ArrayFact():
+            return frozenset(code_for(check.stage, f) for f in (Finding.ARRAY_LENGTH, Finding.VALUE,
+                                                                Finding.ARRAY_DIGEST))
+        case Config():
+            return frozenset({C.METADATA_MISSING, C.METADATA_TYPE, C.METADATA_VALUE, C.METADATA_CONFIG})
+        case SpecialId():
+            return frozenset({C.TOKENIZER_SPECIAL_ID})
+        case StopId():
+            return frozenset({C.TOKENIZER_STOP_ID})
+        case TokenDomain():
+            return frozenset({C.TOKENIZER_DOMAIN})
+        case LogitsRows():
+            return frozenset({C.TOKENIZER_LOGITS_ROWS})
+        case Exclude():
+            return frozenset()
+        case Tensors():
+            return frozenset({C.TENSOR_DUPLICATE, C.TENSOR_MISSING, C.TENSOR_UNEXPECTED, C.TENSOR_RANK,
+                              C.TENSOR_SHAPE, C.TENSOR_CODEC})
+        case Codecs():
+            return frozenset({C.CODEC_BLOCK, C.CODEC_ROW_HEADER, C.CODEC_SIZE})
+        case Layout():
+            return frozenset({C.LAYOUT_DATA_OFFSET, C.LAYOUT_ALIGNMENT, C.LAYOUT_BOUNDS, C.LAYOUT_ORDER,
+                              C.LAYOUT_OVERLAP, C.LAYOUT_GAP, C.LAYOUT_TRAILING})
+        case Exclusions():
+            return frozenset({C.POLICY_EXCLUSION})
+        case Status():
+            return frozenset({C.POLICY_STATUS})
+        case ExpertMajorStore() | PleStore() | Payload():
+            return None
+        case _:
+            assert_never(check)
 
 # --- from the plan ------------------------------------------------------------------------------
 

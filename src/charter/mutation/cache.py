@@ -17,12 +17,22 @@ requires; the unchanged checker's header fields and its `exclude` check.
 
 * An **artifact mutant** runs the unchanged checker on a mutated file. Its key adds its id, its
   expected rejection, its declared equivalence and the bytes it makes (size, header, patches:
-  the mutant generators read the plan, so an equal id is not an equal file). A stored verdict
-  rejected at stage S is reused only if the unchanged checks of every stage up to S are those it
-  was judged by (the stages after S never ran); an admission, only if all checks are. A value
-  mutant keeps the conforming header, which every header stage admits (the battery's baseline),
-  so its verdict depends on the payload stage's checks alone (not so with embedded stores, whose
-  header stages read the data section: then all checks).
+  the mutant generators read the plan, so an equal id is not an equal file). Which unchanged
+  checks its verdict depends on rests on the baseline: the battery runs only when the checker
+  admits the conforming artifact (the old contract's run and the new one's alike), and a check
+  passes or fails as a function of its literals and the facts of the file it reads
+  (charter.contract.checks.reads), so a check that reads no fact the mutant changes passes on
+  the mutant under either contract. charter.mutation.facts parses the mutant's header with
+  charter's own reader and compares its facts with the conforming file's (a file the reader
+  refuses changes everything). Its verdict is then decided by the checks that read a changed
+  fact, in order: those of the stages before the one that rejected it, and of that stage up to
+  the last whose kind may reject with the diagnostic's code (checks.rejects_with: the checks
+  after the one that failed never ran); all of them if it was admitted. A stored verdict is
+  reused only if those checks (literals and locations) are the ones it was judged by: then the
+  same checks run on the same bytes, in the same order, and every other check passes. The
+  header stages never run the payload stage; a value mutant keeps the conforming header, so only
+  the checks that read the data section (payload and stores) judge it. The facts a mutant
+  changes are a function of its key, so the entry keeps them.
 * A **contract mutant** resolves its mutated contract and predicts (charter.mutation.run.
   contract_step: about half its cost); that much runs for every key. Refused by the contract
   language, or with no check changed, the step is its verdict, and the key holds it. Otherwise
@@ -34,7 +44,7 @@ requires; the unchanged checker's header fields and its `exclude` check.
   only), and all checks when `exclude` changed.
 
 So an edit of one leaf reruns the contract mutants whose changed checks, prediction or cited
-locations it changes, and the artifact mutants judged by a stage it changes; an edit that moves
+locations it changes, and the artifact mutants judged by a check it changes; an edit that moves
 lines moves every later location, and reruns what cites them. Duplicated ids add their
 occurrence index. Crashes (verdict `error`) are never stored.
 
@@ -58,11 +68,11 @@ from pathlib import Path
 from charter import __version__, atomic
 from charter.contract import checks
 from charter.diagnostics import ADMISSION_STAGES, Stage
-from charter.mutation import locations, run, value_ops
+from charter.mutation import facts, locations, run, value_ops
 from charter.mutation.digests import charter_sources, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
-_FORMAT = 2
+_FORMAT = 3
 _RUNS = 8  # the runs whose keys are remembered: a few shards, an edit and its revert
 
 
@@ -82,12 +92,11 @@ class VerdictCache:
             file_content(b.artifact_path, folder), str(b.artifact_path),
             file_content(companion_path, folder) if companion_path and companion_path.is_file() else "-",
             b.require_status, _header(b.plan), repr([c for c in b.checks if isinstance(c, checks.Exclude)])]))
-        self._upto, h = {}, hashlib.sha256()
-        for stage in ADMISSION_STAGES:
-            h.update(_stage_digest(b.checks, stage).encode())
-            self._upto[stage.value] = h.hexdigest()
-        self._all = h.hexdigest()
-        self._payload = _stage_digest(b.checks, Stage.PAYLOAD)
+        self._all = _digest(b.checks)
+        self._payload = _digest([c for c in b.checks if c.stage is Stage.PAYLOAD])
+        self._judging = [(_RANK[c.stage.value], repr(c), checks.reads(c), _codes(c)) for c in b.checks]
+        self._modulus = b.view.alignment or 1
+        self._conforming = facts.facts_of(b.view, b.raw_header, self._modulus)
         self._occurrence: dict[int, int] = {}
         self._entries: dict[str, dict] = {}
         self._runs: dict[str, list] = {}  # run id -> its keys, newest first
@@ -102,11 +111,21 @@ class VerdictCache:
 
     def key(self, b: run.Battery, m: Mutant) -> str | None:
         """The key of a mutant that runs (declared equivalents without a `make` are not run)."""
+        return self._key(b, m)[0]
+
+    def _key(self, b: run.Battery, m: Mutant) -> tuple[str | None, tuple | None]:
+        """The key, and the file an artifact mutant makes."""
         if m.make is None:
-            return None
+            return None, None
         pieces = [self._context, m.side, m.id, str(self._occurrence.get(id(m), 0)), repr(m.expect), repr(m.equivalent)]
-        pieces += _made(b, m) if m.side == "artifact" else self._contract_pieces(b, m)
-        return sha256("\n".join(pieces))
+        made = _made(m) if m.side == "artifact" else None
+        pieces += _file_pieces(b, made) if made is not None else self._contract_pieces(b, m)
+        return sha256("\n".join(pieces)), made
+
+    def changed(self, b: run.Battery, made: tuple) -> frozenset[checks.Fact]:
+        """The facts of the conforming artifact the file `made` changes (charter.mutation.facts)."""
+        return facts.changed(self._conforming, b.raw_header, b.view.file_size, b.plan.format, b.accepted,
+                             self._modulus, made)
 
     def _contract_pieces(self, b: run.Battery, m: Mutant) -> list[str]:
         step = run.contract_step(b, m)
@@ -122,28 +141,39 @@ class VerdictCache:
             pieces.append(self._all)
         return pieces
 
-    def judged_by(self, b: run.Battery, m: Mutant, o: Outcome) -> str:
+    def judged_by(self, m: Mutant, changed: frozenset[checks.Fact], o: Outcome) -> str:
         """The digest of the unchanged checks an outcome depends on: none for a contract mutant
-        (its key holds them), the stages up to its rejection for an artifact mutant."""
+        (its key holds them); for an artifact mutant, in order, those that read a fact it
+        `changed`, up to the last that may have rejected it (all if it was admitted), the payload
+        stage's only for a value mutant (no other runs it)."""
         if m.side == "contract":
             return ""
-        if value_ops.is_value_mutant(m) and not b.plan.stores:
-            return self._payload
-        return self._upto.get(o.stage, self._all) if o.stage else self._all
+        upto = _RANK.get(o.stage, len(_RANK)) if o.stage else len(_RANK)
+        skipped = -1 if value_ops.is_value_mutant(m) else _RANK[Stage.PAYLOAD.value]
+        judging = [(rank, text, codes) for rank, text, reads, codes in self._judging
+                   if rank <= upto and rank != skipped and facts.touches(reads, changed)]
+        if o.stage is not None:  # the checks after the one that rejected it never ran
+            last = [i for i, (rank, _, codes) in enumerate(judging)
+                    if rank == upto and (codes is None or o.code in codes)]
+            judging = judging[:last[-1] + 1] if last else judging
+        return sha256("\0".join(text for _, text, _ in judging))
 
-    def lookup(self, b: run.Battery, m: Mutant, read: bool) -> tuple[str | None, Outcome | None]:
-        """The mutant's key, and its stored outcome if one is valid (and `read`)."""
-        key = self.key(b, m)
-        return key, self.stored(b, m, key) if read else None
+    def lookup(self, b: run.Battery, m: Mutant, read: bool) -> tuple[str | None, list | None, Outcome | None]:
+        """The mutant's key, the facts it changes unless its stored outcome is valid (and `read`),
+        and that outcome."""
+        key, made = self._key(b, m)
+        hit = self.stored(b, m, key) if read else None
+        return key, _frozen(self.changed(b, made)) if made is not None and hit is None else None, hit
 
     def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:
         """The stored outcome of `key`, if it is valid for `m`."""
         entry = self._entries.get(key) if key is not None else None
         try:
             hit = Outcome.from_json(entry["outcome"]) if entry is not None else None
+            changed = _thawed(entry["changed"]) if hit is not None else None
         except (KeyError, TypeError, ValueError):
             return None
-        if hit is None or entry.get("judged_by") != self.judged_by(b, m, hit):
+        if hit is None or entry.get("judged_by") != self.judged_by(m, changed, hit):
             return None
         # the stored outcome has no leaf (Outcome.from_json): the battery's mutant's
         return dataclasses.replace(hit, mutant=dataclasses.replace(hit.mutant, leaf=m.leaf))
@@ -161,9 +191,24 @@ class VerdictCache:
     def remember_run(self, run_id: str, keys: list[str | None]) -> None:
         self._runs = {run_id: keys, **{k: v for k, v in self._runs.items() if k != run_id}}
 
-    def put(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome) -> None:
-        if outcome.verdict is not Verdict.ERROR:
-            self._fresh[key] = {"outcome": outcome.to_json(), "judged_by": self.judged_by(b, m, outcome)}
+    def put(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome, changed: list | None = None) -> None:
+        """Store `outcome` under `key`; `changed` (as lookup gives it), else the stored entry's,
+        else worked out again (the mutant is made)."""
+        if outcome.verdict is Verdict.ERROR:
+            return
+        if changed is None:
+            changed = self._stored_changed(key)
+        if changed is None:
+            changed = _frozen(self.changed(b, _made(m))) if m.side == "artifact" else []
+        self._fresh[key] = {"outcome": outcome.to_json(), "changed": changed,
+                            "judged_by": self.judged_by(m, _thawed(changed), outcome)}
+
+    def _stored_changed(self, key: str) -> list | None:
+        """The facts a stored entry says its mutant changes (a function of the key), if readable."""
+        try:
+            return _frozen(_thawed(self._entries[key]["changed"]))
+        except (KeyError, TypeError, ValueError):
+            return None
 
     def save(self, bound: int) -> None:
         """Write this run's verdicts, then the older ones, up to `bound` entries, atomically."""
@@ -190,13 +235,34 @@ def _header(plan) -> str:
     return repr((plan.id, plan.model, plan.spec_path, plan.format, plan.status, plan.source))
 
 
-def _stage_digest(all_checks, stage: Stage) -> str:
-    return hashlib.sha256(repr([c for c in all_checks if c.stage is stage]).encode()).hexdigest()
+_RANK = {s.value: i for i, s in enumerate(ADMISSION_STAGES)}
 
 
-def _made(b: run.Battery, m: Mutant) -> list[str]:
-    """The file an artifact mutant makes: its size, header and patches."""
-    made = m.make()
+def _codes(c: checks.Check) -> frozenset[str] | None:
+    codes = checks.rejects_with(c)
+    return None if codes is None else frozenset(code.value for code in codes)
+
+
+def _digest(some_checks) -> str:
+    return hashlib.sha256(repr(list(some_checks)).encode()).hexdigest()
+
+
+def _frozen(changed: frozenset) -> list:
+    """Facts as JSON: sorted lists."""
+    return sorted(list(f) for f in changed)
+
+
+def _thawed(changed: list) -> frozenset:
+    return frozenset(tuple(f) for f in changed)
+
+
+def _made(m: Mutant) -> tuple:
+    """The file an artifact mutant makes: its header, size and patches."""
+    return m.make()
+
+
+def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
+    """What the key holds of a made file: its size, header and patches."""
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
     header = "conforming" if buf is b.raw_header or buf == b.raw_header else sha256(bytes(buf))
@@ -214,20 +280,20 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     run_id = cache.run_id(b, mutants, positions)
     known = cache.known_keys(run_id)
     if known is not None and len(known) == len(positions):
-        looked = [(key, cache.stored(b, mutants[i], key) if read else None) for i, key in zip(positions, known)]
+        looked = [(key, None, cache.stored(b, mutants[i], key) if read else None) for i, key in zip(positions, known)]
     else:
         with run.frozen_heap():
             looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read), jobs,
                                     pack=lambda looked: looked)  # a hit comes from JSON: no mutant function
-    cache.remember_run(run_id, [key for key, _ in looked])
-    todo = [i for i, (_, hit) in zip(positions, looked) if hit is None]
+    cache.remember_run(run_id, [key for key, _, _ in looked])
+    todo = [i for i, (_, _, hit) in zip(positions, looked) if hit is None]
     ran = dict(zip(todo, run_todo([mutants[i] for i in todo]))) if todo else {}
     out, reused = [], 0
-    for i, (key, hit) in zip(positions, looked):
+    for i, (key, changed, hit) in zip(positions, looked):
         outcome = hit if hit is not None else ran[i]
         reused += hit is not None
         if key is not None:
-            cache.put(b, mutants[i], key, outcome)
+            cache.put(b, mutants[i], key, outcome, changed)
         out.append(outcome)
     cache.save(bound=3 * max(len(mutants), 1))
     return out, reused

@@ -1,0 +1,69 @@
+"""Which facts of the conforming artifact an artifact mutant changes, in the vocabulary of
+charter.contract.checks.reads (Note [Verdict cache] in charter.mutation.cache).
+
+The mutant's header is parsed by charter's own reader and its facts compared with the
+conforming file's: whatever a check can read of a parsed header is one of these facts, so a
+fact left equal is read as the conforming file's. A mutant the reader refuses changes
+EVERYTHING; one that differs from the conforming file at all also changes ("file",).
+"""
+
+from __future__ import annotations
+
+from charter.admission.view import ArtifactView, parse_view
+from charter.contract.checks import EVERYTHING, Fact
+from charter.diagnostics import CharterError
+from charter.formats.gguf import GGUFArray
+
+FILE: Fact = ("file",)
+_ABSENT = object()
+
+
+def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None = None) -> dict[Fact, object]:
+    """Each fact of a parsed header and its value; `modulus`: the conforming file's alignment,
+    the only way the layout stage reads the data offset; `held`: the conforming file's keys
+    (None: this is it), as the key set check reads them (charter.contract.checks.reads)."""
+    d = view.data_offset
+    held = frozenset(view.meta) if held is None else held
+    out: dict[Fact, object] = {
+        ("format",): view.format, ("version",): view.version, ("alignment",): view.alignment,
+        ("header_aligned",): view.header_len_aligned, ("keys",): tuple(k for k in view.meta if k not in held),
+        ("tensor-list",): tuple(t.name for t in view.tensors),
+        ("extents",): (tuple((t.start - d, t.end - d) for t in view.tensors), view.file_size - d, d % modulus),
+    }
+    out.update((("meta", key), record) for key, record in _records(view, buf).items())
+    for t in reversed(view.tensors):  # the first of a name, as the checks find it
+        out[("tensor", t.name)] = (t.shape, t.codec)
+    return out
+
+
+def _records(view: ArtifactView, buf) -> dict[str, object]:
+    """Each metadata key's type and value, exactly as stored: a float's bits, an array's elements."""
+    if view.format != "gguf":
+        return dict(view.header.metadata or {})  # safetensors: strings
+    out = {}
+    for key, kv in view.header.kvs.items():
+        v = kv.value
+        out[key] = ((kv.type, v.elem_type, v.count, v.raw) if isinstance(v, GGUFArray)
+                    else bytes(buf[kv.value_offset - 4:kv.end]))  # the type tag, then the value
+    return out
+
+
+def changed(conforming: dict[Fact, object], raw_header: bytes, file_size: int, fmt: str, accepted, modulus: int,
+            made: tuple) -> frozenset[Fact]:
+    """The facts the file `made` (a mutant's header, size and data patches) changes."""
+    buf, size = made[0], made[1]
+    patches = made[2] if len(made) > 2 else {}
+    if size == file_size and (buf is raw_header or buf == raw_header):
+        return frozenset({FILE}) if patches else frozenset()
+    try:
+        view = parse_view(buf, size, fmt, accepted)
+    except CharterError:
+        return EVERYTHING
+    mutant = facts_of(view, buf, modulus, frozenset(f[1] for f in conforming if f[0] == "meta"))
+    return frozenset({FILE, *(f for f in conforming.keys() | mutant.keys()
+                              if conforming.get(f, _ABSENT) != mutant.get(f, _ABSENT))})
+
+
+def touches(reads: frozenset[Fact], facts: frozenset[Fact]) -> bool:
+    """Whether a check reading `reads` reads one of `facts` (a fact is every fact it prefixes)."""
+    return any(r[:len(f)] == f or f[:len(r)] == r for r in reads for f in facts)
