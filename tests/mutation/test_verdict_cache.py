@@ -60,29 +60,29 @@ def test_an_unchecked_leaf_reruns_almost_nothing(specs, tiny, tmp_path, capsys):
     assert ran <= everything * 0.05, (ran, everything)
 
 
-CHECKED_EDITS = [  # one leaf of a checked stage, each keeping the conforming artifact admitted
-    ("  extra_keys: reject\n", "  extra_keys: allow\n"),  # metadata: the key set loosened
-    ("general.name: {type: string, value: Tiny Llama}",  # a value restated as its digest
-     "general.name: {type: string, sha256: fbdf4e5483deac7cacb74f21304b8b34feb4afce28f649b5e24c524b382a9c22}"),
-    ("  trailing: reject\n", "  trailing: alignment\n"),  # layout loosened (bench/battery_incremental.py has more)
-]
+KEY_SET = ("  extra_keys: reject\n", "  extra_keys: allow\n")  # metadata: the key set loosened
+CHECKED_EDITS = [KEY_SET,  # one leaf of a checked stage, each keeping the conforming artifact admitted
+                 ("general.name: {type: string, value: Tiny Llama}",  # a value restated as its digest
+                  "general.name: {type: string, sha256: fbdf4e5483deac7cacb74f21304b8b34feb4afce28f649b5e24c524b382a9c22}"),
+                 ("  trailing: reject\n", "  trailing: alignment\n")]  # bench/battery_incremental.py has more
+WHOLE = ("-j", "2")  # the whole battery: a shard's share of the mutants an edit touches is not the battery's
 
 
-def test_an_edit_of_a_checked_stage_reruns_at_most_5_percent(specs, tiny, tmp_path, capsys):
+@pytest.mark.parametrize("old, new, part", [
+    pytest.param(*KEY_SET, ("--only", "artifact"), id="key-set-artifact-side"),  # the read sets at work
+    # three whole batteries each, about 12 s of CPU: the slow set
+    *(pytest.param(old, new, WHOLE, id=f"edit{i}-whole", marks=pytest.mark.slow)
+      for i, (old, new) in enumerate(CHECKED_EDITS))])
+def test_an_edit_of_a_checked_stage_reruns_at_most_5_percent(specs, tiny, tmp_path, capsys, old, new, part):
     """Note [Verdict cache]: an artifact mutant is judged only by the checks that read a fact it
     changes, so a one-leaf edit of a checked stage reruns the few mutants that touch it, and the
-    contract mutants whose changed checks it changes; each report equals a full run's."""
-    path = specs / ARTIFACT
-    original = path.read_text("utf-8")
-    whole = ("-j", "2")  # the whole battery: a shard's share of the mutants an edit touches is not the battery's
-    everything = _battery(capsys, specs, tiny, tmp_path / "first.json", *whole)
-    for old, new in CHECKED_EDITS:
-        _edit(path, old, new)
-        ran = _battery(capsys, specs, tiny, tmp_path / "rerun.json", *whole)
-        _battery(capsys, specs, tiny, tmp_path / "full.json", "--no-cache", *whole)
-        assert (tmp_path / "rerun.json").read_bytes() == (tmp_path / "full.json").read_bytes(), new
-        assert ran <= everything * 0.05, (new, ran, everything)
-        path.write_text(original, "utf-8")
+    contract mutants whose changed checks it changes; the report equals a full run's."""
+    everything = _battery(capsys, specs, tiny, tmp_path / "first.json", *part)
+    _edit(specs / ARTIFACT, old, new)
+    ran = _battery(capsys, specs, tiny, tmp_path / "rerun.json", *part)
+    _battery(capsys, specs, tiny, tmp_path / "full.json", "--no-cache", *part)
+    assert (tmp_path / "rerun.json").read_bytes() == (tmp_path / "full.json").read_bytes(), new
+    assert ran <= everything * 0.05, (new, ran, everything)
 
 
 def test_a_read_set_too_narrow_reuses_a_wrong_verdict(specs, tiny, tmp_path, capsys, monkeypatch):
