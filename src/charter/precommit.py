@@ -80,7 +80,7 @@ def check_changed(files: list[str], search: list[str] | None):
     from charter.contract.contractset import load_set, references
 
     trees = search_paths(files, search)
-    cs = load_set(files, trees)
+    cs = load_set(files, trees, whole_search=True)  # every contract that may refer to a changed one
     changed = set(cs.primary)
     refers: dict[str, set[str]] = {cid: {t for _, t, _ in references(lc)} for cid, lc in cs.contracts.items()}
     dependents: set[str] = set()
