@@ -7,6 +7,7 @@ contract it can find independently (one per fact) rather than stopping at the fi
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import itertools
 import operator
@@ -82,12 +83,19 @@ def _value(c: _Collector, raw, env: dict, path: tuple, ctype: str | None = None)
     loc = c.at(*path)
     field = dotted(path)
     if isinstance(raw, str):
-        value = expr.parse(raw, loc, field).evaluate(env)
+        value = _parsed(raw, loc, field).evaluate(env)
     else:
         value = raw
     if ctype is not None:
         expr.check_ctype(value, ctype, loc, field)
     return value
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(text: str, loc: Location, field: str) -> expr.Expr:
+    """`expr.parse`, once per text and place: an Expr is immutable, and a mutation battery resolves
+    thousands of variants of one contract (a refusal is not kept: it is raised again)."""
+    return expr.parse(text, loc, field)
 
 
 def _int(c: _Collector, raw, env: dict, path: tuple, ctype: str = "int64"):
@@ -595,13 +603,15 @@ class _Base:
 
 def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, base: _Base, done: dict,
             placed: dict):
-    """What the loop of _expand_tensors returns when the rows are `base`'s but one (same count, by
-    identity) that resolves without error into names no other row has; None otherwise, and then the
-    loop does it all, reporting what it finds."""
+    """What the loop of _expand_tensors returns when the rows are `base`'s (same count, by identity),
+    or are but one that resolves without error into names no other row has; None otherwise, and then
+    the loop does it all, reporting what it finds."""
     items = a.tensors
     if len(items) != len(base.items):
         return None
     differs = list(itertools.compress(itertools.count(), map(operator.is_not, items, base.items)))
+    if not differs:  # a leaf outside the tensor rows changed: every row placed as before
+        return base.out, base.rows
     if len(differs) != 1:
         return None
     (j,) = differs
