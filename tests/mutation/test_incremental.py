@@ -221,3 +221,20 @@ def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_batte
     for m in sample:
         assert run_module.run_mutant(fast, m) == run_module.run_mutant(plain, m), m.id
     assert any(m.expect is None for m in sample) and len(sample) > 35
+
+
+def test_rows_kept_under_other_constants_are_not_reused(frozen_battery):
+    """The row memo keeps a few sets of constants; a mutant of a model constant between two tensor
+    mutants resolves under its own constants, and the next under the contract's, as in a whole run."""
+    b = frozen_battery
+    mutants = _contract_mutants(b)
+    constants = [m for m in mutants if m.target.startswith("model:") and m.leaf[0] == "constants"]
+    rows = [m for m in mutants if m.leaf[0] == "tensors"]
+    assert constants and rows
+    for m in [x for pair in zip(constants, rows[::max(1, len(rows) // len(constants))]) for x in pair] + rows[:3]:
+        made = m.make()
+        try:
+            want = _full(b, *made)
+        except CharterError:
+            continue
+        assert run_module._resolve(b, *made) == want, m.id

@@ -521,8 +521,11 @@ class Context:
             return {}
         from charter.admission.values import tensor_rules
 
-        return tensor_rules(self.view.tensors, rules, self.view.format, _block_bytes(self.view.format),
-                            self._native_values)
+        v = self.view
+        key = (tuple((t.name, t.codec) for t in v.tensors), rules, v.format, self._native_values)
+        if _RULES[0] != key:  # a battery's value mutants share the header: select once (Note [Verified prefix])
+            _RULES[:] = [key, tensor_rules(v.tensors, rules, v.format, _block_bytes(v.format), self._native_values)]
+        return dict(_RULES[1])
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None) -> int:
         """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
@@ -548,6 +551,11 @@ class Context:
                           0, "nonzero", bad)
             pos += len(chunk)
         return pos
+
+
+# The last selection of tensor value rules: its key (every tensor's name and codec, the rules, the
+# format, the engine) and the rules, which read nothing else (charter.admission.values.tensor_rules).
+_RULES: list = [None, {}]
 
 
 @dataclass(frozen=True)

@@ -522,8 +522,8 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
     charter.mutation.assemble), a row that resolved without error before, under the same constants,
     is not evaluated again (its dims, counts and names depend on nothing else), and when one row
     differs from the first list resolved, only that row is resolved and spliced in."""
-    done, placed = _row_memo(memo, env, model, a.format)
-    base = memo.get("base") if memo is not None else None
+    kept = _row_memo(memo, env, model, a.format)
+    done, placed, base = kept["rows"], kept["placed"], kept.get("base")
     spliced = _splice(c, a, env, model, base, done, placed) if base is not None else None
     if spliced is not None:
         return spliced
@@ -548,7 +548,7 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
             seen[check.name] = check.location
             out.append(check)
     if memo is not None and base is None and len(c.diagnostics) == errors_before and len(rows) == len(a.tensors):
-        memo["base"] = _Base(a.tensors, tuple(out), tuple(rows))
+        kept["base"] = _Base(a.tensors, tuple(out), tuple(rows))
     return tuple(out), tuple(rows)
 
 
@@ -630,15 +630,23 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
 
 
 def _row_memo(memo: dict | None, env: dict, model: ModelPlan, fmt: str) -> dict:
-    """The rows resolved under these constants (a fresh dict when they changed, or without memo).
-    Constants compare by repr, so 1, 1.0 and True are different constants."""
+    """The rows resolved under these constants: `rows`, `placed` and, once a list resolved without
+    error, `base` (fresh dicts without memo). The memo keeps the few sets of constants used last, so
+    a mutant of a model constant does not make the next mutant resolve every row again. Constants
+    compare by repr, so 1, 1.0 and True are different constants."""
     if memo is None:
-        return {}, {}
+        return {"rows": {}, "placed": {}}
     key = (repr(sorted(env.items())), model.layer_kinds, fmt)
-    if memo.get("key") != key:
-        memo.clear()
-        memo["key"], memo["rows"], memo["placed"] = key, {}, {}
-    return memo["rows"], memo["placed"]
+    kept = memo.pop(key, None)
+    if kept is None:
+        kept = {"rows": {}, "placed": {}}
+        while len(memo) >= _MEMO_CONSTANTS:
+            del memo[next(iter(memo))]  # the least recently used
+    memo[key] = kept
+    return kept
+
+
+_MEMO_CONSTANTS = 4
 
 
 def _expand_row(c: _Collector, a: ArtifactContract, t, path: tuple, env: dict, model: ModelPlan):

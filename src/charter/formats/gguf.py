@@ -202,8 +202,18 @@ class GGUFArray:
         return self.count
 
     def sha256(self) -> str:
-        """The canonical digest of a GGUF array: sha256 of its elements exactly as stored."""
-        return hashlib.sha256(self.raw).hexdigest()
+        """The canonical digest of a GGUF array: sha256 of its elements exactly as stored. Kept per
+        bytes object: parses that share an accepted string array (Note [Accepted string arrays])
+        share its bytes, and a battery checks a vocabulary's digest once per mutant."""
+        raw = self.raw
+        kept = _DIGESTS.get(id(raw))
+        if kept is None or kept[0] is not raw:
+            if len(_DIGESTS) >= 64:
+                _DIGESTS.clear()
+            kept = (raw, hashlib.sha256(raw).hexdigest())
+            if type(raw) is bytes:  # immutable: its digest cannot change while the memo keeps it
+                _DIGESTS[id(raw)] = kept
+        return kept[1]
 
     def items(self) -> list:
         """Decode the elements (validated at parse time, so this cannot fail on parsed arrays)."""
@@ -248,6 +258,9 @@ class GGUFArray:
         for _ in range(i):
             pos += 8 + _U64.unpack_from(self.raw, pos)[0]
         return pos
+
+
+_DIGESTS: dict[int, tuple[bytes, str]] = {}  # id(array bytes) -> (the bytes, their sha256 hex)
 
 
 class KV(NamedTuple):

@@ -32,8 +32,9 @@ from __future__ import annotations
 import re
 import types
 
-# A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py).
-_TOP = re.compile(r"(?m)^(?=def |STAGES = )")
+# A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py); a
+# pattern that starts with a newline is found by a scan for that character, not tried at every one.
+_TOP = re.compile(r"\n(?=def |STAGES = )")
 # A table argument of a multi-line call inside a stage function (charter.codegen.python.build._block).
 _TABLE = re.compile(r"(?m)^(        [A-Za-z_][A-Za-z0-9_]*=)\(\n((?:            .*,\n)+)        \),$")
 _ROW_INDENT = 12
@@ -50,7 +51,7 @@ class Pieces:
         """The module `text` defines, as `exec(compile(text))` would build it."""
         module = types.ModuleType(name)
         namespace = module.__dict__
-        for piece in _TOP.split(text):
+        for piece in _top_level(text):
             owner = _function_name(piece)
             tables: list[tuple] = []
 
@@ -74,6 +75,12 @@ class Pieces:
         if literal not in self.rows:
             self.rows[literal] = eval(compile(literal, "<row>", "eval"), {})  # a literal (codegen.common.python)
         return self.rows[literal]
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` cut before each line that starts a function or STAGES."""
+    cuts = [0, *(m.start() + 1 for m in _TOP.finditer(text)), len(text)]
+    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
 def _function_name(text: str) -> str:
