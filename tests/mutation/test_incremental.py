@@ -202,9 +202,13 @@ def test_table_rows_are_values_bound_to_the_function_that_reads_them():
 
 
 class _Forgetful(AcceptedStrings):
-    """Remembers nothing: every string array is walked (the reader without Note [Accepted string arrays])."""
+    """Remembers nothing: every string array and tensor table is read (the reader without Note
+    [Accepted string arrays])."""
 
     def find(self, buf, start, count, end):
+        return None
+
+    def table(self, buf, start, count, end):
         return None
 
 
@@ -216,7 +220,7 @@ def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_batte
     values = [m for m in mutants if value_ops.is_value_mutant(m)]
     sample = mutants[::40] + [m for m in values if m.expect is None] + values[::40]
     fast = dataclasses.replace(b, accepted=AcceptedStrings(), prefixes=run_module.verified_prefixes(b))
-    plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={})
+    plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={}, shared_header=False)
     assert len(fast.prefixes) == len(b.view.tensors)
     for m in sample:
         assert run_module.run_mutant(fast, m) == run_module.run_mutant(plain, m), m.id
@@ -238,3 +242,19 @@ def test_rows_kept_under_other_constants_are_not_reused(frozen_battery):
         except CharterError:
             continue
         assert run_module._resolve(b, *made) == want, m.id
+
+
+def test_a_value_mutant_of_another_header_runs_every_stage(smollm2_battery):
+    """Note [Admitted header]: only a value mutant whose header is the conforming one skips the header
+    stages; one that also changed the header (no operator makes one: a test does) is judged whole."""
+    b = smollm2_battery
+    value = next(m for m in all_mutants(b, "artifact") if value_ops.is_value_mutant(m) and m.expect is not None)
+    raw, size, patches = value.make()
+    key = b"general.architecture"
+    at = raw.index(key) + len(key) + 4 + 8
+    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]  # "llama" -> "Llama"
+    both = dataclasses.replace(value, make=lambda: (header, size, patches))
+    for battery in (b, dataclasses.replace(b, shared_header=False)):
+        outcome = run_module.run_mutant(battery, both)
+        assert outcome.stage == "identity", outcome
+    assert run_module.run_mutant(b, value) == run_module.run_mutant(dataclasses.replace(b, shared_header=False), value)

@@ -711,17 +711,22 @@ def _report(path: str, checker) -> AdmissionReport:
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
                require_status: str | None = None, reader=None, payload_reader=None,
-               native_values: bool = False, verified_prefix: VerifiedPrefix | None = None) -> AdmissionReport:
+               native_values: bool = False, verified_prefix: VerifiedPrefix | None = None,
+               header_admitted: bool = False) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
     and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload;
     `native_values`: the value rules run in C++, as for the C++ engine; `verified_prefix`: Note
-    [Verified prefix])."""
+    [Verified prefix]; `header_admitted`: the caller's word that this checker admitted this view's
+    header stages before, with the same options and companions (Note [Admitted header] in
+    charter.mutation.run): they are recorded as passed without running)."""
     report = _report(path, checker)
     ctx = Context(view, path, require_status, reader, payload_reader, native_values,
                   verified_prefix=verified_prefix)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")
+        elif header_admitted and stage != Stage.PAYLOAD.value:
+            report.record(stage, "passed")
         else:
             try:
                 check(ctx)

@@ -299,8 +299,9 @@ def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck,
             c.error(Code.SPEC_INVALID, ("values", "finite", i), f"pattern {pattern!r} matches no tensor of the contract")
     fields = VALUE_FIELDS[a.format]
     refused: set[str] = set()
+    patterns = tuple(r.patterns for r in rules)
     for t in tensors:
-        matching = [r for r in rules if any(fnmatch.fnmatchcase(t.name, p) for p in r.patterns)]
+        matching = [rules[k] for k in _matching(t.name, patterns)]
         first = matching[0]
         if not first.check and any(r.name == "finite" for r in matching):
             c.error(Code.SPEC_INVALID, ("values", "exceptions", first.name),
@@ -313,6 +314,13 @@ def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck,
                     f"tensor {t.name!r} is {t.codec}, a codec without a value rule; except it under "
                     f"values.exceptions. Codecs with a value rule: {', '.join(fields)}")
     return tuple(rules)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _matching(name: str, patterns: tuple[tuple[str, ...], ...]) -> tuple[int, ...]:
+    """The indices of the pattern lists that match `name`: a battery resolves one policy per
+    mutant over the same names."""
+    return tuple(k for k, ps in enumerate(patterns) if any(fnmatch.fnmatchcase(name, p) for p in ps))
 
 
 def _value_bounds(c: _Collector, a: ArtifactContract, env: dict, tensors: tuple[TensorCheck, ...]

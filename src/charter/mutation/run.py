@@ -77,6 +77,7 @@ class Battery:
     accepted: AcceptedStrings = dataclasses.field(default_factory=AcceptedStrings)  # the header's string arrays
     prefixes: dict[int, VerifiedPrefix] | None = None  # tensor start -> its verified prefix (verified_prefixes)
     checker_text: str = ""  # the unchanged checker's text, as rendered for `checker`
+    shared_header: bool = True  # False: value mutants run the header stages again (Note [Admitted header])
 
     @property
     def require_status(self) -> str:
@@ -216,17 +217,19 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
 def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Outcome, ArtifactView | None,
                                                                               engines.Verdict]:
     """The Python engine's outcome, the view it read (None if the reader rejected) and its verdict."""
+    values = value_ops.is_value_mutant(m)
+    admitted = values and header_admitted(b, buf, size)
     try:
-        view = parse_view(buf, size, b.plan.format, b.accepted)
+        view = b.view if admitted else parse_view(buf, size, b.plan.format, b.accepted)
     except CharterError as exc:
         d = exc.diagnostics[0]
         return (judge(m, False, d.stage.value, d.code.value, d.field, d.message), None,
                 engines.Verdict.rejected(Stage.CONTAINER, d))
-    values = value_ops.is_value_mutant(m)
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=values,
                         payload_reader=whole_file_reader(b, buf, view, patches) if values else None,
-                        verified_prefix=prefix_for(b, buf, size, patches) if values else None)
+                        verified_prefix=prefix_for(b, buf, size, patches) if values else None,
+                        header_admitted=admitted)
     return _from_report(m, report), view, engines.Verdict.of_report(report)
 
 
@@ -236,7 +239,8 @@ def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdic
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=True,
                         payload_reader=whole_file_reader(b, buf, view, patches), native_values=True,
-                        verified_prefix=prefix_for(b, buf, view.file_size, patches))
+                        verified_prefix=prefix_for(b, buf, view.file_size, patches),
+                        header_admitted=header_admitted(b, buf, view.file_size))
     return engines.Verdict.of_report(report)
 
 
@@ -260,6 +264,22 @@ def verified_prefixes(b: Battery) -> dict[int, VerifiedPrefix]:
                 pos += len(chunk)
             out[start] = VerifiedPrefix(start, digest.copy())
     return out
+
+
+def header_admitted(b: Battery, buf, size: int) -> bool:
+    """Note [Admitted header]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~
+    A value mutant patches tensor bytes and keeps the conforming header, and the battery starts
+    only once the unchanged checker has admitted that header (load_battery: every stage but
+    payload, with the contract's own status required, as every mutant runs). The stages before
+    payload read the parsed header, the companion file beside the artifact and, for embedded
+    stores only, the data section; and they leave nothing the payload stage reads (the `exclude`
+    patterns are the tensors stage's). So for a mutant whose header bytes and file size are the
+    conforming file's, in a battery without stores, parsing again and running those stages again
+    would give the battery's view and pass them all: the view is reused and the stages are
+    recorded as passed. The payload stage runs as before, over the mutant's bytes."""
+    return b.shared_header and not b.plan.stores and size == b.view.file_size \
+        and (buf is b.raw_header or buf == b.raw_header)
 
 
 def prefix_for(b: Battery, buf, size: int, patches: dict[int, bytes]) -> VerifiedPrefix | None:
