@@ -258,3 +258,18 @@ def test_a_value_mutant_of_another_header_runs_every_stage(smollm2_battery):
         outcome = run_module.run_mutant(battery, both)
         assert outcome.stage == "identity", outcome
     assert run_module.run_mutant(b, value) == run_module.run_mutant(dataclasses.replace(b, shared_header=False), value)
+
+
+def test_expected_tensors_are_kept_per_row_object(frozen_battery):
+    """A kept expansion is used only for the row object it was made from, never for a row that took
+    its id; the view's tensors by name only for that view."""
+    from charter.contract.checks import TensorFact
+
+    row = TensorFact("a.{i}", (("i", 2),), "weight", (4,), "F32", "x:1:1")
+    other = TensorFact("b", (), "weight", (8,), "F16", "x:2:1")
+    assert expect._expected(row) == {"a.0": ((4,), "F32"), "a.1": ((4,), "F32")}
+    expect._EXPECTED[id(other)] = (row, expect._expected(row))  # a stale entry at the other row's id
+    assert expect._expected(other) == {"b": ((8,), "F16")}
+    b = frozen_battery
+    renamed = dataclasses.replace(b.view, tensors=(b.view.tensors[0]._replace(name="renamed"), *b.view.tensors[1:]))
+    assert "renamed" not in expect._by_name(b.view) and "renamed" in expect._by_name(renamed)

@@ -310,10 +310,9 @@ def _bounds(bounds, v: ArtifactView, artifact: Path | None) -> Expect | None:
 
 def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None:
     expected: dict[str, tuple] = {}
-    for template, repeat, _role, shape, codec, _ in table:
-        for name in expand(template, repeat):
-            expected[name] = (shape, codec)
-    actual = {t.name: t for t in v.tensors}
+    for row in table:
+        expected.update(_expected(row))
+    actual = _by_name(v)
     for name in expected:
         if name not in actual:
             return Expect.of(Code.TENSOR_MISSING, f"tensors.{name}")
@@ -330,6 +329,29 @@ def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None
         if t.codec != codec:
             return Expect.of(Code.TENSOR_CODEC, f"tensors.{name}.codec")
     return None
+
+
+def _expected(row: checks.TensorFact) -> dict[str, tuple]:
+    """name -> (shape, codec) of every tensor a row stands for, once per row object (rows are
+    immutable and handed out once per resolved row, Note [Incremental battery])."""
+    kept = _EXPECTED.get(id(row))
+    if kept is None or kept[0] is not row:
+        if len(_EXPECTED) >= 1 << 18:
+            _EXPECTED.clear()
+        template, repeat, _role, shape, codec, _ = row
+        kept = _EXPECTED[id(row)] = (row, {name: (shape, codec) for name in expand(template, repeat)})
+    return kept[1]
+
+
+def _by_name(v: ArtifactView) -> dict:
+    """The view's tensors by name, once per view (a battery predicts every mutant over one view)."""
+    if _VIEW[0] is not v:
+        _VIEW[:] = [v, {t.name: t for t in v.tensors}]
+    return _VIEW[1]
+
+
+_EXPECTED: dict[int, tuple] = {}  # id(row) -> (row, its expected tensors)
+_VIEW: list = [None, {}]  # the last view, its tensors by name
 
 
 def _codecs(table, v: ArtifactView) -> Expect | None:

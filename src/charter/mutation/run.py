@@ -17,7 +17,9 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import itertools
 import multiprocessing
+import operator
 import os
 import sys
 import time
@@ -509,11 +511,12 @@ def _revalidated_items(original: LoadedContract, doc: Document):
     if not (isinstance(item, type) and issubclass(item, BaseModel)):
         return None
     key = changed[0]
-    kept = _validated_items(original, key)
-    items, errors = [], []
-    for j, d in enumerate(data[key]):
+    new = data[key]
+    items = list(map(_validated_items(original, key).get, map(id, new)))  # None: not the original's
+    errors = []
+    for j in itertools.compress(itertools.count(), map(operator.is_, items, itertools.repeat(None))):
         try:
-            items.append(kept[id(d)] if id(d) in kept else item.model_validate(d))
+            items[j] = item.model_validate(new[j])
         except ValidationError as exc:
             errors.extend(refusal(exc, doc, (key, j)).diagnostics)
     if errors:
