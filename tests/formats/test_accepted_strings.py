@@ -92,6 +92,8 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
     """Headers whose tensor info table differs from the conforming one's in one way each."""
     h = parse_gguf(buf, size)
     first, second = h.tensors[0], h.tensors[1]
+    middle, last = h.tensors[len(h.tensors) // 2], h.tensors[-1]
+    twin = next(t for t in h.tensors[:len(h.tensors) // 2] if len(t.name) == len(middle.name))
     dim = first.dims_offset
     name = first.info_offset + 8
     return {
@@ -106,6 +108,13 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
         "a duplicate name": buf[:second.info_offset] + struct.pack("<Q", len(first.name)) + first.name.encode()
                             + buf[second.n_dims_offset:] if len(first.name) == len(second.name) else buf[:-1],
         "the header cut inside the table": buf[:h.tensors[len(h.tensors) // 2].info_offset],
+        "another dim of a middle record": buf[:middle.dims_offset] + struct.pack("<Q", middle.dims[0] + 32)
+                                          + buf[middle.dims_offset + 8:],
+        "a middle record named as an earlier one": buf[:middle.info_offset + 8] + twin.name.encode()
+                                                   + buf[middle.n_dims_offset:],
+        "another offset of the last record": buf[:last.n_dims_offset + 4 + 8 * len(last.dims) + 4]
+                                             + struct.pack("<Q", last.offset + 32)
+                                             + buf[last.n_dims_offset + 4 + 8 * len(last.dims) + 12:],
         "the table shifted by a longer name": _variants(buf)["the arrays shifted by a longer name"],
         "the table shifted back by a shorter name": buf.replace(struct.pack("<Q", 20) + b"general.architecture",
                                                                 struct.pack("<Q", 19) + b"general.architectur", 1),
@@ -114,7 +123,9 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("name", ["unchanged", "another dim", "another name byte", "invalid UTF-8 in a name",
                                   "another codec", "an unknown codec", "a duplicate name",
-                                  "the header cut inside the table", "the table shifted by a longer name",
+                                  "the header cut inside the table", "another dim of a middle record",
+                                  "a middle record named as an earlier one", "another offset of the last record",
+                                  "the table shifted by a longer name",
                                   "the table shifted back by a shorter name"])
 def test_a_shared_tensor_table_reads_as_without_it(header, name):
     """An accepted tensor info table is reused only where the loop would read the same records."""
@@ -138,3 +149,20 @@ def test_an_accepted_table_is_not_read_again(header, monkeypatch):
     monkeypatch.setattr(gguf, "_TAIL_READERS", {})  # the loop would send every record to the checked path
     monkeypatch.setattr(gguf, "_read_tensor_info", lambda *a: pytest.fail("a record was read again"))
     assert _outcome(buf, size, accepted) == plain
+
+
+def test_the_records_before_a_changed_one_are_not_read_again(header, monkeypatch):
+    from charter.formats import gguf
+
+    buf, size = header
+    accepted = AcceptedStrings()
+    parse_gguf(buf, size, accepted=accepted)
+    variant = _table_variants(buf, size)["another offset of the last record"]
+    plain = _outcome(variant, size, None)
+    count = len(parse_gguf(buf, size).tensors)
+    read = []
+    checked = gguf._read_tensor_info
+    monkeypatch.setattr(gguf, "_TAIL_READERS", {})  # every record the loop reads goes to the checked path
+    monkeypatch.setattr(gguf, "_read_tensor_info", lambda cur, i, seen: read.append(i) or checked(cur, i, seen))
+    assert _outcome(variant, size, accepted) == plain
+    assert read == [count - 1]

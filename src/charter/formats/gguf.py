@@ -82,14 +82,18 @@ checked path never consults it.
 The tensor info table is kept the same way (1,000 records cost about 2.5 ms of Python steps):
 the bytes of a table the fast loop read whole (no record went to the checked path), from its first
 record to its last one's end, under its record count, with each record's file positions stored
-relative to its start. A table of that count whose bytes are equal, ending within the readable
-header, is those records moved to where it starts: the loop reads only those bytes, bounded by the
-same end, and its `seen` names are the table's own, so it would accept each record again with the
-same fields. Nothing is consulted without the fast paths (FAST_PATHS).
+relative to its start. In a table of that count, the longest run of leading records whose bytes
+are the kept table's first records' and which end within the readable header (all of them, when
+nothing in the table changed) is those records moved to where the table starts: the loop reads
+only those bytes, bounded by the same end, and the names it has seen before each of them are the
+kept table's, which has no duplicate, so it would accept each again with the same fields. The
+loop then reads the records after them as usual, with their names as seen. Nothing is consulted
+without the fast paths (FAST_PATHS).
 """
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import math
@@ -359,25 +363,34 @@ class AcceptedStrings:
 
     def __init__(self) -> None:
         self._by_count: dict[int, list[bytes]] = {}
-        self._tables: dict[int, tuple[bytes, list[tuple]]] = {}  # count -> (bytes, records at offset 0)
+        self._tables: dict[int, tuple] = {}  # count -> (bytes, records at offset 0, where each ends)
 
-    def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int] | None:
-        """The records `_read_tensor_infos` reads from `count` tensor infos at `start`, ending by
-        `end`, and where they stop, if their bytes are a table it accepted before: the same
-        records, moved to `start`."""
+    def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int]:
+        """The leading records of `count` tensor infos at `start`, ending by `end`, that
+        `_read_tensor_infos` would read as it read them in a table of that count it accepted
+        before (their bytes are that table's first records'), moved to `start`; and where they stop."""
         kept = self._tables.get(count)
-        if kept is None or start + len(kept[0]) > end or buf[start:start + len(kept[0])] != kept[0]:
-            return None
-        records = [(name, dims, gtype, offset, nbytes, at + start, off_at + start)
-                   for name, dims, gtype, offset, nbytes, at, off_at in kept[1]] if start else list(kept[1])
-        return records, start + len(kept[0])
+        if kept is None:
+            return [], start
+        raw, records, ends = kept
+        lo, hi = 0, bisect.bisect_right(ends, end - start)  # hi: the records that end by `end`
+        while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
+            mid = (lo + hi + 1) // 2
+            if buf[start:start + ends[mid - 1]] == raw[:ends[mid - 1]]:
+                lo = mid
+            else:
+                hi = mid - 1
+        if not start:
+            return records[:lo], ends[lo - 1] if lo else 0
+        return [(name, dims, gtype, offset, nbytes, at + start, off_at + start)
+                for name, dims, gtype, offset, nbytes, at, off_at in records[:lo]], start + (ends[lo - 1] if lo else 0)
 
     def add_table(self, buf, start: int, records: list[tuple], stop: int) -> None:
         """Remember a table the fast path accepted whole, from `start` to `stop`."""
         if len(records) not in self._tables:
-            self._tables[len(records)] = (bytes(buf[start:stop]), [
-                (name, dims, gtype, offset, nbytes, at - start, off_at - start)
-                for name, dims, gtype, offset, nbytes, at, off_at in records])
+            moved = [(name, dims, gtype, offset, nbytes, at - start, off_at - start)
+                     for name, dims, gtype, offset, nbytes, at, off_at in records]
+            self._tables[len(records)] = (bytes(buf[start:stop]), moved, [r[6] + 8 for r in moved])
 
     def find(self, buf, start: int, count: int, end: int) -> bytes | None:
         """The accepted bytes of `count` elements that `buf` holds at `start`, ending by `end`."""
@@ -919,17 +932,18 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
     buf, end, pos = cur.buf, cur.end, cur.pos
     fast = FAST_PATHS
     accepted = cur.accepted if fast else None
-    known = accepted.table(buf, pos, tensor_count, end) if accepted is not None else None
-    if known is not None:  # Note [Accepted string arrays]: the loop would accept each record again
-        out, cur.pos = known
-        return out
     start = pos
-    u64, u32, tails, codecs, prod = _U64.unpack_from, _U32.unpack_from, _TAIL_READERS, _CODEC_SIZES, math.prod
-    seen: dict[str, int] = {}
     out: list[tuple] = []
+    if accepted is not None:  # Note [Accepted string arrays]: the loop would accept these records again
+        out, pos = accepted.table(buf, pos, tensor_count, end)
+        if len(out) == tensor_count:
+            cur.pos = pos
+            return out
+    u64, u32, tails, codecs, prod = _U64.unpack_from, _U32.unpack_from, _TAIL_READERS, _CODEC_SIZES, math.prod
+    seen: dict[str, int] = {r[0]: r[5] for r in out}
     append = out.append
     checked = False
-    for i in range(tensor_count):
+    for i in range(len(out), tensor_count):
         if fast and pos + 8 <= end:
             rank_at = pos + 8 + u64(buf, pos)[0]
             tail = tails.get(u32(buf, rank_at)[0]) if pos + 8 < rank_at <= end - 4 and rank_at - pos <= _MAX_NAME_END else None
@@ -1148,5 +1162,6 @@ def serialize_gguf_header(header: GGUFHeader) -> bytes:
         else:
             out.append(_encode_scalar(kv.type, kv.value))
     out += map(_encode_tensor_info, header.tensors)
-    blob = b"".join(out)
-    return blob + bytes(data_offset(len(blob), header.alignment, header.tensor_count) - len(blob))
+    end = sum(map(len, out))
+    out.append(bytes(data_offset(end, header.alignment, header.tensor_count) - end))
+    return b"".join(out)  # one copy of a header that holds a vocabulary
