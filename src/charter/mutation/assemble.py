@@ -29,6 +29,8 @@ the whole pipeline would:
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import types
 
@@ -56,7 +58,7 @@ class Pieces:
             tables: list[tuple] = []
 
             def hoist(match: re.Match) -> str:
-                tables.append(tuple(self._row(line[_ROW_INDENT:-1]) for line in match.group(2).splitlines()))
+                tables.append(self._rows(match.group(2)))
                 return f"{match.group(1)}__charter_{owner}_table_{len(tables) - 1}__,"
 
             skeleton = _TABLE.sub(hoist, piece)
@@ -71,10 +73,21 @@ class Pieces:
             code = self.code[text] = compile(text, name, "exec")
         return code
 
+    def _rows(self, lines: str) -> tuple:
+        """The values of a table's row lines (`            literal,`), each literal evaluated once."""
+        literals = list(map(operator.itemgetter(slice(_ROW_INDENT, -1)), lines.splitlines()))
+        values = list(map(self.rows.get, literals, itertools.repeat(_NEW)))
+        for i in itertools.compress(itertools.count(), map(operator.is_, values, itertools.repeat(_NEW))):
+            values[i] = self._row(literals[i])
+        return tuple(values)
+
     def _row(self, literal: str) -> object:
         if literal not in self.rows:
             self.rows[literal] = eval(compile(literal, "<row>", "eval"), {})  # a literal (codegen.common.python)
         return self.rows[literal]
+
+
+_NEW = object()  # a row literal not evaluated before (a row's value may be None)
 
 
 def _top_level(text: str) -> list[str]:
