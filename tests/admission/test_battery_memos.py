@@ -19,7 +19,7 @@ def view(smollm2_path):
 
 
 def _selection(rules: dict) -> dict:
-    return {name: (r.codec, r.fields, r.block_bytes, r.at) for name, r in rules.items()}
+    return {name: (r.codec, r.fields, r.block_bytes, r.at, r._native is not None) for name, r in rules.items()}
 
 
 def test_value_rules_are_selected_again_when_the_rules_or_the_tensors_change(view, smollm2_path):
@@ -30,11 +30,12 @@ def test_value_rules_are_selected_again_when_the_rules_or_the_tensors_change(vie
                                                  *view.tensors[1:]))
     recoded = dataclasses.replace(view, tensors=(view.tensors[0]._replace(codec="F16"),
                                                  *view.tensors[1:]))
-    for v, rules in [(view, everything), (view, excepted), (renamed, excepted), (recoded, excepted),
-                     (view, everything), (view, everything)]:
-        ctx = runtime.Context(v, str(smollm2_path))
+    for v, rules, native in [(view, everything, False), (view, excepted, False), (renamed, excepted, False),
+                             (recoded, excepted, False), (view, everything, True), (view, everything, False),
+                             (view, everything, True), (view, everything, False)]:
+        ctx = runtime.Context(v, str(smollm2_path), native_values=native)
         got = ctx._value_rules(rules)
-        want = tensor_rules(v.tensors, rules, v.format, runtime._block_bytes(v.format))
+        want = tensor_rules(v.tensors, rules, v.format, runtime._block_bytes(v.format), native)
         assert _selection(got) == _selection(want)
         got.clear()  # the caller owns what it gets (bounds are added to it)
         assert ctx._value_rules(rules).keys() == want.keys()

@@ -526,9 +526,11 @@ class Context:
 
         v = self.view
         key = (tuple((t.name, t.codec) for t in v.tensors), rules, v.format, self._native_values)
-        if _RULES[0] != key:  # a battery's value mutants share the header: select once (Note [Verified prefix])
-            _RULES[:] = [key, tensor_rules(v.tensors, rules, v.format, _block_bytes(v.format), self._native_values)]
-        return dict(_RULES[1])
+        if key not in _RULES:  # a battery's value mutants share the header: select once per engine
+            if len(_RULES) >= 4:
+                _RULES.clear()
+            _RULES[key] = tensor_rules(v.tensors, rules, v.format, _block_bytes(v.format), self._native_values)
+        return dict(_RULES[key])
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None) -> int:
         """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
@@ -556,9 +558,9 @@ class Context:
         return pos
 
 
-# The last selection of tensor value rules: its key (every tensor's name and codec, the rules, the
-# format, the engine) and the rules, which read nothing else (charter.admission.values.tensor_rules).
-_RULES: list = [None, {}]
+# The last selections of tensor value rules by what they read (every tensor's name and codec, the
+# rules, the format, the engine: charter.admission.values.tensor_rules reads nothing else).
+_RULES: dict[tuple, dict] = {}
 
 
 @dataclass(frozen=True)
