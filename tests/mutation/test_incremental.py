@@ -273,3 +273,28 @@ def test_expected_tensors_are_kept_per_row_object(frozen_battery):
     b = frozen_battery
     renamed = dataclasses.replace(b.view, tensors=(b.view.tensors[0]._replace(name="renamed"), *b.view.tensors[1:]))
     assert "renamed" not in expect._by_name(b.view) and "renamed" in expect._by_name(renamed)
+
+
+def test_both_engines_judge_value_mutants_as_without_the_shared_header(smollm2_battery):
+    """With both engines, the C++ verdict on the conforming header is computed once (Note [Admitted
+    header]); a value mutant with another header runs the C++ checker on its own bytes."""
+    from charter.contract.contractset import load_set
+    from charter.engines.choose import compiled_in
+
+    cs = load_set([SMOLLM2], [ROOT / "specs"])
+    if not compiled_in(cs, smollm2_battery.plan):
+        pytest.skip("charter._native holds no current C++ checker of SmolLM2")
+    b = dataclasses.replace(smollm2_battery, engines="both", cpp_key=smollm2_battery.plan.id, cpp_conforming=None,
+                            prefixes=run_module.verified_prefixes(smollm2_battery))
+    plain = dataclasses.replace(b, shared_header=False, cpp_conforming=None)
+    values = [m for m in all_mutants(b, "artifact") if value_ops.is_value_mutant(m)]
+    for m in values[::25] + [m for m in values if m.expect is None]:
+        assert run_module.run_mutant(b, m) == run_module.run_mutant(plain, m), m.id
+    assert b.cpp_conforming is not None and plain.cpp_conforming is None
+    raw, size, patches = values[0].make()
+    key = b"general.architecture"
+    at = raw.index(key) + len(key) + 4 + 8
+    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]
+    other = dataclasses.replace(values[0], make=lambda: (header, size, patches))
+    outcome = run_module.run_mutant(b, other)
+    assert outcome.stage == "identity" and outcome.verdict.value != "error", outcome  # both engines agree
