@@ -87,8 +87,11 @@ are the kept table's first records' and which end within the readable header (al
 nothing in the table changed) is those records moved to where the table starts: the loop reads
 only those bytes, bounded by the same end, and the names it has seen before each of them are the
 kept table's, which has no duplicate, so it would accept each again with the same fields. The
-loop then reads the records after them as usual, with their names as seen. Nothing is consulted
-without the fast paths (FAST_PATHS).
+loop then reads the records after them as usual, with their names as seen, and after each of the
+first few it reads, looks for the rest of the kept table: if the bytes that follow are the kept
+table's last records' (same count, ending within the readable header) and none of their names is
+one the loop has seen, the loop would accept each of them again, so they are those records moved
+to where they now start. Nothing is consulted without the fast paths (FAST_PATHS).
 """
 
 from __future__ import annotations
@@ -363,7 +366,7 @@ class AcceptedStrings:
 
     def __init__(self) -> None:
         self._by_count: dict[int, list[bytes]] = {}
-        self._tables: dict[int, tuple] = {}  # count -> (bytes, records at offset 0, where each ends)
+        self._tables: dict[int, tuple] = {}  # count -> (bytes, records at offset 0, where each ends, names)
 
     def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int]:
         """The leading records of `count` tensor infos at `start`, ending by `end`, that
@@ -372,7 +375,7 @@ class AcceptedStrings:
         kept = self._tables.get(count)
         if kept is None:
             return [], start
-        raw, records, ends = kept
+        raw, records, ends, _ = kept
         lo, hi = 0, bisect.bisect_right(ends, end - start)  # hi: the records that end by `end`
         while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
             mid = (lo + hi + 1) // 2
@@ -390,7 +393,22 @@ class AcceptedStrings:
         if len(records) not in self._tables:
             moved = [(name, dims, gtype, offset, nbytes, at - start, off_at - start)
                      for name, dims, gtype, offset, nbytes, at, off_at in records]
-            self._tables[len(records)] = (bytes(buf[start:stop]), moved, [r[6] + 8 for r in moved])
+            self._tables[len(records)] = (bytes(buf[start:stop]), moved, [r[6] + 8 for r in moved],
+                                          [r[0] for r in moved])
+
+    def rest(self, buf, pos: int, count: int, k: int, end: int, seen: dict) -> tuple[list[tuple], int] | None:
+        """Records `k`.. of the table of `count` accepted before, moved to `pos`, and where they stop,
+        if `buf` holds their bytes there, ending by `end`, and no name in `seen` is one of theirs."""
+        kept = self._tables.get(count)
+        if kept is None or not 0 < k <= count:
+            return None
+        raw, records, ends, names = kept
+        at = ends[k - 1]
+        if pos + len(raw) - at > end or buf[pos:pos + len(raw) - at] != raw[at:] or not seen.keys().isdisjoint(names[k:]):
+            return None
+        shift = pos - at
+        return [(name, dims, gtype, offset, nbytes, a + shift, off_at + shift)
+                for name, dims, gtype, offset, nbytes, a, off_at in records[k:]], pos + len(raw) - at
 
     def find(self, buf, start: int, count: int, end: int) -> bytes | None:
         """The accepted bytes of `count` elements that `buf` holds at `start`, ending by `end`."""
@@ -943,7 +961,9 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
     seen: dict[str, int] = {r[0]: r[5] for r in out}
     append = out.append
     checked = False
+    tries = _RESYNCS
     for i in range(len(out), tensor_count):
+        read = False
         if fast and pos + 8 <= end:
             rank_at = pos + 8 + u64(buf, pos)[0]
             tail = tails.get(u32(buf, rank_at)[0]) if pos + 8 < rank_at <= end - 4 and rank_at - pos <= _MAX_NAME_END else None
@@ -964,15 +984,25 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
                         stop = rank_at + 4 + tail[1]
                         append((name, dims, gtype, fields[-1], nbytes, pos, stop - 8))
                         pos = stop
-                        continue
-        cur.pos = pos
-        append(_read_tensor_info(cur, i, seen))
-        pos = cur.pos
-        checked = True
+                        read = True
+        if not read:
+            cur.pos = pos
+            append(_read_tensor_info(cur, i, seen))
+            pos = cur.pos
+            checked = True
+        rest = accepted.rest(buf, pos, tensor_count, i + 1, end, seen) if accepted is not None and tries > 0 else None
+        tries -= 1
+        if rest is not None:  # the records after a changed one, as accepted before (Note [Accepted string arrays])
+            out.extend(rest[0])
+            pos = rest[1]
+            break
     if accepted is not None and not checked:
         accepted.add_table(buf, start, out, pos)
     cur.pos = pos
     return out
+
+
+_RESYNCS = 4  # records after which the loop looks for the rest of an accepted table (one memcmp each)
 
 
 def _read_tensor_info(cur: _Cursor, i: int, seen: dict[str, int]) -> tuple:

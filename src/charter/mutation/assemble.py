@@ -12,12 +12,14 @@ the whole pipeline would:
 * Pydantic validates only the changed part: the contract's validated models stand in for the
   shared subtrees, or only the changed items of a list are validated and the contract's own
   validators run over the result (charter.mutation.run._reload);
-* the model is resolved once, and each tensor row once per set of constants
-  (charter.contract.resolve, `memo`);
+* the model is resolved once, and each tensor row once per set of constants (charter.contract.
+  resolve, `memo`, which keeps the last few sets); a mutant of a leaf outside the rows reuses the
+  contract's rows whole, and each expression is parsed once per text and place;
 * the prediction keys the contract's checks once, and a tensor table row by row
   (charter.mutation.expect._Baseline); the independence of the prediction from the checker is
   untouched: it still reads the typed checks and the artifact, never the generated code;
-* the Python renderer escapes each tensor row once (charter.codegen.python.build._tensor_row); the
+* the Python renderer escapes each tensor row and each string once (charter.codegen.python.build.
+  _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C; the
   text rendered is the whole checker, byte for byte;
 * that text is executed piece by piece (here): each top-level statement (the constants, each
   `check_<stage>` function, STAGES) is compiled once per distinct text, and a table of rows
