@@ -7,7 +7,8 @@
    header: architecture, a few numeric keys, a short vocabulary; tensors with names that do not
    repeat per layer and shapes that vary, so `charter freeze` lists each one instead of folding
    them into `blk.{i}` patterns), frozen with `charter freeze`.
-2. `charter mutate --contract FROZEN -j JOBS -q --report OUT` on each, one process per run, the sizes
+2. `charter mutate --contract FROZEN -j JOBS -q --no-cache --report OUT` on each (the verdict cache of
+   earlier runs removed first: every mutant runs), one process per run, the sizes
    interleaved round by round (`--repeat` rounds); the SmolLM2 battery
    (`specs/artifacts/smollm2-135m-instruct-q4_1.yaml`) with `--engine python` and with
    `--engine both` in the same rounds, after one untimed `--engine both` run that fills the checker
@@ -29,6 +30,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -78,11 +80,15 @@ def freeze(artifact: Path, out: Path, cid: str, env: dict) -> Path:
 
 
 def mutate(contract: Path, jobs: int, env: dict, extra: tuple[str, ...] = ()) -> dict:
-    """One `charter mutate` process: its battery figures and its wall time."""
+    """One `charter mutate` process: its battery figures and its wall time. Every mutant runs: the
+    verdict cache of earlier runs is removed first (it also remembers a run's keys, which would spare
+    a rerun their computation) and `--no-cache` reads none; the checker library cache stays."""
+    for verdicts in Path(env["XDG_CACHE_HOME"]).glob("charter/*/verdicts"):
+        shutil.rmtree(verdicts)
     with tempfile.TemporaryDirectory(prefix="bench-battery-") as tmp:
         out = Path(tmp) / "battery.json"
         start = time.perf_counter()
-        proc = subprocess.run([*CHARTER, "mutate", "--contract", str(contract), "-j", str(jobs), "-q",
+        proc = subprocess.run([*CHARTER, "mutate", "--contract", str(contract), "-j", str(jobs), "-q", "--no-cache",
                                "--report", str(out), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
         wall = time.perf_counter() - start
         if not out.is_file():

@@ -86,3 +86,92 @@ def test_the_string_limit_counts_accepted_arrays(header):
     with pytest.raises(CharterError) as with_memo:
         parse_gguf(buf, size, max_string_elements=50_000, accepted=accepted)
     assert [d.to_json() for d in with_memo.value.diagnostics] == [d.to_json() for d in without.value.diagnostics]
+
+
+def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
+    """Headers whose tensor info table differs from the conforming one's in one way each."""
+    h = parse_gguf(buf, size)
+    first, second = h.tensors[0], h.tensors[1]
+    middle, last = h.tensors[len(h.tensors) // 2], h.tensors[-1]
+    twin = next(t for t in h.tensors[:len(h.tensors) // 2] if len(t.name) == len(middle.name))
+    later = next(t for t in h.tensors[len(h.tensors) // 2 + 1:] if len(t.name) == len(middle.name))
+    dim = first.dims_offset
+    name = first.info_offset + 8
+    last_offset = last.n_dims_offset + 4 + 8 * len(last.dims) + 4
+    new_last = buf[:last_offset] + struct.pack("<Q", last.offset + 32) + buf[last_offset + 8:]
+    return {
+        "unchanged": buf,
+        "a middle and the last record changed": new_last[:middle.dims_offset]
+                                                + struct.pack("<Q", middle.dims[0] + 32) + new_last[middle.dims_offset + 8:],
+        "another dim": buf[:dim] + struct.pack("<Q", first.dims[0] + 1) + buf[dim + 8:],
+        "another name byte": buf[:name] + bytes([buf[name] ^ 1]) + buf[name + 1:],
+        "invalid UTF-8 in a name": buf[:name] + b"\xff" + buf[name + 1:],
+        "another codec": buf[:first.dims_offset + 8 * len(first.dims)] + struct.pack("<I", 0)
+                         + buf[first.dims_offset + 8 * len(first.dims) + 4:],
+        "an unknown codec": buf[:first.dims_offset + 8 * len(first.dims)] + struct.pack("<I", 4)
+                            + buf[first.dims_offset + 8 * len(first.dims) + 4:],
+        "a duplicate name": buf[:second.info_offset] + struct.pack("<Q", len(first.name)) + first.name.encode()
+                            + buf[second.n_dims_offset:] if len(first.name) == len(second.name) else buf[:-1],
+        "the header cut inside the table": buf[:h.tensors[len(h.tensors) // 2].info_offset],
+        "another dim of a middle record": buf[:middle.dims_offset] + struct.pack("<Q", middle.dims[0] + 32)
+                                          + buf[middle.dims_offset + 8:],
+        "a middle record named as an earlier one": buf[:middle.info_offset + 8] + twin.name.encode()
+                                                   + buf[middle.n_dims_offset:],
+        "a middle record named as a later one": buf[:middle.info_offset + 8] + later.name.encode()
+                                                + buf[middle.n_dims_offset:],
+        "another offset of the last record": new_last,
+        "the table shifted by a longer name": _variants(buf)["the arrays shifted by a longer name"],
+        "the table shifted back by a shorter name": buf.replace(struct.pack("<Q", 20) + b"general.architecture",
+                                                                struct.pack("<Q", 19) + b"general.architectur", 1),
+    }
+
+
+@pytest.mark.parametrize("name", ["unchanged", "a middle and the last record changed", "another dim", "another name byte", "invalid UTF-8 in a name",
+                                  "another codec", "an unknown codec", "a duplicate name",
+                                  "the header cut inside the table", "another dim of a middle record",
+                                  "a middle record named as an earlier one", "a middle record named as a later one",
+                                  "another offset of the last record",
+                                  "the table shifted by a longer name",
+                                  "the table shifted back by a shorter name"])
+def test_a_shared_tensor_table_reads_as_without_it(header, name):
+    """An accepted tensor info table is reused only where the loop would read the same records."""
+    buf, size = header
+    accepted = AcceptedStrings()
+    assert _outcome(buf, size, accepted)[0] == "read"  # remembers the conforming header's table
+    variant = _table_variants(buf, size)[name]
+    cut = parse_gguf(buf, size).tensors[-1].info_offset  # a file that ends inside the table
+    for file_size in (size, len(variant), cut):
+        with_memo, plain = _outcome(variant, file_size, accepted), _outcome(variant, file_size, None)
+        assert with_memo == plain
+
+
+def test_an_accepted_table_is_not_read_again(header, monkeypatch):
+    from charter.formats import gguf
+
+    buf, size = header
+    accepted = AcceptedStrings()
+    parse_gguf(buf, size, accepted=accepted)
+    plain = _outcome(buf, size, None)
+    monkeypatch.setattr(gguf, "_TAIL_READERS", {})  # the loop would send every record to the checked path
+    monkeypatch.setattr(gguf, "_read_tensor_info", lambda *a: pytest.fail("a record was read again"))
+    assert _outcome(buf, size, accepted) == plain
+
+
+@pytest.mark.parametrize("name, changed", [("another offset of the last record", -1),
+                                           ("another dim of a middle record", "middle")])
+def test_only_a_changed_record_is_read_again(header, monkeypatch, name, changed):
+    from charter.formats import gguf
+
+    buf, size = header
+    accepted = AcceptedStrings()
+    parse_gguf(buf, size, accepted=accepted)
+    variant = _table_variants(buf, size)[name]
+    plain = _outcome(variant, size, None)
+    count = len(parse_gguf(buf, size).tensors)
+    index = count // 2 if changed == "middle" else count - 1
+    read = []
+    checked = gguf._read_tensor_info
+    monkeypatch.setattr(gguf, "_TAIL_READERS", {})  # every record the loop reads goes to the checked path
+    monkeypatch.setattr(gguf, "_read_tensor_info", lambda cur, i, seen: read.append(i) or checked(cur, i, seen))
+    assert _outcome(variant, size, accepted) == plain
+    assert read == [index]

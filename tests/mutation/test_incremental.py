@@ -202,10 +202,14 @@ def test_table_rows_are_values_bound_to_the_function_that_reads_them():
 
 
 class _Forgetful(AcceptedStrings):
-    """Remembers nothing: every string array is walked (the reader without Note [Accepted string arrays])."""
+    """Remembers nothing: every string array and tensor table is read (the reader without Note
+    [Accepted string arrays])."""
 
     def find(self, buf, start, count, end):
         return None
+
+    def table(self, buf, start, count, end):
+        return [], start
 
 
 def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_battery):
@@ -216,8 +220,81 @@ def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_batte
     values = [m for m in mutants if value_ops.is_value_mutant(m)]
     sample = mutants[::40] + [m for m in values if m.expect is None] + values[::40]
     fast = dataclasses.replace(b, accepted=AcceptedStrings(), prefixes=run_module.verified_prefixes(b))
-    plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={})
+    plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={}, shared_header=False)
     assert len(fast.prefixes) == len(b.view.tensors)
     for m in sample:
         assert run_module.run_mutant(fast, m) == run_module.run_mutant(plain, m), m.id
     assert any(m.expect is None for m in sample) and len(sample) > 35
+
+
+def test_rows_kept_under_other_constants_are_not_reused(frozen_battery):
+    """The row memo keeps a few sets of constants; a mutant of a model constant between two tensor
+    mutants resolves under its own constants, and the next under the contract's, as in a whole run."""
+    b = frozen_battery
+    mutants = _contract_mutants(b)
+    constants = [m for m in mutants if m.target.startswith("model:") and m.leaf[0] == "constants"]
+    rows = [m for m in mutants if m.leaf[0] == "tensors"]
+    assert constants and rows
+    for m in [x for pair in zip(constants, rows[::max(1, len(rows) // len(constants))]) for x in pair] + rows[:3]:
+        made = m.make()
+        try:
+            want = _full(b, *made)
+        except CharterError:
+            continue
+        assert run_module._resolve(b, *made) == want, m.id
+
+
+def test_a_value_mutant_of_another_header_runs_every_stage(smollm2_battery):
+    """Note [Admitted header]: only a value mutant whose header is the conforming one skips the header
+    stages; one that also changed the header (no operator makes one: a test does) is judged whole."""
+    b = smollm2_battery
+    value = next(m for m in all_mutants(b, "artifact") if value_ops.is_value_mutant(m) and m.expect is not None)
+    raw, size, patches = value.make()
+    key = b"general.architecture"
+    at = raw.index(key) + len(key) + 4 + 8
+    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]  # "llama" -> "Llama"
+    both = dataclasses.replace(value, make=lambda: (header, size, patches))
+    for battery in (b, dataclasses.replace(b, shared_header=False)):
+        outcome = run_module.run_mutant(battery, both)
+        assert outcome.stage == "identity", outcome
+    assert run_module.run_mutant(b, value) == run_module.run_mutant(dataclasses.replace(b, shared_header=False), value)
+
+
+def test_expected_tensors_are_kept_per_row_object(frozen_battery):
+    """A kept expansion is used only for the row object it was made from, never for a row that took
+    its id; the view's tensors by name only for that view."""
+    from charter.contract.checks import TensorFact
+
+    row = TensorFact("a.{i}", (("i", 2),), "weight", (4,), "F32", "x:1:1")
+    other = TensorFact("b", (), "weight", (8,), "F16", "x:2:1")
+    assert expect._expected(row) == {"a.0": ((4,), "F32"), "a.1": ((4,), "F32")}
+    expect._EXPECTED[id(other)] = (row, expect._expected(row))  # a stale entry at the other row's id
+    assert expect._expected(other) == {"b": ((8,), "F16")}
+    b = frozen_battery
+    renamed = dataclasses.replace(b.view, tensors=(b.view.tensors[0]._replace(name="renamed"), *b.view.tensors[1:]))
+    assert "renamed" not in expect._by_name(b.view) and "renamed" in expect._by_name(renamed)
+
+
+def test_both_engines_judge_value_mutants_as_without_the_shared_header(smollm2_battery):
+    """With both engines, the C++ verdict on the conforming header is computed once (Note [Admitted
+    header]); a value mutant with another header runs the C++ checker on its own bytes."""
+    from charter.contract.contractset import load_set
+    from charter.engines.choose import compiled_in
+
+    cs = load_set([SMOLLM2], [ROOT / "specs"])
+    if not compiled_in(cs, smollm2_battery.plan):
+        pytest.skip("charter._native holds no current C++ checker of SmolLM2")
+    b = dataclasses.replace(smollm2_battery, engines="both", cpp_key=smollm2_battery.plan.id, cpp_conforming=None,
+                            prefixes=run_module.verified_prefixes(smollm2_battery))
+    plain = dataclasses.replace(b, shared_header=False, cpp_conforming=None)
+    values = [m for m in all_mutants(b, "artifact") if value_ops.is_value_mutant(m)]
+    for m in values[::25] + [m for m in values if m.expect is None]:
+        assert run_module.run_mutant(b, m) == run_module.run_mutant(plain, m), m.id
+    assert b.cpp_conforming is not None and plain.cpp_conforming is None
+    raw, size, patches = values[0].make()
+    key = b"general.architecture"
+    at = raw.index(key) + len(key) + 4 + 8
+    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]
+    other = dataclasses.replace(values[0], make=lambda: (header, size, patches))
+    outcome = run_module.run_mutant(b, other)
+    assert outcome.stage == "identity" and outcome.verdict.value != "error", outcome  # both engines agree

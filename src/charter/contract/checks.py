@@ -19,6 +19,8 @@ Repeated facts are rows (named tuples): a row renders as a plain tuple in genera
 
 from __future__ import annotations
 
+import itertools
+import operator
 from dataclasses import dataclass, fields
 from typing import ClassVar, NamedTuple, Union, assert_never
 
@@ -444,11 +446,18 @@ def rejects_with(check: Check) -> frozenset[Code] | None:
 # --- from the plan ------------------------------------------------------------------------------
 
 def checks_of(plan: ArtifactPlan) -> tuple[Check, ...]:
-    """Every check of the generated checker, in execution order (Note [Ordered admission])."""
-    out: list[Check] = []
-    for stage in ADMISSION_STAGES:
-        out.extend(_BUILDERS[stage](plan))
-    return tuple(out)
+    """Every check of the generated checker, in execution order (Note [Ordered admission]). The
+    last plan's are kept: a plan is immutable, and a mutation battery asks for a mutant plan's
+    checks to predict its verdict and again to render its checker."""
+    if _LAST_PLAN[0] is not plan:
+        out: list[Check] = []
+        for stage in ADMISSION_STAGES:
+            out.extend(_BUILDERS[stage](plan))
+        _LAST_PLAN[:] = [plan, tuple(out)]
+    return _LAST_PLAN[1]
+
+
+_LAST_PLAN: list = [None, ()]  # the last plan and its checks
 
 
 def _container(p: ArtifactPlan):
@@ -505,7 +514,16 @@ def _tokenizer(p: ArtifactPlan):
 
 def _tensors(p: ArtifactPlan):
     yield Exclude(patterns=tuple(pat for e in p.exclusions for pat in e.patterns))
-    yield Tensors(rows=tuple(_tensor_fact(r) for r in p.tensor_rows.value), at=p.tensor_rows.at)
+    yield Tensors(rows=_tensor_facts(p.tensor_rows.value), at=p.tensor_rows.at)
+
+
+def _tensor_facts(rows) -> tuple[TensorFact, ...]:
+    """`_tensor_fact` of every row, the kept ones looked up in C (a battery's mutant shares all but
+    one row with its contract)."""
+    kept = list(map(_FACTS.get, map(id, rows), itertools.repeat((None, None))))
+    for i in itertools.compress(itertools.count(), map(operator.is_not, rows, map(operator.itemgetter(0), kept))):
+        kept[i] = (rows[i], _tensor_fact(rows[i]))
+    return tuple(map(operator.itemgetter(1), kept))
 
 
 def _tensor_fact(r) -> TensorFact:

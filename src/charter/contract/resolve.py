@@ -7,6 +7,7 @@ contract it can find independently (one per fact) rather than stopping at the fi
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import itertools
 import operator
@@ -82,12 +83,19 @@ def _value(c: _Collector, raw, env: dict, path: tuple, ctype: str | None = None)
     loc = c.at(*path)
     field = dotted(path)
     if isinstance(raw, str):
-        value = expr.parse(raw, loc, field).evaluate(env)
+        value = _parsed(raw, loc, field).evaluate(env)
     else:
         value = raw
     if ctype is not None:
         expr.check_ctype(value, ctype, loc, field)
     return value
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _parsed(text: str, loc: Location, field: str) -> expr.Expr:
+    """`expr.parse`, once per text and place: an Expr is immutable, and a mutation battery resolves
+    thousands of variants of one contract (a refusal is not kept: it is raised again)."""
+    return expr.parse(text, loc, field)
 
 
 def _int(c: _Collector, raw, env: dict, path: tuple, ctype: str = "int64"):
@@ -291,8 +299,9 @@ def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck,
             c.error(Code.SPEC_INVALID, ("values", "finite", i), f"pattern {pattern!r} matches no tensor of the contract")
     fields = VALUE_FIELDS[a.format]
     refused: set[str] = set()
+    patterns = tuple(r.patterns for r in rules)
     for t in tensors:
-        matching = [r for r in rules if any(fnmatch.fnmatchcase(t.name, p) for p in r.patterns)]
+        matching = [rules[k] for k in _matching(t.name, patterns)]
         first = matching[0]
         if not first.check and any(r.name == "finite" for r in matching):
             c.error(Code.SPEC_INVALID, ("values", "exceptions", first.name),
@@ -305,6 +314,13 @@ def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck,
                     f"tensor {t.name!r} is {t.codec}, a codec without a value rule; except it under "
                     f"values.exceptions. Codecs with a value rule: {', '.join(fields)}")
     return tuple(rules)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _matching(name: str, patterns: tuple[tuple[str, ...], ...]) -> tuple[int, ...]:
+    """The indices of the pattern lists that match `name`: a battery resolves one policy per
+    mutant over the same names."""
+    return tuple(k for k, ps in enumerate(patterns) if any(fnmatch.fnmatchcase(name, p) for p in ps))
 
 
 def _value_bounds(c: _Collector, a: ArtifactContract, env: dict, tensors: tuple[TensorCheck, ...]
@@ -514,8 +530,8 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
     charter.mutation.assemble), a row that resolved without error before, under the same constants,
     is not evaluated again (its dims, counts and names depend on nothing else), and when one row
     differs from the first list resolved, only that row is resolved and spliced in."""
-    done, placed = _row_memo(memo, env, model, a.format)
-    base = memo.get("base") if memo is not None else None
+    kept = _row_memo(memo, env, model, a.format)
+    done, placed, base = kept["rows"], kept["placed"], kept.get("base")
     spliced = _splice(c, a, env, model, base, done, placed) if base is not None else None
     if spliced is not None:
         return spliced
@@ -540,7 +556,7 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
             seen[check.name] = check.location
             out.append(check)
     if memo is not None and base is None and len(c.diagnostics) == errors_before and len(rows) == len(a.tensors):
-        memo["base"] = _Base(a.tensors, tuple(out), tuple(rows))
+        kept["base"] = _Base(a.tensors, tuple(out), tuple(rows))
     return tuple(out), tuple(rows)
 
 
@@ -595,13 +611,15 @@ class _Base:
 
 def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, base: _Base, done: dict,
             placed: dict):
-    """What the loop of _expand_tensors returns when the rows are `base`'s but one (same count, by
-    identity) that resolves without error into names no other row has; None otherwise, and then the
-    loop does it all, reporting what it finds."""
+    """What the loop of _expand_tensors returns when the rows are `base`'s (same count, by identity),
+    or are but one that resolves without error into names no other row has; None otherwise, and then
+    the loop does it all, reporting what it finds."""
     items = a.tensors
     if len(items) != len(base.items):
         return None
     differs = list(itertools.compress(itertools.count(), map(operator.is_not, items, base.items)))
+    if not differs:  # a leaf outside the tensor rows changed: every row placed as before
+        return base.out, base.rows
     if len(differs) != 1:
         return None
     (j,) = differs
@@ -620,15 +638,23 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
 
 
 def _row_memo(memo: dict | None, env: dict, model: ModelPlan, fmt: str) -> dict:
-    """The rows resolved under these constants (a fresh dict when they changed, or without memo).
-    Constants compare by repr, so 1, 1.0 and True are different constants."""
+    """The rows resolved under these constants: `rows`, `placed` and, once a list resolved without
+    error, `base` (fresh dicts without memo). The memo keeps the few sets of constants used last, so
+    a mutant of a model constant does not make the next mutant resolve every row again. Constants
+    compare by repr, so 1, 1.0 and True are different constants."""
     if memo is None:
-        return {}, {}
+        return {"rows": {}, "placed": {}}
     key = (repr(sorted(env.items())), model.layer_kinds, fmt)
-    if memo.get("key") != key:
-        memo.clear()
-        memo["key"], memo["rows"], memo["placed"] = key, {}, {}
-    return memo["rows"], memo["placed"]
+    kept = memo.pop(key, None)
+    if kept is None:
+        kept = {"rows": {}, "placed": {}}
+        while len(memo) >= _MEMO_CONSTANTS:
+            del memo[next(iter(memo))]  # the least recently used
+    memo[key] = kept
+    return kept
+
+
+_MEMO_CONSTANTS = 4
 
 
 def _expand_row(c: _Collector, a: ArtifactContract, t, path: tuple, env: dict, model: ModelPlan):

@@ -12,12 +12,14 @@ the whole pipeline would:
 * Pydantic validates only the changed part: the contract's validated models stand in for the
   shared subtrees, or only the changed items of a list are validated and the contract's own
   validators run over the result (charter.mutation.run._reload);
-* the model is resolved once, and each tensor row once per set of constants
-  (charter.contract.resolve, `memo`);
+* the model is resolved once, and each tensor row once per set of constants (charter.contract.
+  resolve, `memo`, which keeps the last few sets); a mutant of a leaf outside the rows reuses the
+  contract's rows whole, and each expression is parsed once per text and place;
 * the prediction keys the contract's checks once, and a tensor table row by row
   (charter.mutation.expect._Baseline); the independence of the prediction from the checker is
   untouched: it still reads the typed checks and the artifact, never the generated code;
-* the Python renderer escapes each tensor row once (charter.codegen.python.build._tensor_row); the
+* the Python renderer escapes each tensor row and each string once (charter.codegen.python.build.
+  _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C; the
   text rendered is the whole checker, byte for byte;
 * that text is executed piece by piece (here): each top-level statement (the constants, each
   `check_<stage>` function, STAGES) is compiled once per distinct text, and a table of rows
@@ -29,11 +31,14 @@ the whole pipeline would:
 
 from __future__ import annotations
 
+import itertools
+import operator
 import re
 import types
 
-# A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py).
-_TOP = re.compile(r"(?m)^(?=def |STAGES = )")
+# A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py); a
+# pattern that starts with a newline is found by a scan for that character, not tried at every one.
+_TOP = re.compile(r"\n(?=def |STAGES = )")
 # A table argument of a multi-line call inside a stage function (charter.codegen.python.build._block).
 _TABLE = re.compile(r"(?m)^(        [A-Za-z_][A-Za-z0-9_]*=)\(\n((?:            .*,\n)+)        \),$")
 _ROW_INDENT = 12
@@ -50,12 +55,12 @@ class Pieces:
         """The module `text` defines, as `exec(compile(text))` would build it."""
         module = types.ModuleType(name)
         namespace = module.__dict__
-        for piece in _TOP.split(text):
+        for piece in _top_level(text):
             owner = _function_name(piece)
             tables: list[tuple] = []
 
             def hoist(match: re.Match) -> str:
-                tables.append(tuple(self._row(line[_ROW_INDENT:-1]) for line in match.group(2).splitlines()))
+                tables.append(self._rows(match.group(2)))
                 return f"{match.group(1)}__charter_{owner}_table_{len(tables) - 1}__,"
 
             skeleton = _TABLE.sub(hoist, piece)
@@ -70,10 +75,27 @@ class Pieces:
             code = self.code[text] = compile(text, name, "exec")
         return code
 
+    def _rows(self, lines: str) -> tuple:
+        """The values of a table's row lines (`            literal,`), each literal evaluated once."""
+        literals = list(map(operator.itemgetter(slice(_ROW_INDENT, -1)), lines.splitlines()))
+        values = list(map(self.rows.get, literals, itertools.repeat(_NEW)))
+        for i in itertools.compress(itertools.count(), map(operator.is_, values, itertools.repeat(_NEW))):
+            values[i] = self._row(literals[i])
+        return tuple(values)
+
     def _row(self, literal: str) -> object:
         if literal not in self.rows:
             self.rows[literal] = eval(compile(literal, "<row>", "eval"), {})  # a literal (codegen.common.python)
         return self.rows[literal]
+
+
+_NEW = object()  # a row literal not evaluated before (a row's value may be None)
+
+
+def _top_level(text: str) -> list[str]:
+    """`text` cut before each line that starts a function or STAGES."""
+    cuts = [0, *(m.start() + 1 for m in _TOP.finditer(text)), len(text)]
+    return [text[a:b] for a, b in zip(cuts, cuts[1:])]
 
 
 def _function_name(text: str) -> str:

@@ -251,22 +251,26 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
         new = GGUFArray.from_items(elem or arr.elem_type, new_items)
         return rebuild(h, kvs=_replace_kv(h, kv, value=new))
 
+    def spliced(start: int, stop: int, new_items: list):
+        """with_items(items[:start] + new_items + items[stop:]), the other elements' bytes as held."""
+        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items)))
+
     length = Expect.of(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{kv.key}.length") if fact else None
+    n = len(items)
     if items:
-        yield Mutant("artifact", target, "length -1", length, lambda: with_items(items[:-1]))
-    yield Mutant("artifact", target, "length +1", length, lambda: with_items(items + items[-1:] if items else
-                                                                              _one(arr.elem_type)))
+        yield Mutant("artifact", target, "length -1", length, lambda: spliced(n - 1, n, []))
+    yield Mutant("artifact", target, "length +1", length, lambda: spliced(n, n, items[-1:]) if items else
+                 with_items(_one(arr.elem_type)))
     if items:
         i = len(items) // 2
-        new_items = list(items)
-        new_items[i] = _edit_element(arr.elem_type, items[i])
+        new_items = [_edit_element(arr.elem_type, items[i])]
         if fact is None:
             expect = None
         elif fact.values is not None:
             expect = Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{kv.key}.values[{i}]")
         else:
             expect = Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{kv.key}.sha256")
-        yield Mutant("artifact", target, f"element [{i}] edit", expect, lambda n=new_items: with_items(n))
+        yield Mutant("artifact", target, f"element [{i}] edit", expect, lambda e=new_items: spliced(i, i + 1, e))
     for other in _retype_elements(arr.elem_type, items):
         expect = Expect.of(Code.METADATA_TYPE, f"metadata.{kv.key}.element") if fact else None
         yield Mutant("artifact", target, f"element type {arr.elem_type.name.lower()}->{other.name.lower()}",

@@ -17,12 +17,14 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import itertools
 import multiprocessing
+import operator
 import os
 import sys
 import time
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import assert_never, get_args, get_origin
@@ -70,6 +72,7 @@ class Battery:
     engines: str = "python"  # "both": every mutant also runs the C++ checker (differential verdicts)
     cpp_key: str = ""  # the unchanged contract's C++ checker: its contract id in charter._native, or a library key
     cpp_keys: frozenset[str] = frozenset()  # keys of the contract mutants' C++ checkers (prepare_cpp)
+    cpp_key_of: dict[int, str] = dataclasses.field(default_factory=dict)  # id(contract mutant) -> its key
     companions: dict[str, bytes | str] = dataclasses.field(default_factory=dict)  # file name -> as read, once
     model_plan: ModelPlan | None = None  # the model resolved once, for every mutant of an artifact leaf
     tensor_memo: dict = dataclasses.field(default_factory=dict)  # resolved tensor rows (resolve_artifact)
@@ -77,6 +80,8 @@ class Battery:
     accepted: AcceptedStrings = dataclasses.field(default_factory=AcceptedStrings)  # the header's string arrays
     prefixes: dict[int, VerifiedPrefix] | None = None  # tensor start -> its verified prefix (verified_prefixes)
     checker_text: str = ""  # the unchanged checker's text, as rendered for `checker`
+    shared_header: bool = True  # False: value mutants run the header stages again (Note [Admitted header])
+    cpp_conforming: engines.Verdict | None = None  # the C++ checker's verdict on the conforming header
 
     @property
     def require_status(self) -> str:
@@ -151,22 +156,52 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
     """Compile and load the C++ checker of every contract mutant whose checker the Python battery
     runs (its contract resolves, and a generated check changed), and, unless charter._native holds
     a current one (`compiled_in`), the unchanged contract's: how many. For `engines == "both"`;
-    raises charter.engines.cpp.EngineUnavailable (charter.engines.library.LibraryError)."""
+    raises charter.engines.cpp.EngineUnavailable (charter.engines.library.LibraryError). The
+    mutants' checker keys are computed in `jobs` workers and kept for the run (`cpp_key_of`); a
+    plan is resolved again here only for a checker the cached library does not hold."""
     from charter.engines import library
 
-    plans: dict[str, ArtifactPlan] = {}
+    todo = [m for m in mutants if m.side == "contract" and m.make is not None]
+    keys = in_workers(len(todo), lambda i: _checker_key(b, todo[i]), jobs, pack=lambda key: key)
+    b.cpp_key_of = {id(m): key for m, key in zip(todo, keys) if key is not None}
+    by_key = {key: m for m, key in zip(todo, keys) if key is not None}
+    plans = _Plans(b, by_key)
     if not compiled_in:
-        plans[library.checker_key(b.plan)] = b.plan
-    for m in mutants:
-        if m.side != "contract" or m.make is None:
-            continue
-        plan = contract_step(b, m).plan
-        if plan is not None:
-            plans[library.checker_key(plan)] = plan
+        plans.kept[library.checker_key(b.plan)] = b.plan
     if plans:
         b.cpp_keys = library.load(plans, cache, jobs)
     b.cpp_key = b.plan.id if compiled_in else library.checker_key(b.plan)
     return len(plans)
+
+
+def _checker_key(b: Battery, m: Mutant) -> str | None:
+    """The library key of a contract mutant's C++ checker; None when its checker never runs."""
+    from charter.engines import library
+
+    plan = contract_step(b, m).plan
+    return library.checker_key(plan) if plan is not None else None
+
+
+class _Plans(Mapping):
+    """{checker key: plan} for charter.engines.library, each mutant's plan resolved when asked for
+    (only to render a checker the cache does not hold)."""
+
+    def __init__(self, b: Battery, by_key: dict[str, Mutant]) -> None:
+        self.b, self.by_key, self.kept = b, by_key, {}
+
+    def __getitem__(self, key: str) -> ArtifactPlan:
+        if key not in self.kept:
+            self.kept[key] = contract_step(self.b, self.by_key[key]).plan
+        return self.kept[key]
+
+    def __contains__(self, key) -> bool:
+        return key in self.by_key or key in self.kept
+
+    def __iter__(self):
+        return iter(dict.fromkeys([*self.by_key, *self.kept]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*self.by_key, *self.kept]))
 
 
 def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
@@ -204,7 +239,9 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
         # Store mutants patch the data section: the C++ checker reads its store regions through the
         # same overlay reader the Python engine read them with (Note [Store regions]).
         read_at = overlay_reader(b, view, patches) if view is not None else None
-        said = engines.disagreement(python.header_only() if value_ops.is_value_mutant(m) else python,
+        values = value_ops.is_value_mutant(m)
+        said = engines.disagreement(python.header_only() if values else python,
+                                    _cpp_conforming(b) if values and header_admitted(b, buf, size) else
                                     cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at))
         if not said and value_ops.is_value_mutant(m):  # the payload stage as the C++ engine runs it
             said = engines.disagreement(python, _cpp_payload(b, view, buf, patches))
@@ -213,20 +250,34 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
     return outcome
 
 
+def _cpp_conforming(b: Battery) -> engines.Verdict:
+    """The C++ checker's verdict on the conforming header, once per battery process: what it says of
+    every value mutant that keeps that header (Note [Admitted header]: the same bytes, size and
+    options, and no store region to read)."""
+    from charter.engines import cpp
+
+    if b.cpp_conforming is None:
+        b.cpp_conforming = cpp.run(b.cpp_key or b.plan.id, b.raw_header, b.view.file_size, b.options(b.plan),
+                                   read_at=overlay_reader(b, b.view, {}))
+    return b.cpp_conforming
+
+
 def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Outcome, ArtifactView | None,
                                                                               engines.Verdict]:
     """The Python engine's outcome, the view it read (None if the reader rejected) and its verdict."""
+    values = value_ops.is_value_mutant(m)
+    admitted = values and header_admitted(b, buf, size)
     try:
-        view = parse_view(buf, size, b.plan.format, b.accepted)
+        view = b.view if admitted else parse_view(buf, size, b.plan.format, b.accepted)
     except CharterError as exc:
         d = exc.diagnostics[0]
         return (judge(m, False, d.stage.value, d.code.value, d.field, d.message), None,
                 engines.Verdict.rejected(Stage.CONTAINER, d))
-    values = value_ops.is_value_mutant(m)
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=values,
                         payload_reader=whole_file_reader(b, buf, view, patches) if values else None,
-                        verified_prefix=prefix_for(b, buf, size, patches) if values else None)
+                        verified_prefix=prefix_for(b, buf, size, patches) if values else None,
+                        header_admitted=admitted)
     return _from_report(m, report), view, engines.Verdict.of_report(report)
 
 
@@ -236,7 +287,8 @@ def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdic
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=True,
                         payload_reader=whole_file_reader(b, buf, view, patches), native_values=True,
-                        verified_prefix=prefix_for(b, buf, view.file_size, patches))
+                        verified_prefix=prefix_for(b, buf, view.file_size, patches),
+                        header_admitted=header_admitted(b, buf, view.file_size))
     return engines.Verdict.of_report(report)
 
 
@@ -260,6 +312,24 @@ def verified_prefixes(b: Battery) -> dict[int, VerifiedPrefix]:
                 pos += len(chunk)
             out[start] = VerifiedPrefix(start, digest.copy())
     return out
+
+
+def header_admitted(b: Battery, buf, size: int) -> bool:
+    """Note [Admitted header]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~
+    A value mutant patches tensor bytes and keeps the conforming header, and the battery starts
+    only once the unchanged checker has admitted that header (load_battery: every stage but
+    payload, with the contract's own status required, as every mutant runs). The stages before
+    payload read the parsed header, the companion file beside the artifact and, for embedded
+    stores only, the data section; and they leave nothing the payload stage reads (the `exclude`
+    patterns are the tensors stage's). So for a mutant whose header bytes and file size are the
+    conforming file's, in a battery without stores, parsing again and running those stages again
+    would give the battery's view and pass them all: the view is reused and the stages are
+    recorded as passed. The payload stage runs as before, over the mutant's bytes. With both
+    engines, the C++ checker's verdict on those same header bytes, size and options is computed
+    once (_cpp_conforming), and the payload stage as the C++ engine runs it still runs per mutant."""
+    return b.shared_header and not b.plan.stores and size == b.view.file_size \
+        and (buf is b.raw_header or buf == b.raw_header)
 
 
 def prefix_for(b: Battery, buf, size: int, patches: dict[int, bytes]) -> VerifiedPrefix | None:
@@ -354,7 +424,7 @@ def _run_contract(b: Battery, m: Mutant) -> Outcome:
     checker = checker_module(plan, b.pieces)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
                         verify_payload=expect is not None and expect.stage is Stage.PAYLOAD)
-    said = _cpp_contract_disagreement(b, plan, report, checker) if b.engines == "both" else None
+    said = _cpp_contract_disagreement(b, m, plan, report, checker) if b.engines == "both" else None
     if said:
         d = report.diagnostic
         return Outcome(m, Verdict.ERROR, d and d.stage, d and d.code, d and d.field, said, enforced)
@@ -385,7 +455,7 @@ def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
                                       f"({' or '.join(sorted(where)) or 'unlocated'}); {outcome.detail}")
 
 
-def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report, checker) -> str | None:
+def _cpp_contract_disagreement(b: Battery, m: Mutant, plan: ArtifactPlan, report, checker) -> str | None:
     """What the C++ checker generated from the mutated contract says, if it differs from the Python
     report. The C++ engine never runs the payload stage (charter.engines.cpp): where Python rejects
     at payload, the C++ checker must admit the header, and the payload stage as `--engine cpp`
@@ -393,7 +463,7 @@ def _cpp_contract_disagreement(b: Battery, plan: ArtifactPlan, report, checker) 
     from charter.engines import cpp
     from charter.engines.library import checker_key
 
-    key = checker_key(plan)
+    key = b.cpp_key_of.get(id(m)) or checker_key(plan)  # prepare_cpp's, of this mutant's plan
     if key not in b.cpp_keys:
         return "no C++ checker was built for this mutated contract (prepare_cpp)"
     said = cpp.run(key, b.raw_header, b.view.file_size, b.options(plan), read_at=overlay_reader(b, b.view, {}))
@@ -489,11 +559,12 @@ def _revalidated_items(original: LoadedContract, doc: Document):
     if not (isinstance(item, type) and issubclass(item, BaseModel)):
         return None
     key = changed[0]
-    kept = _validated_items(original, key)
-    items, errors = [], []
-    for j, d in enumerate(data[key]):
+    new = data[key]
+    items = list(map(_validated_items(original, key).get, map(id, new)))  # None: not the original's
+    errors = []
+    for j in itertools.compress(itertools.count(), map(operator.is_, items, itertools.repeat(None))):
         try:
-            items.append(kept[id(d)] if id(d) in kept else item.model_validate(d))
+            items[j] = item.model_validate(new[j])
         except ValidationError as exc:
             errors.extend(refusal(exc, doc, (key, j)).diagnostics)
     if errors:

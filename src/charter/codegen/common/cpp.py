@@ -26,7 +26,22 @@ _SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x3F
 
 
 def cpp_str(s: str) -> str:
-    """A C++ narrow string literal holding exactly the UTF-8 bytes of `s` (see the module docstring)."""
+    """A C++ narrow string literal holding exactly the UTF-8 bytes of `s` (see the module docstring);
+    each str escaped once (a mutation battery renders a C++ checker per contract mutant)."""
+    if type(s) is not str:
+        return _escaped(s)
+    literal = _STRINGS.get(s)
+    if literal is None:
+        if len(_STRINGS) >= 1 << 16:
+            _STRINGS.clear()
+        literal = _STRINGS[s] = _escaped(s)
+    return literal
+
+
+_STRINGS: dict[str, str] = {}  # a str -> its literal
+
+
+def _escaped(s: str) -> str:
     out = ['"']
     prev = 0
     for b in unicode_text(s).encode("utf-8"):

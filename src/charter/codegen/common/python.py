@@ -30,6 +30,13 @@ def py_literal(value: object) -> str:
         if math.isinf(value):
             return f"float({repr(value)!r})"
         return repr(value)
+    if type(value) is str:  # kept: a mutation battery renders the same keys and names per mutant
+        literal = _STRINGS.get(value)
+        if literal is None:
+            if len(_STRINGS) >= 1 << 16:
+                _STRINGS.clear()
+            literal = _STRINGS[value] = repr(unicode_text(value))
+        return literal
     if isinstance(value, str):
         return repr(unicode_text(value))
     if isinstance(value, (tuple, list)):
@@ -38,6 +45,9 @@ def py_literal(value: object) -> str:
     if isinstance(value, dict):
         return "{" + ", ".join(f"{py_literal(k)}: {py_literal(v)}" for k, v in sorted(value.items())) + "}"
     raise TypeError(f"no Python literal for {type(value).__name__}")
+
+
+_STRINGS: dict[str, str] = {}  # a str -> its literal
 
 
 def py_docstring(text: str) -> str:

@@ -10,6 +10,7 @@ charter.codegen.common.cpp (Note [Generated text] in charter.codegen.common).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -266,7 +267,10 @@ def cpp_checker_path(contract_id: str) -> str:
     return f"cpp/{contract_id}.hpp"
 
 
+@functools.lru_cache(maxsize=None)
 def _environment() -> jinja2.Environment:
+    """One environment per process, so the template compiles once (a mutation battery with both
+    engines renders a C++ checker per contract mutant)."""
     return environment("charter.codegen.cpp")
 
 

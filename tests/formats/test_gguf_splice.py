@@ -1,0 +1,27 @@
+"""GGUFArray.spliced: the array from_items writes, its kept elements' bytes as held."""
+
+from __future__ import annotations
+
+import pytest
+
+from charter.formats.gguf import GGUFArray, parse_gguf
+from charter.mutation.gguf_ops import _edit_element
+
+
+@pytest.fixture(scope="module")
+def arrays(smollm2_path) -> dict[str, GGUFArray]:
+    h = parse_gguf(smollm2_path.read_bytes()[:2_000_000], smollm2_path.stat().st_size)
+    return {k: kv.value for k, kv in h.kvs.items() if isinstance(kv.value, GGUFArray)}
+
+
+def test_a_spliced_array_is_the_one_from_items_writes(arrays):
+    assert {a.elem_type.name for a in arrays.values()} >= {"STRING", "INT32"}
+    for key, arr in arrays.items():
+        items = arr.items()
+        n, i = len(items), len(items) // 2
+        edited = _edit_element(arr.elem_type, items[i])
+        for start, stop, new in [(n - 1, n, []), (n, n, items[-1:]), (i, i + 1, [edited]), (0, 1, [edited]),
+                                 (0, 0, [edited]), (1, n - 1, []), (0, n, [])]:
+            want = GGUFArray.from_items(arr.elem_type, items[:start] + new + items[stop:])
+            got = arr.spliced(start, stop, new)
+            assert (got.count, got.raw) == (want.count, want.raw), (key, start, stop)
