@@ -98,6 +98,7 @@ def test_the_value_rules_reach_the_scanner_the_engine_asks_for(artifact, monkeyp
     seen = []
     real = values.tensor_rules
     monkeypatch.setattr(values, "tensor_rules", lambda *a: seen.append(a[-1]) or real(*a))
+    monkeypatch.setattr(runtime, "_RULES", {})  # no selection kept from another test
     for native in (False, True):
         c, _ = artifact()
         c._native_values = native

@@ -525,7 +525,13 @@ class Context:
         from charter.admission.values import tensor_rules
 
         v = self.view
-        key = (tuple((t.name, t.codec) for t in v.tensors), rules, v.format, self._native_values)
+        # The scanner itself, not the engine's name, in the key: the selection holds the one it found
+        scanner = None
+        if self._native_values:
+            from charter import _native
+
+            scanner = _native.first_bad_value
+        key = (tuple((t.name, t.codec) for t in v.tensors), rules, v.format, self._native_values, scanner)
         if key not in _RULES:  # a battery's value mutants share the header: select once per engine
             if len(_RULES) >= 4:
                 _RULES.clear()
@@ -559,7 +565,8 @@ class Context:
 
 
 # The last selections of tensor value rules by what they read (every tensor's name and codec, the
-# rules, the format, the engine: charter.admission.values.tensor_rules reads nothing else).
+# rules, the format, the engine and its scanner: charter.admission.values.tensor_rules reads nothing
+# else).
 _RULES: dict[tuple, dict] = {}
 
 
