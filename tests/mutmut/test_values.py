@@ -132,6 +132,42 @@ def test_admit_view_hands_its_readers_and_scanner_to_the_context(artifact):
     assert Context(c.view, c.path)._native_values is False
 
 
+def test_admit_view_takes_the_callers_word_for_the_header_stages_only(artifact):
+    """header_admitted (Note [Admitted header]): every header stage recorded as passed without
+    running; the payload stage still runs, and without the word every stage runs."""
+    import types
+
+    from charter.admission.runtime import admit_view
+
+    ran = []
+    stages = tuple((s, lambda ctx, s=s: ran.append(s)) for s in ("container", "metadata", "payload"))
+    checker = types.SimpleNamespace(CONTRACT_ID="c", SPEC="s", FORMAT="gguf", STATUS="structural", STAGES=stages)
+    c, _ = artifact()
+    report = admit_view(c.view, c.path, checker, verify_payload=True, header_admitted=True)
+    assert ran == ["payload"] and report.admitted
+    ran_or_recorded = [(s.stage, s.result) for s in report.stages if s.result != "not-run"]
+    assert ran_or_recorded == [("container", "passed"), ("metadata", "passed"), ("payload", "passed")]
+    admit_view(c.view, c.path, checker, verify_payload=True)
+    assert ran == ["payload", "container", "metadata", "payload"]
+
+
+def test_a_kept_selection_asks_the_scanner_of_its_time(artifact, monkeypatch):
+    """Context._value_rules keeps its selections (a battery's value mutants share one header), keyed
+    by the scanner itself: a scanner put in place later is the one asked."""
+    from charter import _native
+
+    monkeypatch.setattr(runtime, "_RULES", {})
+    c, _ = artifact([(64 + 40, struct.pack("<H", 0xFC00))])
+    c._native_values = True
+    assert rejection(_payload, c)["field"] == "values.q.blocks[2].d"
+    asked = []
+    real = _native.first_bad_value
+    monkeypatch.setattr(_native, "first_bad_value", lambda *a: asked.append(a[1]) or real(*a))
+    c, _ = artifact([(64 + 40, struct.pack("<H", 0xFC00))])
+    c._native_values = True
+    assert rejection(_payload, c)["field"] == "values.q.blocks[2].d" and asked
+
+
 def test_the_payload_reader_reads_on_from_where_it_was():
     data = bytes(range(10))
     f = runtime._ReaderFile(lambda pos, n: data[pos:pos + n])

@@ -317,11 +317,11 @@ class Context:
             if actual.pop(t.name, None) is None:
                 self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
                           1, 2, t.offset)
-        for name, (_, _, _, at) in expected.items() if not expected.keys() <= actual.keys() else ():
+        for name, (_, _, _, at) in expected.items() if not expected.keys() <= actual.keys() else ():  # pragma: no mutate -- cost only: with every expected name present the loop finds none
             if name not in actual:
                 self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", at, "present",
                           "missing")
-        for name, t in actual.items() if not actual.keys() <= expected.keys() else ():
+        for name, t in actual.items() if not actual.keys() <= expected.keys() else ():  # pragma: no mutate -- cost only: with no name beyond the expected the loop finds none
             if name not in expected and not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", t.offset)
@@ -526,14 +526,14 @@ class Context:
 
         v = self.view
         # The scanner itself, not the engine's name, in the key: the selection holds the one it found
-        scanner = None
+        scanner = None  # pragma: no mutate -- a part of a key: any constant keys the numpy scan alike
         if self._native_values:
             from charter import _native
 
             scanner = _native.first_bad_value
         key = (tuple((t.name, t.codec) for t in v.tensors), rules, v.format, self._native_values, scanner)
         if key not in _RULES:  # a battery's value mutants share the header: select once per engine
-            if len(_RULES) >= 4:
+            if len(_RULES) >= 4:  # pragma: no mutate -- cost only: how many selections are kept
                 _RULES.clear()
             _RULES[key] = tensor_rules(v.tensors, rules, v.format, _block_bytes(v.format), self._native_values)
         return dict(_RULES[key])
