@@ -55,13 +55,18 @@ def _variants(buf: bytes) -> dict[str, bytes]:
                                   "the arrays shifted by a longer name"])
 def test_shared_arrays_read_as_without_them(header, name):
     buf, size = header
-    accepted = AcceptedStrings()
-    assert _outcome(buf, size, accepted)[0] == "read"  # remembers the conforming header's arrays
     variant = _variants(buf)[name]
     # the file as long as before, cut where the bytes end, and shorter than the bytes held
-    for file_size in (size, len(variant), _tokens(buf) + 8 * 49_152 + 4096):
-        with_memo, plain = _outcome(variant, file_size, accepted), _outcome(variant, file_size, None)
-        assert with_memo == plain
+    _reads_as_without_the_memo(buf, size, variant, (size, len(variant), _tokens(buf) + 8 * 49_152 + 4096))
+
+
+def _reads_as_without_the_memo(buf, size: int, variant, file_sizes) -> None:
+    """`variant`, at each file size, reads as the plain reader reads it, after the conforming
+    header `buf` was read with the memo (which remembers its arrays and table)."""
+    accepted = AcceptedStrings()
+    assert _outcome(buf, size, accepted)[0] == "read"
+    for file_size in file_sizes:
+        assert _outcome(variant, file_size, accepted) == _outcome(variant, file_size, None)
 
 
 def test_an_accepted_array_is_not_walked_again(header, monkeypatch):
@@ -136,13 +141,9 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
 def test_a_shared_tensor_table_reads_as_without_it(header, name):
     """An accepted tensor info table is reused only where the loop would read the same records."""
     buf, size = header
-    accepted = AcceptedStrings()
-    assert _outcome(buf, size, accepted)[0] == "read"  # remembers the conforming header's table
     variant = _table_variants(buf, size)[name]
     cut = parse_gguf(buf, size).tensors[-1].info_offset  # a file that ends inside the table
-    for file_size in (size, len(variant), cut):
-        with_memo, plain = _outcome(variant, file_size, accepted), _outcome(variant, file_size, None)
-        assert with_memo == plain
+    _reads_as_without_the_memo(buf, size, variant, (size, len(variant), cut))
 
 
 def test_an_accepted_table_is_not_read_again(header, monkeypatch):
