@@ -178,7 +178,7 @@ def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, eve
     pieces = Pieces()
     for m, plan in _plans(b, every):
         text = render_checker_text(plan, "# x")
-        build._ROWS.clear()
+        build._tensor_row.clear()
         assert render_checker_text(plan, "# x") == text, m.id
         whole = types.ModuleType("whole")
         exec(compile(text, "whole", "exec"), whole.__dict__)
@@ -244,16 +244,22 @@ def test_rows_kept_under_other_constants_are_not_reused(frozen_battery):
         assert run_module._resolve(b, *made) == want, m.id
 
 
+def _with_another_header(value):
+    """The value mutant with its patches and a header that also changed: "llama" -> "Llama" (no
+    operator makes one)."""
+    raw, size, patches = value.make()
+    key = b"general.architecture"
+    at = raw.index(key) + len(key) + 4 + 8
+    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]
+    return dataclasses.replace(value, make=lambda: (header, size, patches))
+
+
 def test_a_value_mutant_of_another_header_runs_every_stage(smollm2_battery):
     """Note [Admitted header]: only a value mutant whose header is the conforming one skips the header
     stages; one that also changed the header (no operator makes one: a test does) is judged whole."""
     b = smollm2_battery
     value = next(m for m in all_mutants(b, "artifact") if value_ops.is_value_mutant(m) and m.expect is not None)
-    raw, size, patches = value.make()
-    key = b"general.architecture"
-    at = raw.index(key) + len(key) + 4 + 8
-    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]  # "llama" -> "Llama"
-    both = dataclasses.replace(value, make=lambda: (header, size, patches))
+    both = _with_another_header(value)
     for battery in (b, dataclasses.replace(b, shared_header=False)):
         outcome = run_module.run_mutant(battery, both)
         assert outcome.stage == "identity", outcome
@@ -268,7 +274,7 @@ def test_expected_tensors_are_kept_per_row_object(frozen_battery):
     row = TensorFact("a.{i}", (("i", 2),), "weight", (4,), "F32", "x:1:1")
     other = TensorFact("b", (), "weight", (8,), "F16", "x:2:1")
     assert expect._expected(row) == {"a.0": ((4,), "F32"), "a.1": ((4,), "F32")}
-    expect._EXPECTED[id(other)] = (row, expect._expected(row))  # a stale entry at the other row's id
+    expect._expected._kept[id(other)] = (row, expect._expected(row))  # a stale entry at the other row's id
     assert expect._expected(other) == {"b": ((8,), "F16")}
     b = frozen_battery
     renamed = dataclasses.replace(b.view, tensors=(b.view.tensors[0]._replace(name="renamed"), *b.view.tensors[1:]))
@@ -282,8 +288,8 @@ def test_both_engines_judge_value_mutants_as_without_the_shared_header(smollm2_b
     from charter.engines.choose import compiled_in
 
     cs = load_set([SMOLLM2], [ROOT / "specs"])
-    if not compiled_in(cs, smollm2_battery.plan):
-        pytest.skip("charter._native holds no current C++ checker of SmolLM2")
+    # make install builds the committed checker into the module; `b` below runs it by contract id
+    assert compiled_in(cs, smollm2_battery.plan), "charter._native holds no current C++ checker of SmolLM2"
     b = dataclasses.replace(smollm2_battery, engines="both", cpp_key=smollm2_battery.plan.id, cpp_conforming=None,
                             prefixes=run_module.verified_prefixes(smollm2_battery))
     plain = dataclasses.replace(b, shared_header=False, cpp_conforming=None)
@@ -291,10 +297,6 @@ def test_both_engines_judge_value_mutants_as_without_the_shared_header(smollm2_b
     for m in values[::25] + [m for m in values if m.expect is None]:
         assert run_module.run_mutant(b, m) == run_module.run_mutant(plain, m), m.id
     assert b.cpp_conforming is not None and plain.cpp_conforming is None
-    raw, size, patches = values[0].make()
-    key = b"general.architecture"
-    at = raw.index(key) + len(key) + 4 + 8
-    header = raw[:at] + bytes([raw[at] ^ 0x20]) + raw[at + 1:]
-    other = dataclasses.replace(values[0], make=lambda: (header, size, patches))
+    other = _with_another_header(values[0])
     outcome = run_module.run_mutant(b, other)
     assert outcome.stage == "identity" and outcome.verdict.value != "error", outcome  # both engines agree

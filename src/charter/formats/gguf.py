@@ -111,6 +111,7 @@ from typing import ClassVar, NamedTuple
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.floatbits import f32_bits, f32_from_bits
 from charter.formats.ggml_types import GGML_TYPES, REMOVED, GGMLType, codec_bytes, ggml_type
+from charter.memo import IdMemo
 from charter.formats.records import gc_paused
 
 MAGIC = b"GGUF"
@@ -212,15 +213,8 @@ class GGUFArray:
         """The canonical digest of a GGUF array: sha256 of its elements exactly as stored. Kept per
         bytes object: parses that share an accepted string array (Note [Accepted string arrays])
         share its bytes, and a battery checks a vocabulary's digest once per mutant."""
-        raw = self.raw
-        kept = _DIGESTS.get(id(raw))
-        if kept is None or kept[0] is not raw:
-            if len(_DIGESTS) >= 64:
-                _DIGESTS.clear()
-            kept = (raw, hashlib.sha256(raw).hexdigest())
-            if type(raw) is bytes:  # immutable: its digest cannot change while the memo keeps it
-                _DIGESTS[id(raw)] = kept
-        return kept[1]
+        raw = self.raw  # bytes are immutable: their digest cannot change while the memo keeps them
+        return _bytes_digest(raw) if type(raw) is bytes else _sha256_hex(raw)
 
     def items(self) -> list:
         """Decode the elements (validated at parse time, so this cannot fail on parsed arrays)."""
@@ -267,7 +261,11 @@ class GGUFArray:
         return pos
 
 
-_DIGESTS: dict[int, tuple[bytes, str]] = {}  # id(array bytes) -> (the bytes, their sha256 hex)
+def _sha256_hex(raw) -> str:
+    return hashlib.sha256(raw).hexdigest()
+
+
+_bytes_digest = IdMemo(_sha256_hex, bound=64)  # id(array bytes) -> their sha256 (Note [Identity memo])
 
 
 class KV(NamedTuple):
@@ -1155,22 +1153,14 @@ def _encode_scalar(vtype: GGUFValueType, value) -> bytes:
     return _SCALARS[vtype].pack(value)
 
 
-def _encode_tensor_info(t: TensorInfo) -> bytes:
-    """One tensor info record's bytes, once per record object: a mutation battery serializes a
-    header per mutant, all but one of its records shared with the conforming header's (a record is
-    an immutable tuple; the memo keeps it, so its id is never another's)."""
-    kept = _ENCODED.get(id(t))
-    if kept is None or kept[0] is not t:
-        if len(_ENCODED) >= _MAX_ENCODED:
-            _ENCODED.clear()
-        data = b"".join([_encode_string(t.name), _U32.pack(len(t.dims)), *(_U64.pack(d) for d in t.dims),
-                         _U32.pack(t.ggml_type.id), _U64.pack(t.offset)])
-        kept = _ENCODED[id(t)] = (t, data)
-    return kept[1]
+def _tensor_info_bytes(t: TensorInfo) -> bytes:
+    return b"".join([_encode_string(t.name), _U32.pack(len(t.dims)), *(_U64.pack(d) for d in t.dims),
+                     _U32.pack(t.ggml_type.id), _U64.pack(t.offset)])
 
 
-_ENCODED: dict[int, tuple[TensorInfo, bytes]] = {}
-_MAX_ENCODED = 1 << 18
+# One tensor info record's bytes, once per record object: a mutation battery serializes a header per
+# mutant, all but one of its records shared with the conforming header's (Note [Identity memo]).
+_encode_tensor_info = IdMemo(_tensor_info_bytes)
 
 
 def serialize_gguf_header(header: GGUFHeader) -> bytes:

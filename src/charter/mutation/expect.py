@@ -13,7 +13,6 @@ import bisect
 import fnmatch
 import functools
 import hashlib
-import itertools
 import json
 import math
 import operator
@@ -30,6 +29,7 @@ from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 from charter.contract import checks
 from charter.contract.checks import Check
+from charter.memo import IdMemo
 
 
 
@@ -59,7 +59,7 @@ class _Baseline:
 
     def __init__(self, before: tuple[Check, ...]) -> None:
         self.before = before
-        self.rows: dict = {}  # id(TensorFact row) -> (row, its plain form)
+        self.rows = IdMemo(lambda row: repr(_plain(tuple(row))))  # a TensorFact row -> its plain form
         self.pairs = [(c, self._fresh(c)) for c in before]
         self.keys = {c: k for c, k in self.pairs if _hashable(c)}
         self.key_set = {k for _, k in self.pairs}
@@ -78,14 +78,8 @@ class _Baseline:
         """`_key`, but a tensor table row by row, each row object once (charter.contract.checks hands
         out one TensorFact per resolved row)."""
         if isinstance(c, checks.Tensors):
-            return (type(c), _kept(self.rows, c.rows, self._row), repr(_plain(c.at)))
+            return (type(c), tuple(self.rows.each(c.rows)), repr(_plain(c.at)))
         return _key(c)
-
-    def _row(self, row: checks.TensorFact):
-        kept = self.rows.get(id(row))
-        if kept is None or kept[0] is not row:
-            kept = self.rows[id(row)] = (row, repr(_plain(tuple(row))))
-        return kept[1]
 
 
 def _hashable(c: Check) -> bool:
@@ -312,7 +306,7 @@ def _bounds(bounds, v: ArtifactView, artifact: Path | None) -> Expect | None:
 
 
 def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None:
-    expected = functools.reduce(operator.ior, _kept(_EXPECTED, table, _expected), {})
+    expected = functools.reduce(operator.ior, _expected.each(table), {})
     actual = _by_name(v)
     for name in expected if not expected.keys() <= actual.keys() else ():  # the set tests run in C
         if name not in actual:
@@ -334,25 +328,13 @@ def _tensors(table, v: ArtifactView, excluded: tuple[str, ...]) -> Expect | None
     return None
 
 
-def _expected(row: checks.TensorFact) -> dict[str, tuple]:
-    """name -> (shape, codec) of every tensor a row stands for, once per row object (rows are
-    immutable and handed out once per resolved row, Note [Incremental battery])."""
-    kept = _EXPECTED.get(id(row))
-    if kept is None or kept[0] is not row:
-        if len(_EXPECTED) >= 1 << 18:
-            _EXPECTED.clear()
-        template, repeat, _role, shape, codec, _ = row
-        kept = _EXPECTED[id(row)] = (row, {name: (shape, codec) for name in expand(template, repeat)})
-    return kept[1]
+def _row_tensors(row: checks.TensorFact) -> dict[str, tuple]:
+    """name -> (shape, codec) of every tensor a row stands for."""
+    template, repeat, _role, shape, codec, _ = row
+    return {name: (shape, codec) for name in expand(template, repeat)}
 
 
-def _kept(memo: dict, rows: tuple, make) -> tuple:
-    """`tuple(map(make, rows))` where `make(row)` keeps `memo[id(row)] = (row, value)`: the kept
-    values looked up in C, `make` called for the others (a mutant shares all but a row or two)."""
-    kept = list(map(memo.get, map(id, rows), itertools.repeat((None, None))))
-    for i in itertools.compress(itertools.count(), map(operator.is_not, rows, map(operator.itemgetter(0), kept))):
-        kept[i] = (rows[i], make(rows[i]))
-    return tuple(map(operator.itemgetter(1), kept))
+_expected = IdMemo(_row_tensors)  # once per row object (Note [Identity memo] in charter.memo)
 
 
 def _by_name(v: ArtifactView) -> dict:
@@ -362,7 +344,6 @@ def _by_name(v: ArtifactView) -> dict:
     return _VIEW[1]
 
 
-_EXPECTED: dict[int, tuple] = {}  # id(row) -> (row, its expected tensors)
 _VIEW: list = [None, {}]  # the last view, its tensors by name
 
 

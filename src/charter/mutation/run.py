@@ -232,19 +232,20 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
     made = m.make()
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
-    outcome, view, python = _python_artifact(b, m, buf, size, patches)
+    values = value_ops.is_value_mutant(m)
+    admitted = values and header_admitted(b, buf, size)
+    outcome, view, python = _python_artifact(b, m, buf, size, patches, values, admitted)
     if b.engines == "both":
         from charter.engines import cpp
 
         # Store mutants patch the data section: the C++ checker reads its store regions through the
         # same overlay reader the Python engine read them with (Note [Store regions]).
         read_at = overlay_reader(b, view, patches) if view is not None else None
-        values = value_ops.is_value_mutant(m)
         said = engines.disagreement(python.header_only() if values else python,
-                                    _cpp_conforming(b) if values and header_admitted(b, buf, size) else
+                                    _cpp_conforming(b) if admitted else
                                     cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at))
-        if not said and value_ops.is_value_mutant(m):  # the payload stage as the C++ engine runs it
-            said = engines.disagreement(python, _cpp_payload(b, view, buf, patches))
+        if not said and values:  # the payload stage as the C++ engine runs it
+            said = engines.disagreement(python, _cpp_payload(b, view, buf, patches, admitted))
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
     return outcome
@@ -262,11 +263,10 @@ def _cpp_conforming(b: Battery) -> engines.Verdict:
     return b.cpp_conforming
 
 
-def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Outcome, ArtifactView | None,
-                                                                              engines.Verdict]:
-    """The Python engine's outcome, the view it read (None if the reader rejected) and its verdict."""
-    values = value_ops.is_value_mutant(m)
-    admitted = values and header_admitted(b, buf, size)
+def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches, values: bool, admitted: bool
+                     ) -> tuple[Outcome, ArtifactView | None, engines.Verdict]:
+    """The Python engine's outcome, the view it read (None if the reader rejected) and its verdict;
+    `values`: a value mutant, `admitted`: its header is the admitted one (header_admitted)."""
     try:
         view = b.view if admitted else parse_view(buf, size, b.plan.format, b.accepted)
     except CharterError as exc:
@@ -281,14 +281,15 @@ def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches) -> tuple[Ou
     return _from_report(m, report), view, engines.Verdict.of_report(report)
 
 
-def _cpp_payload(b: Battery, view: ArtifactView, buf, patches) -> engines.Verdict:
+def _cpp_payload(b: Battery, view: ArtifactView, buf, patches, admitted: bool) -> engines.Verdict:
     """A value mutant's verdict from the payload stage as `--engine cpp` runs it: the C++ engine
-    admitted the header; Python streams the patched file and charter/values.hpp scans the blocks."""
+    admitted the header; Python streams the patched file and charter/values.hpp scans the blocks
+    (`admitted`: the header is the admitted one, header_admitted)."""
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=True,
                         payload_reader=whole_file_reader(b, buf, view, patches), native_values=True,
                         verified_prefix=prefix_for(b, buf, view.file_size, patches),
-                        header_admitted=header_admitted(b, buf, view.file_size))
+                        header_admitted=admitted)
     return engines.Verdict.of_report(report)
 
 

@@ -17,6 +17,7 @@ source or execution character set:
 
 from __future__ import annotations
 
+import functools
 import math
 import struct
 
@@ -28,19 +29,10 @@ _SHORT = {0x22: '\\"', 0x5C: "\\\\", 0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t", 0x3F
 def cpp_str(s: str) -> str:
     """A C++ narrow string literal holding exactly the UTF-8 bytes of `s` (see the module docstring);
     each str escaped once (a mutation battery renders a C++ checker per contract mutant)."""
-    if type(s) is not str:
-        return _escaped(s)
-    literal = _STRINGS.get(s)
-    if literal is None:
-        if len(_STRINGS) >= 1 << 16:
-            _STRINGS.clear()
-        literal = _STRINGS[s] = _escaped(s)
-    return literal
+    return _escaped(s) if type(s) is str else _escaped.__wrapped__(s)
 
 
-_STRINGS: dict[str, str] = {}  # a str -> its literal
-
-
+@functools.lru_cache(maxsize=1 << 16)
 def _escaped(s: str) -> str:
     out = ['"']
     prev = 0

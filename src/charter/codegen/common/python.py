@@ -9,6 +9,7 @@ reads back as the same string; printable non-ASCII stays as is (generated Python
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -31,12 +32,7 @@ def py_literal(value: object) -> str:
             return f"float({repr(value)!r})"
         return repr(value)
     if type(value) is str:  # kept: a mutation battery renders the same keys and names per mutant
-        literal = _STRINGS.get(value)
-        if literal is None:
-            if len(_STRINGS) >= 1 << 16:
-                _STRINGS.clear()
-            literal = _STRINGS[value] = repr(unicode_text(value))
-        return literal
+        return _str_literal(value)
     if isinstance(value, str):
         return repr(unicode_text(value))
     if isinstance(value, (tuple, list)):
@@ -47,7 +43,9 @@ def py_literal(value: object) -> str:
     raise TypeError(f"no Python literal for {type(value).__name__}")
 
 
-_STRINGS: dict[str, str] = {}  # a str -> its literal
+@functools.lru_cache(maxsize=1 << 16)
+def _str_literal(value: str) -> str:
+    return repr(unicode_text(value))
 
 
 def py_docstring(text: str) -> str:

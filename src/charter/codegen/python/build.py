@@ -7,8 +7,6 @@ every literal through charter.codegen.common.python. The template only loops and
 
 from __future__ import annotations
 
-import itertools
-import operator
 from dataclasses import dataclass
 
 from charter.codegen.common.python import py_docstring
@@ -18,6 +16,7 @@ from charter.diagnostics import Location
 from charter.diagnostics import Stage as AdmissionStage
 from charter.contract.checks import Check, TensorFact, arguments, checks_of
 from charter.contract.plan import ArtifactPlan
+from charter.memo import IdMemo
 
 
 @dataclass(frozen=True)
@@ -75,28 +74,14 @@ def _literal(value) -> str:
     return lit(python_value(value))
 
 
-def _tensor_row(row: TensorFact) -> str:
-    """A tensor table grows with the model and a mutation battery renders it once per mutant, so
-    each row is escaped once (charter.contract.checks hands out one TensorFact per resolved row)."""
-    kept = _ROWS.get(id(row))
-    if kept is None or kept[0] is not row:
-        if len(_ROWS) >= _MAX_KEPT:
-            _ROWS.clear()
-        kept = _ROWS[id(row)] = (row, lit(python_value(row)))
-    return kept[1]
+# A tensor table grows with the model and a mutation battery renders it once per mutant, so each
+# row is escaped once (Note [Identity memo] in charter.memo).
+_tensor_row = IdMemo(lambda row: lit(python_value(row)))
 
 
 def _tensor_lines(rows: tuple) -> str:
-    """A tensor table's lines, `_block`'s, looked up row by row in C when every row was escaped
-    before (a battery's mutant shares all but one row with its contract)."""
-    kept = list(map(_ROWS.get, map(id, rows), itertools.repeat((None, ""))))
-    for i in itertools.compress(itertools.count(), map(operator.is_not, rows, map(operator.itemgetter(0), kept))):
-        kept[i] = (rows[i], _tensor_row(rows[i]))
-    return "".join(map("        {},\n".format, map(operator.itemgetter(1), kept)))
-
-
-_ROWS: dict[int, tuple[TensorFact, str]] = {}  # id(row) -> (row, its literal): the row keeps its id
-_MAX_KEPT = 1 << 18
+    """A tensor table's lines, `_block`'s (a battery's mutant shares all but one row with its contract)."""
+    return "".join(map("        {},\n".format, _tensor_row.each(rows)))
 
 
 def python_value(value):

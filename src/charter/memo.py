@@ -1,0 +1,55 @@
+"""Values kept per object, by identity (Note [Identity memo]).
+
+Note [Identity memo]
+~~~~~~~~~~~~~~~~~~~~
+A mutation battery meets the same immutable objects in thousands of mutants: the resolved tensor
+rows of its contract (charter.contract.checks hands out one TensorFact per resolved row), the
+records and string arrays of its parsed header. What is computed from one (its literal, its
+bytes, its digest, the tensors it stands for) is kept under its id together with the object
+itself: the memo keeps the object alive, so its id is never another object's, and an entry is used
+only for the very object it was made from. Hashing by value would cost what the memo saves (a
+row's dims, a 1.7 MB vocabulary). A memo holds at most `bound` entries and forgets them all at
+once past it: a battery's working set is one contract and one header.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from itertools import compress, count, repeat
+from operator import is_not, itemgetter
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+V = TypeVar("V")
+
+_MISS = (None, None)
+_OBJECT, _VALUE = itemgetter(0), itemgetter(1)
+
+
+class IdMemo(Generic[T, V]):
+    """`make(obj)`, once per object (Note [Identity memo])."""
+
+    __slots__ = ("_make", "_bound", "_kept")
+
+    def __init__(self, make: Callable[[T], V], bound: int = 1 << 18) -> None:
+        self._make, self._bound = make, bound
+        self._kept: dict[int, tuple[T, V]] = {}
+
+    def __call__(self, obj: T) -> V:
+        kept = self._kept.get(id(obj))
+        if kept is None or kept[0] is not obj:
+            if len(self._kept) >= self._bound:
+                self._kept.clear()
+            kept = self._kept[id(obj)] = (obj, self._make(obj))
+        return kept[1]
+
+    def each(self, objs: tuple[T, ...] | list[T]) -> list[V]:
+        """`[self(o) for o in objs]`, the kept values looked up in C: a mutant's table shares all but
+        a row or two with its contract's, and is met once per mutant."""
+        kept = list(map(self._kept.get, map(id, objs), repeat(_MISS)))
+        for i in compress(count(), map(is_not, objs, map(_OBJECT, kept))):  # new, or another at that id
+            kept[i] = (objs[i], self(objs[i]))
+        return list(map(_VALUE, kept))
+
+    def clear(self) -> None:
+        self._kept.clear()

@@ -1,0 +1,30 @@
+"""charter.memo.IdMemo (Note [Identity memo]): a value per object, never another object's."""
+
+from __future__ import annotations
+
+from charter.memo import IdMemo
+
+
+def test_a_value_is_made_once_per_object():
+    made = []
+    memo = IdMemo(lambda o: made.append(o) or len(o))
+    a, b = ("x",), ("y", "z")
+    assert [memo(a), memo(b), memo(a)] == [1, 2, 1] and made == [a, b]
+    assert memo.each([b, a, ("w", "v", "u")]) == [2, 1, 3] and len(made) == 3
+
+
+def test_an_entry_at_an_id_serves_only_its_own_object():
+    memo = IdMemo(len)
+    a, b = ("x",), ("y", "z")
+    memo._kept[id(b)] = (a, 99)  # another object's entry at b's id (its id reused)
+    assert memo(b) == 2 and memo.each([b]) == [2]
+    memo._kept[id(a)] = (b, 99)
+    assert memo.each([a]) == [1] and memo(a) == 1
+
+
+def test_past_its_bound_it_forgets_everything():
+    memo = IdMemo(len, bound=2)
+    objs = [("a",), ("b", "b"), ("c", "c", "c")]
+    assert memo.each(objs) == [1, 2, 3] and len(memo._kept) == 1
+    memo.clear()
+    assert not memo._kept
