@@ -64,10 +64,12 @@ import dataclasses
 import hashlib
 import json
 from pathlib import Path
+from typing import NamedTuple
 
 from charter import __version__, atomic
 from charter.contract import checks
 from charter.diagnostics import ADMISSION_STAGES, Stage
+from charter.memo import IdMemo
 from charter.mutation import facts, locations, run, value_ops
 from charter.mutation.digests import charter_sources, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
@@ -113,28 +115,29 @@ class VerdictCache:
         """The key of a mutant that runs (declared equivalents without a `make` are not run)."""
         return self._key(b, m)[0]
 
-    def _key(self, b: run.Battery, m: Mutant) -> tuple[str | None, tuple | None]:
-        """The key, and the file an artifact mutant makes."""
+    def _key(self, b: run.Battery, m: Mutant) -> tuple[str | None, tuple | None, run.ContractStep | None]:
+        """The key, and what computing it made: the file of an artifact mutant, the contract_step of
+        a contract mutant."""
         if m.make is None:
-            return None, None
+            return None, None, None
         pieces = [self._context, m.side, m.id, str(self._occurrence.get(id(m), 0)), repr(m.expect), repr(m.equivalent)]
         made = _made(m) if m.side == "artifact" else None
-        pieces += _file_pieces(b, made) if made is not None else self._contract_pieces(b, m)
-        return sha256("\n".join(pieces)), made
+        step = run.contract_step(b, m) if made is None else None
+        pieces += _file_pieces(b, made) if made is not None else self._contract_pieces(b, m, step)
+        return sha256("\n".join(pieces)), made, step
 
-    def changed(self, b: run.Battery, made: tuple) -> frozenset[checks.Fact]:
+    def changed(self, b: run.Battery, made: tuple, view=facts.UNREAD) -> frozenset[checks.Fact]:
         """The facts of the conforming artifact the file `made` changes (charter.mutation.facts)."""
         return facts.changed(self._conforming, b.raw_header, b.view.file_size, b.plan.format, b.accepted,
-                             self._modulus, made)
+                             self._modulus, made, view)
 
-    def _contract_pieces(self, b: run.Battery, m: Mutant) -> list[str]:
-        step = run.contract_step(b, m)
+    def _contract_pieces(self, b: run.Battery, m: Mutant, step: run.ContractStep) -> list[str]:
         if step.outcome is not None:
             return ["decided", json.dumps(step.outcome.to_json(), sort_keys=True)]
         p = step.prediction
         cited = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
                                   dropped=m.operator.startswith("drop"))
-        pieces = ["checked", repr(p.changed), repr(p.expect), _header(step.plan), repr(sorted(cited))]
+        pieces = ["checked", _checks_text(p.changed), repr(p.expect), _header(step.plan), repr(sorted(cited))]
         if p.expect is not None and p.expect.stage is Stage.PAYLOAD:
             pieces.append(self._payload)
         if any(isinstance(c, checks.Exclude) for c in p.changed):
@@ -158,12 +161,18 @@ class VerdictCache:
             judging = judging[:last[-1] + 1] if last else judging
         return sha256("\0".join(text for _, text, _ in judging))
 
-    def lookup(self, b: run.Battery, m: Mutant, read: bool) -> tuple[str | None, list | None, Outcome | None]:
-        """The mutant's key, the facts it changes unless its stored outcome is valid (and `read`),
-        and that outcome."""
-        key, made = self._key(b, m)
+    def lookup(self, b: run.Battery, m: Mutant, read: bool, run_miss: bool = False) -> Looked:
+        """The mutant's key and its stored outcome if valid (and `read`); else the facts it changes
+        and, if `run_miss`, its fresh outcome, run with what computing the key made."""
+        key, made, step = self._key(b, m)
         hit = self.stored(b, m, key) if read else None
-        return key, _frozen(self.changed(b, made)) if made is not None and hit is None else None, hit
+        if hit is not None:
+            return Looked(key, None, hit, True)
+        if not run_miss:
+            return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False)
+        outcome, view = run.run_seen(b, m, made, step)
+        ran = made is not None and outcome.verdict is not Verdict.ERROR  # an error is never stored
+        return Looked(key, _frozen(self.changed(b, made, view)) if ran else None, run.picklable(outcome), False)
 
     def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:
         """The stored outcome of `key`, if it is valid for `m`."""
@@ -243,6 +252,15 @@ def _codes(c: checks.Check) -> frozenset[str] | None:
     return None if codes is None else frozenset(code.value for code in codes)
 
 
+_ROW_TEXT = IdMemo(repr)  # a resolved tensor row -> its repr (Note [Identity memo])
+
+
+def _checks_text(some_checks) -> str:
+    """`repr(list(some_checks))`, a tensor table's rows each written once per battery."""
+    return "[" + ", ".join(f"Tensors(rows=({', '.join(_ROW_TEXT.each(c.rows))}), at={c.at!r})"
+                           if isinstance(c, checks.Tensors) else repr(c) for c in some_checks) + "]"
+
+
 def _digest(some_checks) -> str:
     return hashlib.sha256(repr(list(some_checks)).encode()).hexdigest()
 
@@ -269,31 +287,51 @@ def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
     return [str(size), header, *(f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))]
 
 
+class Looked(NamedTuple):
+    """A mutant as the cache found it: its key, the facts it changes (an artifact mutant that ran,
+    or is to run), its outcome (None: still to run) and whether that outcome is a stored one."""
+
+    key: str | None
+    changed: list | None
+    outcome: Outcome | None
+    reused: bool
+
+
 def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None,
-               run_todo, read: bool = True, jobs: int = 1) -> tuple[list[Outcome], int]:
+               run_todo, read: bool = True, jobs: int = 1, fused: bool = False,
+               progress=None) -> tuple[list[Outcome], int]:
     """The outcomes of the mutants at `positions` (in that order) and how many came from `cache`
-    (none unless `read`: --no-cache). Keys are computed in `jobs` workers; `run_todo(mutants)`
-    runs the others (it may prepare their C++ checkers first). Every fresh verdict is stored."""
+    (none unless `read`: --no-cache). Keys are computed in `jobs` workers; a mutant with no valid
+    stored outcome runs there too if `fused` (reusing the file or contract step its key made, and
+    reporting to `progress`), else `run_todo(mutants)` runs those afterwards (it may prepare their
+    C++ checkers first). Every fresh verdict is stored."""
     if cache is None:
         return run_todo([mutants[i] for i in positions]), 0
     cache.number(mutants)
     run_id = cache.run_id(b, mutants, positions)
     known = cache.known_keys(run_id)
     if known is not None and len(known) == len(positions):
-        looked = [(key, None, cache.stored(b, mutants[i], key) if read else None) for i, key in zip(positions, known)]
+        looked = [_stored(cache, b, mutants[i], key, read) for i, key in zip(positions, known)]
     else:
+        if fused:
+            run.prepare(b, [mutants[i] for i in positions])
+        report = (lambda n, total, lk: progress(n, total, lk.outcome)) if fused and progress else None
         with run.frozen_heap():
-            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read), jobs,
-                                    pack=lambda looked: looked)  # a hit comes from JSON: no mutant function
-    cache.remember_run(run_id, [key for key, _, _ in looked])
-    todo = [i for i, (_, _, hit) in zip(positions, looked) if hit is None]
+            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read, fused),
+                                    jobs, report, pack=lambda lk: lk)  # outcomes come picklable
+    cache.remember_run(run_id, [lk.key for lk in looked])
+    todo = [i for i, lk in zip(positions, looked) if lk.outcome is None]
     ran = dict(zip(todo, run_todo([mutants[i] for i in todo]))) if todo else {}
-    out, reused = [], 0
-    for i, (key, changed, hit) in zip(positions, looked):
-        outcome = hit if hit is not None else ran[i]
-        reused += hit is not None
-        if key is not None:
-            cache.put(b, mutants[i], key, outcome, changed)
+    out = []
+    for i, lk in zip(positions, looked):
+        outcome = lk.outcome if lk.outcome is not None else ran[i]
+        if lk.key is not None:
+            cache.put(b, mutants[i], lk.key, outcome, lk.changed)
         out.append(outcome)
     cache.save(bound=3 * max(len(mutants), 1))
-    return out, reused
+    return out, sum(lk.reused for lk in looked)
+
+
+def _stored(cache: VerdictCache, b: run.Battery, m: Mutant, key: str | None, read: bool) -> Looked:
+    hit = cache.stored(b, m, key) if read else None
+    return Looked(key, None, hit, hit is not None)

@@ -185,7 +185,7 @@ def _run_mutate(args) -> int:
 
         try:
             outcomes, reused = run_cached(battery, mutants, positions, verdicts, run_todo, read=not args.no_cache,
-                                          jobs=max(1, args.jobs))
+                                          jobs=max(1, args.jobs), fused=args.engine != "both", progress=progress)
         except EngineUnavailable as exc:
             print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
             return EXIT_USAGE

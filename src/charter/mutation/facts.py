@@ -15,6 +15,7 @@ from charter.diagnostics import CharterError
 from charter.formats.gguf import GGUFArray
 
 FILE: Fact = ("file",)
+UNREAD = object()  # changed(): no parsed view at hand
 _ABSENT = object()
 
 
@@ -49,15 +50,19 @@ def _records(view: ArtifactView, buf) -> dict[str, object]:
 
 
 def changed(conforming: dict[Fact, object], raw_header: bytes, file_size: int, fmt: str, accepted, modulus: int,
-            made: tuple) -> frozenset[Fact]:
-    """The facts the file `made` (a mutant's header, size and data patches) changes."""
+            made: tuple, view: ArtifactView | None | object = UNREAD) -> frozenset[Fact]:
+    """The facts the file `made` (a mutant's header, size and data patches) changes; `view`: its
+    header as the admission run parsed it (None: the reader refused it), else parsed here."""
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
     if size == file_size and (buf is raw_header or buf == raw_header):
         return frozenset({FILE}) if patches else frozenset()
-    try:
-        view = parse_view(buf, size, fmt, accepted)
-    except CharterError:
+    if view is UNREAD:
+        try:
+            view = parse_view(buf, size, fmt, accepted)
+        except CharterError:
+            view = None
+    if view is None:
         return EVERYTHING
     mutant = facts_of(view, buf, modulus, frozenset(f[1] for f in conforming if f[0] == "meta"))
     return frozenset({FILE, *(f for f in conforming.keys() | mutant.keys()

@@ -41,6 +41,7 @@ from charter.formats.gguf import AcceptedStrings
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.expect import Prediction, predict
+from charter.mutation.facts import UNREAD
 from charter.mutation.mutant import Expect, Mutant, Outcome, Verdict, judge
 from charter.contract import checks
 from charter.contract.checks import Check, checks_of
@@ -218,18 +219,26 @@ def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:
+    return run_seen(b, m)[0]
+
+
+def run_seen(b: Battery, m: Mutant, made: tuple | None = None, step: ContractStep | None = None
+             ) -> tuple[Outcome, object]:
+    """The mutant's outcome, and what the Python engine read of an artifact mutant's file: its view,
+    None if the reader refused it, UNREAD otherwise (a contract mutant, a crash). `made` (the file an
+    artifact mutant makes) and `step` (a contract mutant's contract_step) spare making them again
+    when the verdict cache already did."""
     if m.make is None:
-        return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent or "")
+        return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent or ""), UNREAD
     try:
         if m.side == "artifact":
-            return _run_artifact(b, m)
-        return _run_contract(b, m)
+            return _run_artifact(b, m, made or m.make())
+        return _run_contract(b, m, step), UNREAD
     except Exception as exc:  # a crash is a finding, not a verdict to hide
-        return Outcome(m, Verdict.ERROR, detail=f"{type(exc).__name__}: {exc}")
+        return Outcome(m, Verdict.ERROR, detail=f"{type(exc).__name__}: {exc}"), UNREAD
 
 
-def _run_artifact(b: Battery, m: Mutant) -> Outcome:
-    made = m.make()
+def _run_artifact(b: Battery, m: Mutant, made: tuple) -> tuple[Outcome, ArtifactView | None]:
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
     values = value_ops.is_value_mutant(m)
@@ -247,8 +256,8 @@ def _run_artifact(b: Battery, m: Mutant) -> Outcome:
         if not said and values:  # the payload stage as the C++ engine runs it
             said = engines.disagreement(python, _cpp_payload(b, view, buf, patches, admitted))
         if said:
-            return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said)
-    return outcome
+            return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said), view
+    return outcome, view
 
 
 def _cpp_conforming(b: Battery) -> engines.Verdict:
@@ -415,8 +424,8 @@ def contract_step(b: Battery, m: Mutant) -> ContractStep:
     return ContractStep(Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf"))
 
 
-def _run_contract(b: Battery, m: Mutant) -> Outcome:
-    step = contract_step(b, m)
+def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None) -> Outcome:
+    step = step or contract_step(b, m)
     if step.outcome is not None:
         return step.outcome
     plan, prediction = step.plan, step.prediction
@@ -641,10 +650,15 @@ def default_signals() -> None:
 def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
         progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
-    if b.prefixes is None and any(value_ops.is_value_mutant(m) for m in mutants):
-        b.prefixes = verified_prefixes(b) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
+    prepare(b, mutants)
     with frozen_heap():
         return in_workers(len(mutants), lambda i: run_mutant(b, mutants[i]), jobs, progress)
+
+
+def prepare(b: Battery, mutants: list[Mutant]) -> None:
+    """What the workers share of running `mutants`, worked out once before they fork."""
+    if b.prefixes is None and any(value_ops.is_value_mutant(m) for m in mutants):
+        b.prefixes = verified_prefixes(b) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
 
 
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
