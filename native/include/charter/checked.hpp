@@ -9,6 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "charter/hot.hpp"
+
 namespace charter::rt {
 
 [[nodiscard]] inline bool add_overflows(std::uint64_t a, std::uint64_t b, std::uint64_t* out) {
@@ -26,6 +28,7 @@ namespace charter::rt {
   return __builtin_add_overflow(a, b, &out) ? UINT64_MAX : out;
 }
 
+CHARTER_HOT_BEGIN  // Note [Hot kernels at -O0] (charter/hot.hpp)
 inline std::uint32_t load_u32(const unsigned char* p) {
   return static_cast<std::uint32_t>(p[0]) | static_cast<std::uint32_t>(p[1]) << 8 |
          static_cast<std::uint32_t>(p[2]) << 16 | static_cast<std::uint32_t>(p[3]) << 24;
@@ -34,6 +37,7 @@ inline std::uint32_t load_u32(const unsigned char* p) {
 inline std::uint64_t load_u64(const unsigned char* p) {
   return static_cast<std::uint64_t>(load_u32(p)) | static_cast<std::uint64_t>(load_u32(p + 4)) << 32;
 }
+CHARTER_HOT_END
 
 // An integer as Python holds it: any sign and size. Values in [-(2^64-1), 2^64-1] are exact;
 // larger ones keep their decimal digits (JSON) so `%` and printing still work.

@@ -182,6 +182,7 @@ inline bool value_type(Cursor& c, std::uint32_t tag, VType* out, const std::stri
   return true;
 }
 
+CHARTER_HOT_BEGIN  // Note [Hot kernels at -O0] (charter/hot.hpp): the loop over a vocabulary
 inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
   Report& r = c.report();
   const std::uint64_t at = c.pos;
@@ -288,6 +289,7 @@ inline bool read_array(Cursor& c, MetaEntry& e, const std::string& field) {
   e.raw = std::string_view(reinterpret_cast<const char*>(c.buf() + start), stop - start);
   return true;
 }
+CHARTER_HOT_END
 
 inline bool read_scalar(Cursor& c, MetaEntry& e, const std::string& field) {
   auto fld = [&] { return field; };

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+
+#include "charter/hot.hpp"
 #include <string>
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
@@ -13,6 +15,7 @@
 #define CHARTER_SHA_NI 1
 #endif
 
+CHARTER_HOT_BEGIN  // Note [Hot kernels at -O0] (charter/hot.hpp)
 namespace charter::rt {
 
 namespace sha256_detail {
@@ -56,6 +59,12 @@ inline void blocks_portable(std::uint32_t* h, const unsigned char* p, std::size_
 }
 
 #ifdef CHARTER_SHA_NI
+// Round constants i..i+3 (a function, not a lambda: a lambda has no target attribute of its own,
+// and at -O0 (Note [Hot kernels at -O0]) it was called, not inlined, four times a round).
+__attribute__((target("sha,sse4.1"))) inline __m128i round_constants(int i) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + i));
+}
+
 // The SHA-NI round structure of Intel's reference code (public domain sha256-x86 by J. Walton).
 __attribute__((target("sha,sse4.1"))) inline void blocks_shani(std::uint32_t* h, const unsigned char* p,
                                                                std::size_t nblocks) {
@@ -69,18 +78,17 @@ __attribute__((target("sha,sse4.1"))) inline void blocks_shani(std::uint32_t* h,
   for (; nblocks; --nblocks, p += 64) {
     const __m128i abef_save = state0, cdgh_save = state1;
     __m128i msg, msg0, msg1, msg2, msg3;
-    auto K = [](int i) { return _mm_loadu_si128(reinterpret_cast<const __m128i*>(kK + i)); };
     msg0 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 0)), mask);
-    msg = _mm_add_epi32(msg0, K(0));
+    msg = _mm_add_epi32(msg0, round_constants(0));
     state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
     state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
     msg1 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16)), mask);
-    msg = _mm_add_epi32(msg1, K(4));
+    msg = _mm_add_epi32(msg1, round_constants(4));
     state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
     state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
     msg0 = _mm_sha256msg1_epu32(msg0, msg1);
     msg2 = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32)), mask);
-    msg = _mm_add_epi32(msg2, K(8));
+    msg = _mm_add_epi32(msg2, round_constants(8));
     state1 = _mm_sha256rnds2_epu32(state1, state0, msg);
     state0 = _mm_sha256rnds2_epu32(state0, state1, _mm_shuffle_epi32(msg, 0x0E));
     msg1 = _mm_sha256msg1_epu32(msg1, msg2);
@@ -88,7 +96,7 @@ __attribute__((target("sha,sse4.1"))) inline void blocks_shani(std::uint32_t* h,
     // Rounds 12..63, unrolled: the message schedule rotates through msg0..msg3.
     __m128i tmp2;
 #define CHARTER_SHA_QROUND_(r, cur, prev, next, sched2, sched1)                    \
-  msg = _mm_add_epi32(cur, K(4 * (r)));                                            \
+  msg = _mm_add_epi32(cur, round_constants(4 * (r)));                              \
   state1 = _mm_sha256rnds2_epu32(state1, state0, msg);                             \
   if (sched2) {                                                                    \
     tmp2 = _mm_alignr_epi8(cur, prev, 4);                                          \
@@ -208,3 +216,4 @@ inline std::string sha256_hex(const unsigned char* p, std::size_t n) {
 }
 
 }  // namespace charter::rt
+CHARTER_HOT_END

@@ -6,11 +6,14 @@
 #include <cstdint>
 #include <cstring>
 
+#include "charter/hot.hpp"
+
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
 #define CHARTER_UTF8_SIMD 1
 #endif
 
+CHARTER_HOT_BEGIN  // Note [Hot kernels at -O0] (charter/hot.hpp)
 namespace charter::rt {
 
 #ifdef CHARTER_UTF8_SIMD
@@ -246,3 +249,4 @@ inline std::uint32_t utf8_next(const unsigned char* p, std::size_t n, std::size_
 }
 
 }  // namespace charter::rt
+CHARTER_HOT_END

@@ -161,15 +161,17 @@ class VerdictCache:
             judging = judging[:last[-1] + 1] if last else judging
         return sha256("\0".join(text for _, text, _ in judging))
 
-    def lookup(self, b: run.Battery, m: Mutant, read: bool, run_miss: bool = False) -> Looked:
+    def lookup(self, b: run.Battery, m: Mutant, read: bool, run_miss: bool = False, cpp: bool = False) -> Looked:
         """The mutant's key and its stored outcome if valid (and `read`); else the facts it changes
-        and, if `run_miss`, its fresh outcome, run with what computing the key made."""
+        and, if `run_miss`, its fresh outcome, run with what computing the key made; else with `cpp`,
+        the C++ checker key of a contract mutant's plan (run.prepare_cpp)."""
         key, made, step = self._key(b, m)
         hit = self.stored(b, m, key) if read else None
         if hit is not None:
             return Looked(key, None, hit, True)
         if not run_miss:
-            return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False)
+            checker = run.checker_key_of(step) if cpp and step is not None else None
+            return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False, checker)
         outcome, view = run.run_seen(b, m, made, step)
         ran = made is not None and outcome.verdict is not Verdict.ERROR  # an error is never stored
         return Looked(key, _frozen(self.changed(b, made, view)) if ran else None, run.picklable(outcome), False)
@@ -289,39 +291,44 @@ def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
 
 class Looked(NamedTuple):
     """A mutant as the cache found it: its key, the facts it changes (an artifact mutant that ran,
-    or is to run), its outcome (None: still to run) and whether that outcome is a stored one."""
+    or is to run), its outcome (None: still to run), whether that outcome is a stored one, and the
+    C++ checker key of a contract mutant's plan when asked for (None: its checker never runs)."""
 
     key: str | None
     changed: list | None
     outcome: Outcome | None
     reused: bool
+    checker: str | None = None
 
 
 def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None,
-               run_todo, read: bool = True, jobs: int = 1, fused: bool = False,
+               run_todo, read: bool = True, jobs: int = 1, fuse=lambda m: False, cpp: bool = False,
                progress=None) -> tuple[list[Outcome], int]:
     """The outcomes of the mutants at `positions` (in that order) and how many came from `cache`
     (none unless `read`: --no-cache). Keys are computed in `jobs` workers; a mutant with no valid
-    stored outcome runs there too if `fused` (reusing the file or contract step its key made, and
-    reporting to `progress`), else `run_todo(mutants)` runs those afterwards (it may prepare their
-    C++ checkers first). Every fresh verdict is stored."""
+    stored outcome runs there too if `fuse(mutant)` (reusing the file or contract step its key made,
+    and reporting to `progress`), else `run_todo(mutants, checkers)` runs those afterwards (it may
+    prepare their C++ checkers first: with `cpp`, `checkers` holds the key of each contract
+    mutant's, {id(mutant): key}). Every fresh verdict is stored."""
     if cache is None:
-        return run_todo([mutants[i] for i in positions]), 0
+        return run_todo([mutants[i] for i in positions], None), 0
     cache.number(mutants)
     run_id = cache.run_id(b, mutants, positions)
     known = cache.known_keys(run_id)
     if known is not None and len(known) == len(positions):
         looked = [_stored(cache, b, mutants[i], key, read) for i, key in zip(positions, known)]
     else:
-        if fused:
-            run.prepare(b, [mutants[i] for i in positions])
-        report = (lambda n, total, lk: progress(n, total, lk.outcome)) if fused and progress else None
+        run.prepare(b, [mutants[i] for i in positions if fuse(mutants[i])])
+        report = (lambda n, total, lk: lk.outcome and progress(n, total, lk.outcome)) if progress else None
         with run.frozen_heap():
-            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read, fused),
+            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read,
+                                                                           fuse(mutants[positions[j]]), cpp),
                                     jobs, report, pack=lambda lk: lk)  # outcomes come picklable
     cache.remember_run(run_id, [lk.key for lk in looked])
     todo = [i for i, lk in zip(positions, looked) if lk.outcome is None]
-    ran = dict(zip(todo, run_todo([mutants[i] for i in todo]))) if todo else {}
+    checkers = {id(mutants[i]): lk.checker for i, lk in zip(positions, looked) if lk.checker is not None} \
+        if cpp and known is None else None
+    ran = dict(zip(todo, run_todo([mutants[i] for i in todo], checkers))) if todo else {}
     out = []
     for i, lk in zip(positions, looked):
         outcome = lk.outcome if lk.outcome is not None else ran[i]

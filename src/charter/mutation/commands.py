@@ -178,14 +178,17 @@ def _run_mutate(args) -> int:
                   file=sys.stderr)
         progress = None if args.quiet else stderr_progress(start)
 
-        def run_todo(todo):
+        def run_todo(todo, checkers):
             if args.engine == "both":
-                _prepare_cpp(cs, battery, todo, args)
+                _prepare_cpp(cs, battery, todo, args, checkers)
             return run(battery, todo, jobs=max(1, args.jobs), progress=progress)
 
+        both = args.engine == "both" and _both_without_library(cs, battery)
         try:
+            # A mutant runs where the cache looked it up, but one whose C++ checker is still to build.
             outcomes, reused = run_cached(battery, mutants, positions, verdicts, run_todo, read=not args.no_cache,
-                                          jobs=max(1, args.jobs), fused=args.engine != "both", progress=progress)
+                                          jobs=max(1, args.jobs), progress=progress, cpp=args.engine == "both",
+                                          fuse=lambda m: args.engine != "both" or (both and m.side == "artifact"))
         except EngineUnavailable as exc:
             print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
             return EXIT_USAGE
@@ -229,7 +232,19 @@ def _shardable(cs) -> bool:
     return cid in cs.artifacts or cid in cs.bundles
 
 
-def _prepare_cpp(cs, battery, mutants, args) -> None:
+def _both_without_library(cs, battery) -> bool:
+    """Whether charter._native holds the contract's own C++ checker (then the battery is set to run
+    both engines now): its artifact mutants need no checker library, so they run where the verdict
+    cache looks them up, as with the Python engine alone."""
+    from charter.engines.choose import compiled_in
+
+    if not compiled_in(cs, battery.plan):
+        return False
+    battery.engines, battery.cpp_key = "both", battery.plan.id
+    return True
+
+
+def _prepare_cpp(cs, battery, mutants, args, checkers=None) -> None:
     """Both engines: compile the C++ checkers of the contract mutants that run (charter.mutation.run.
     prepare_cpp) and, when charter._native holds no current checker of the contract, the contract's
     own, saying so on stderr (a cold build takes seconds, a cached one none); raises
@@ -245,7 +260,8 @@ def _prepare_cpp(cs, battery, mutants, args) -> None:
                   "mutated contracts' checkers", file=sys.stderr)
         print(f"preparing the C++ checkers of the mutated contracts (cached in {cache_dir() / 'checkers'})",
               file=sys.stderr)
-    count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=current)
+    count = prepare_cpp(battery, mutants, cache_dir() / "checkers", jobs=max(1, args.jobs), compiled_in=current,
+                        known=checkers)
     battery.engines = "both"
     if not args.quiet:
         print(f"{count} C++ checkers ready in {time.monotonic() - start:.1f}s", file=sys.stderr)

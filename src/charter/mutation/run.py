@@ -153,17 +153,22 @@ def all_mutants(b: Battery, only: str | None = None) -> list[Mutant]:
     return out
 
 
-def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, compiled_in: bool = True) -> int:
+def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, compiled_in: bool = True,
+                known: dict[int, str] | None = None) -> int:
     """Compile and load the C++ checker of every contract mutant whose checker the Python battery
     runs (its contract resolves, and a generated check changed), and, unless charter._native holds
     a current one (`compiled_in`), the unchanged contract's: how many. For `engines == "both"`;
     raises charter.engines.cpp.EngineUnavailable (charter.engines.library.LibraryError). The
-    mutants' checker keys are computed in `jobs` workers and kept for the run (`cpp_key_of`); a
-    plan is resolved again here only for a checker the cached library does not hold."""
+    mutants' checker keys are computed in `jobs` workers, unless `known` holds them ({id(mutant):
+    key}, None for none: the verdict cache's lookup worked them out), and kept for the run
+    (`cpp_key_of`); a plan is resolved again here only for a checker the cached library does not hold."""
     from charter.engines import library
 
     todo = [m for m in mutants if m.side == "contract" and m.make is not None]
-    keys = in_workers(len(todo), lambda i: _checker_key(b, todo[i]), jobs, pack=lambda key: key)
+    if known is None:
+        keys = in_workers(len(todo), lambda i: checker_key_of(contract_step(b, todo[i])), jobs, pack=lambda key: key)
+    else:
+        keys = [known.get(id(m)) for m in todo]
     b.cpp_key_of = {id(m): key for m, key in zip(todo, keys) if key is not None}
     by_key = {key: m for m, key in zip(todo, keys) if key is not None}
     plans = _Plans(b, by_key)
@@ -175,12 +180,11 @@ def prepare_cpp(b: Battery, mutants: list[Mutant], cache: Path, jobs: int = 2, c
     return len(plans)
 
 
-def _checker_key(b: Battery, m: Mutant) -> str | None:
+def checker_key_of(step: ContractStep) -> str | None:
     """The library key of a contract mutant's C++ checker; None when its checker never runs."""
     from charter.engines import library
 
-    plan = contract_step(b, m).plan
-    return library.checker_key(plan) if plan is not None else None
+    return library.checker_key(step.plan) if step.plan is not None else None
 
 
 class _Plans(Mapping):
