@@ -11,7 +11,7 @@ import pytest
 
 from charter.engines import cpp, library
 from charter.mutation.mutant import Verdict
-from charter.mutation.run import all_mutants, prepare_cpp, run_mutant
+from charter.mutation.run import all_mutants, finish_cpp, prepare_cpp, run_mutant, run_seen
 
 from tests.conftest import session_folder
 
@@ -119,6 +119,8 @@ def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, s
     monkeypatch.setattr(cpp_build, "_statement", drops_special_ids)
     b = type(smollm2[1])(**{**smollm2[1].__dict__, "engines": "both"})  # the C++ is rendered by prepare_cpp
     mutants = [m for m in all_mutants(b, "contract") if m.target == "model:tokenizer.special.bos"]
+    seen = [run_seen(b, m, defer_cpp=True) for m in mutants]  # the C++ half left for later, as `charter mutate`
+    pending = {id(m): s.pending.key for m, s in zip(mutants, seen) if s.pending}
     assert prepare_cpp(b, mutants, tmp_path / "cache") > 0
     outcomes = [run_mutant(b, m) for m in mutants]
     caught = [o for o in outcomes if o.verdict is Verdict.ERROR]
@@ -126,6 +128,9 @@ def test_a_cpp_generator_that_drops_a_check_fails_the_contract_battery(native, s
     for o in caught:
         assert "engines disagree: python tokenizer TOKENIZER_SPECIAL_ID tokenizer.special.bos" in o.detail
         assert o.detail.endswith("/ c++ admitted")
+    assert pending == {k: v for k, v in b.cpp_key_of.items() if k in pending}  # the keys prepare_cpp built
+    assert [s.outcome if s.pending is None else finish_cpp(b, m, s.outcome, s.pending)
+            for m, s in zip(mutants, seen)] == outcomes
 
 
 def test_a_contract_mutant_without_a_built_checker_is_an_error(native, smollm2):
@@ -135,6 +140,9 @@ def test_a_contract_mutant_without_a_built_checker_is_an_error(native, smollm2):
     outcome = run_mutant(b2, m)
     assert outcome.verdict is Verdict.ERROR
     assert "no C++ checker was built for this mutated contract" in outcome.detail
+    seen = run_seen(b2, m, defer_cpp=True)
+    assert seen.outcome.verdict is Verdict.KILLED and seen.pending is not None
+    assert finish_cpp(b2, m, seen.outcome, seen.pending) == outcome
 
 
 def test_mutate_engine_both_without_a_compiler_exits_2(native, tensorless_gguf, tmp_path, monkeypatch, capsys):

@@ -163,8 +163,9 @@ class VerdictCache:
 
     def lookup(self, b: run.Battery, m: Mutant, read: bool, run_miss: bool = False, cpp: bool = False) -> Looked:
         """The mutant's key and its stored outcome if valid (and `read`); else the facts it changes
-        and, if `run_miss`, its fresh outcome, run with what computing the key made; else with `cpp`,
-        the C++ checker key of a contract mutant's plan (run.prepare_cpp)."""
+        and, if `run_miss`, its fresh outcome, run with what computing the key made; with `cpp`
+        (both engines), a contract mutant's C++ half is left to run.finish_cpp, or, if it is not
+        run, the C++ checker key of its plan is worked out (run.prepare_cpp)."""
         key, made, step = self._key(b, m)
         hit = self.stored(b, m, key) if read else None
         if hit is not None:
@@ -172,9 +173,10 @@ class VerdictCache:
         if not run_miss:
             checker = run.checker_key_of(step) if cpp and step is not None else None
             return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False, checker)
-        outcome, view = run.run_seen(b, m, made, step)
-        ran = made is not None and outcome.verdict is not Verdict.ERROR  # an error is never stored
-        return Looked(key, _frozen(self.changed(b, made, view)) if ran else None, run.picklable(outcome), False)
+        seen = run.run_seen(b, m, made, step, defer_cpp=cpp)
+        ran = made is not None and seen.outcome.verdict is not Verdict.ERROR  # an error is never stored
+        return Looked(key, _frozen(self.changed(b, made, seen.view)) if ran else None, run.picklable(seen.outcome),
+                      False, seen.pending and seen.pending.key, seen.pending)
 
     def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:
         """The stored outcome of `key`, if it is valid for `m`."""
@@ -291,25 +293,29 @@ def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
 
 class Looked(NamedTuple):
     """A mutant as the cache found it: its key, the facts it changes (an artifact mutant that ran,
-    or is to run), its outcome (None: still to run), whether that outcome is a stored one, and the
-    C++ checker key of a contract mutant's plan when asked for (None: its checker never runs)."""
+    or is to run), its outcome (None: still to run), whether that outcome is a stored one, the C++
+    checker key of a contract mutant's plan when asked for (None: its checker never runs), and what
+    is left of its run with both engines (run.CppPending: `outcome` is then the Python engine's)."""
 
     key: str | None
     changed: list | None
     outcome: Outcome | None
     reused: bool
     checker: str | None = None
+    pending: run.CppPending | None = None
 
 
 def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None,
                run_todo, read: bool = True, jobs: int = 1, fuse=lambda m: False, cpp: bool = False,
-               progress=None) -> tuple[list[Outcome], int]:
+               progress=None, finish=None) -> tuple[list[Outcome], int]:
     """The outcomes of the mutants at `positions` (in that order) and how many came from `cache`
     (none unless `read`: --no-cache). Keys are computed in `jobs` workers; a mutant with no valid
     stored outcome runs there too if `fuse(mutant)` (reusing the file or contract step its key made,
-    and reporting to `progress`), else `run_todo(mutants, checkers)` runs those afterwards (it may
-    prepare their C++ checkers first: with `cpp`, `checkers` holds the key of each contract
-    mutant's, {id(mutant): key}). Every fresh verdict is stored."""
+    and reporting to `progress`), else `run_todo(mutants, checkers)` runs those afterwards. With
+    `cpp` (both engines), `checkers` holds the C++ checker key of each contract mutant's plan,
+    {id(mutant): key}, for run_todo to prepare them first, and `finish(mutants, outcomes,
+    pendings)` finishes the contract mutants that ran with their C++ half left (run.CppPending).
+    Every fresh verdict is stored."""
     if cache is None:
         return run_todo([mutants[i] for i in positions], None), 0
     cache.number(mutants)
@@ -319,7 +325,8 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
         looked = [_stored(cache, b, mutants[i], key, read) for i, key in zip(positions, known)]
     else:
         run.prepare(b, [mutants[i] for i in positions if fuse(mutants[i])])
-        report = (lambda n, total, lk: lk.outcome and progress(n, total, lk.outcome)) if progress else None
+        report = (lambda n, total, lk: lk.outcome and not lk.pending and progress(n, total, lk.outcome)) \
+            if progress else None
         with run.frozen_heap():
             looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read,
                                                                            fuse(mutants[positions[j]]), cpp),
@@ -329,9 +336,14 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     checkers = {id(mutants[i]): lk.checker for i, lk in zip(positions, looked) if lk.checker is not None} \
         if cpp and known is None else None
     ran = dict(zip(todo, run_todo([mutants[i] for i in todo], checkers))) if todo else {}
+    deferred = [(i, lk) for i, lk in zip(positions, looked) if lk.pending is not None]
+    if deferred:
+        ran.update(zip([i for i, _ in deferred], finish([mutants[i] for i, _ in deferred],
+                                                        [lk.outcome for _, lk in deferred],
+                                                        [lk.pending for _, lk in deferred])))
     out = []
     for i, lk in zip(positions, looked):
-        outcome = lk.outcome if lk.outcome is not None else ran[i]
+        outcome = lk.outcome if lk.outcome is not None and lk.pending is None else ran[i]
         if lk.key is not None:
             cache.put(b, mutants[i], lk.key, outcome, lk.changed)
         out.append(outcome)

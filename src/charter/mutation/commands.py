@@ -102,8 +102,8 @@ def _run_mutate(args) -> int:
     from charter.engines.cpp import EngineUnavailable
     from charter.mutation.cache import VerdictCache, run_cached
     from charter.mutation.digests import meta_digests
-    from charter.mutation.run import WHOLE_FILE_PASS_MAX, BrokenBaseline, all_mutants, load_battery, run, \
-        stderr_progress
+    from charter.mutation.run import WHOLE_FILE_PASS_MAX, BrokenBaseline, all_mutants, finish_cpp, in_workers, \
+        load_battery, run, stderr_progress
     from charter.mutation.shard import select, shard_meta
     from charter.contract.contractset import load_set
 
@@ -183,12 +183,18 @@ def _run_mutate(args) -> int:
                 _prepare_cpp(cs, battery, todo, args, checkers)
             return run(battery, todo, jobs=max(1, args.jobs), progress=progress)
 
-        both = args.engine == "both" and _both_without_library(cs, battery)
+        def finish(todo, python, pending):
+            _prepare_cpp(cs, battery, todo, args, {id(m): p.key for m, p in zip(todo, pending) if p.key})
+            return in_workers(len(todo), lambda i: finish_cpp(battery, todo[i], python[i], pending[i]),
+                              max(1, args.jobs), progress)
+
+        # Each mutant runs where the verdict cache looked it up (with both engines, a contract mutant's
+        # C++ checker once their library is built), unless charter._native lacks the contract's own.
+        fused = args.engine != "both" or _both_without_library(cs, battery)
         try:
-            # A mutant runs where the cache looked it up, but one whose C++ checker is still to build.
             outcomes, reused = run_cached(battery, mutants, positions, verdicts, run_todo, read=not args.no_cache,
                                           jobs=max(1, args.jobs), progress=progress, cpp=args.engine == "both",
-                                          fuse=lambda m: args.engine != "both" or (both and m.side == "artifact"))
+                                          fuse=lambda m: fused, finish=finish)
         except EngineUnavailable as exc:
             print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
             return EXIT_USAGE

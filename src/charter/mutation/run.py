@@ -27,7 +27,7 @@ import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import assert_never, get_args, get_origin
+from typing import NamedTuple, assert_never, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 
@@ -223,23 +223,64 @@ def companion(b: Battery, plan: ArtifactPlan) -> bytes | str | None:
 
 
 def run_mutant(b: Battery, m: Mutant) -> Outcome:
-    return run_seen(b, m)[0]
+    return run_seen(b, m).outcome
 
 
-def run_seen(b: Battery, m: Mutant, made: tuple | None = None, step: ContractStep | None = None
-             ) -> tuple[Outcome, object]:
-    """The mutant's outcome, and what the Python engine read of an artifact mutant's file: its view,
-    None if the reader refused it, UNREAD otherwise (a contract mutant, a crash). `made` (the file an
-    artifact mutant makes) and `step` (a contract mutant's contract_step) spare making them again
-    when the verdict cache already did."""
+class Seen(NamedTuple):
+    """A mutant's outcome; what the Python engine read of an artifact mutant's file: its view, None
+    if the reader refused it, UNREAD otherwise (a contract mutant, a crash); and a contract
+    mutant's C++ half still to run (CppPending), if deferred."""
+
+    outcome: Outcome
+    view: object = UNREAD
+    pending: CppPending | None = None
+
+
+@dataclass(frozen=True)
+class CppPending:
+    """A contract mutant run with both engines but its C++ checker, whose library is built once
+    every mutated contract's checker key is known: that checker (`key`, run with `options`) must
+    then say of the conforming header what the Python checker said (`python`); `said` is that
+    checker's diagnostic (stage, code, field) and `enforced` the changed checks, for the outcome of
+    a disagreement. A Python rejection at the payload stage, which the C++ engine runs otherwise,
+    reruns the whole mutant (`payload`)."""
+
+    key: str
+    options: engines.Options
+    python: engines.Verdict
+    said: tuple
+    enforced: str
+    payload: bool
+
+
+def run_seen(b: Battery, m: Mutant, made: tuple | None = None, step: ContractStep | None = None,
+             defer_cpp: bool = False) -> Seen:
+    """The mutant's outcome and what its run leaves (Seen). `made` (the file an artifact mutant
+    makes) and `step` (a contract mutant's contract_step) spare making them again when the verdict
+    cache already did; `defer_cpp`: with both engines, a contract mutant's C++ half is left to
+    finish_cpp."""
     if m.make is None:
-        return Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent or ""), UNREAD
+        return Seen(Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent or ""))
     try:
         if m.side == "artifact":
-            return _run_artifact(b, m, made or m.make())
-        return _run_contract(b, m, step), UNREAD
+            return Seen(*_run_artifact(b, m, made or m.make()))
+        return _run_contract(b, m, step, defer_cpp)
     except Exception as exc:  # a crash is a finding, not a verdict to hide
-        return Outcome(m, Verdict.ERROR, detail=f"{type(exc).__name__}: {exc}"), UNREAD
+        return Seen(Outcome(m, Verdict.ERROR, detail=f"{type(exc).__name__}: {exc}"))
+
+
+def finish_cpp(b: Battery, m: Mutant, outcome: Outcome, p: CppPending) -> Outcome:
+    """A deferred contract mutant's outcome (CppPending), its checker library loaded (prepare_cpp)."""
+    if p.payload:
+        return run_mutant(b, m)
+    if p.key not in b.cpp_keys:
+        said = "no C++ checker was built for this mutated contract (prepare_cpp)"
+    else:
+        from charter.engines import cpp
+
+        said = engines.disagreement(p.python.header_only(), cpp.run(p.key, b.raw_header, b.view.file_size, p.options,
+                                                                   read_at=overlay_reader(b, b.view, {})))
+    return Outcome(m, Verdict.ERROR, *p.said, said, p.enforced) if said else outcome
 
 
 def _run_artifact(b: Battery, m: Mutant, made: tuple) -> tuple[Outcome, ArtifactView | None]:
@@ -428,20 +469,30 @@ def contract_step(b: Battery, m: Mutant) -> ContractStep:
     return ContractStep(Outcome(m, Verdict.SURVIVED, detail="no generated check changed: the generator ignores this leaf"))
 
 
-def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None) -> Outcome:
+def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None, defer_cpp: bool = False) -> Seen:
     step = step or contract_step(b, m)
     if step.outcome is not None:
-        return step.outcome
+        return Seen(step.outcome)
     plan, prediction = step.plan, step.prediction
-    expect = prediction.expect
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan, b.pieces)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
-                        verify_payload=expect is not None and expect.stage is Stage.PAYLOAD)
+                        verify_payload=prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD)
+    d = report.diagnostic
+    said_by = (d and d.stage, d and d.code, d and d.field)
+    if b.engines == "both" and defer_cpp:
+        pending = CppPending(checker_key_of(step), b.options(plan), engines.Verdict.of_report(report), said_by,
+                             enforced, d is not None and d.stage == Stage.PAYLOAD.value)
+        return Seen(_python_contract(b, m, prediction, report, enforced), pending=pending)
     said = _cpp_contract_disagreement(b, m, plan, report, checker) if b.engines == "both" else None
     if said:
-        d = report.diagnostic
-        return Outcome(m, Verdict.ERROR, d and d.stage, d and d.code, d and d.field, said, enforced)
+        return Seen(Outcome(m, Verdict.ERROR, *said_by, said, enforced))
+    return Seen(_python_contract(b, m, prediction, report, enforced))
+
+
+def _python_contract(b: Battery, m: Mutant, prediction: Prediction, report, enforced: str) -> Outcome:
+    """A contract mutant's outcome from its Python checker's `report` against its `prediction`."""
+    expect = prediction.expect
     if expect is None:
         what = ", ".join(sorted({c.method for c in prediction.changed}))
         reason = m.equivalent or f"changed checks ({what}) still hold for this artifact: a relaxation"
