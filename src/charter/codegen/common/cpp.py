@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import struct
 
 from charter.codegen.common.text import unicode_text
@@ -90,7 +91,11 @@ def cpp_float(v: float, ctype: str) -> str:
     return rounded.hex() + "f"
 
 
+@functools.lru_cache(maxsize=1 << 16)  # a battery comments the same locations in every mutant's checker
 def cpp_comment(text: str) -> str:
     """Text for a `//` comment (C++ and MSL): one line of printable ASCII (others become `_`), with
     no backslash (a line splice would comment out the next line) and no `?` (no trigraph `??/`)."""
-    return "".join(c if 0x20 <= ord(c) < 0x7F and c not in "\\?" else "_" for c in text)
+    return _NOT_IN_COMMENT.sub("_", text)
+
+
+_NOT_IN_COMMENT = re.compile(r"[^\x20-\x7e]|[\\?]")  # each such character (code point) becomes one `_`
