@@ -321,7 +321,7 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     cache.number(mutants)
     run_id = cache.run_id(b, mutants, positions)
     known = cache.known_keys(run_id)
-    if known is not None and len(known) == len(positions):
+    if read and known is not None and len(known) == len(positions):  # with --no-cache, they run as found
         looked = [_stored(cache, b, mutants[i], key, read) for i, key in zip(positions, known)]
     else:
         run.prepare(b, [mutants[i] for i in positions if fuse(mutants[i])])

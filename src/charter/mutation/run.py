@@ -749,12 +749,19 @@ def frozen_heap():
     """The battery (the parsed artifact, its header's strings, the contract, the mutants) lives
     for the whole run: out of the collector's sight, a full collection no longer walks it after
     every few thousand allocations, which cost each mutant time in proportion to the artifact's
-    and the contract's size (gc.freeze; forked workers share the frozen pages untouched)."""
+    and the contract's size (gc.freeze; forked workers share the frozen pages untouched). And a
+    young collection waits for 50,000 allocations, not 700: a mutant's objects (its parsed header,
+    its checker's tables) are mostly freed by their reference counts by then, where at 700 the
+    collector walked each header just parsed, and moved it to the older generations to walk again
+    (a tenth of a 1,000-tensor battery)."""
     gc.collect()
     gc.freeze()
+    threshold = gc.get_threshold()
+    gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
     try:
         yield
     finally:
+        gc.set_threshold(*threshold)
         gc.unfreeze()
 
 
