@@ -306,12 +306,12 @@ class Looked(NamedTuple):
 
 
 def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None,
-               run_todo, read: bool = True, jobs: int = 1, fuse=lambda m: False, cpp: bool = False,
+               run_todo, read: bool = True, jobs: int = 1, fused: bool = False, cpp: bool = False,
                progress=None, finish=None) -> tuple[list[Outcome], int]:
     """The outcomes of the mutants at `positions` (in that order) and how many came from `cache`
     (none unless `read`: --no-cache). Keys are computed in `jobs` workers; a mutant with no valid
-    stored outcome runs there too if `fuse(mutant)` (reusing the file or contract step its key made,
-    and reporting to `progress`), else `run_todo(mutants, checkers)` runs those afterwards. With
+    stored outcome runs there too if `fused` (reusing the file or contract step its key made, and
+    reporting to `progress`), else `run_todo(mutants, checkers)` runs those afterwards. With
     `cpp` (both engines), `checkers` holds the C++ checker key of each contract mutant's plan,
     {id(mutant): key}, for run_todo to prepare them first, and `finish(mutants, outcomes,
     pendings)` finishes the contract mutants that ran with their C++ half left (run.CppPending).
@@ -321,20 +321,21 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     cache.number(mutants)
     run_id = cache.run_id(b, mutants, positions)
     known = cache.known_keys(run_id)
-    if read and known is not None and len(known) == len(positions):  # with --no-cache, they run as found
-        looked = [_stored(cache, b, mutants[i], key, read) for i, key in zip(positions, known)]
+    remembered = read and known is not None and len(known) == len(positions)  # with --no-cache, run as found
+    if remembered:
+        looked = [_stored(cache, b, mutants[i], key) for i, key in zip(positions, known)]
     else:
-        run.prepare(b, [mutants[i] for i in positions if fuse(mutants[i])])
+        if fused:
+            run.prepare(b, [mutants[i] for i in positions])
         report = (lambda n, total, lk: lk.outcome and not lk.pending and progress(n, total, lk.outcome)) \
             if progress else None
         with run.frozen_heap():
-            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read,
-                                                                           fuse(mutants[positions[j]]), cpp),
+            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read, fused, cpp),
                                     jobs, report, pack=lambda lk: lk)  # outcomes come picklable
     cache.remember_run(run_id, [lk.key for lk in looked])
     todo = [i for i, lk in zip(positions, looked) if lk.outcome is None]
     checkers = {id(mutants[i]): lk.checker for i, lk in zip(positions, looked) if lk.checker is not None} \
-        if cpp and known is None else None
+        if cpp and not remembered else None
     ran = dict(zip(todo, run_todo([mutants[i] for i in todo], checkers))) if todo else {}
     deferred = [(i, lk) for i, lk in zip(positions, looked) if lk.pending is not None]
     if deferred:
@@ -351,6 +352,6 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     return out, sum(lk.reused for lk in looked)
 
 
-def _stored(cache: VerdictCache, b: run.Battery, m: Mutant, key: str | None, read: bool) -> Looked:
-    hit = cache.stored(b, m, key) if read else None
+def _stored(cache: VerdictCache, b: run.Battery, m: Mutant, key: str | None) -> Looked:
+    hit = cache.stored(b, m, key)
     return Looked(key, None, hit, hit is not None)

@@ -184,7 +184,7 @@ def _run_mutate(args) -> int:
             return run(battery, todo, jobs=max(1, args.jobs), progress=progress)
 
         def finish(todo, python, pending):
-            _prepare_cpp(cs, battery, todo, args, {id(m): p.key for m, p in zip(todo, pending) if p.key})
+            _prepare_cpp(cs, battery, todo, args, {id(m): p.key for m, p in zip(todo, pending)})
             return in_workers(len(todo), lambda i: finish_cpp(battery, todo[i], python[i], pending[i]),
                               max(1, args.jobs), progress)
 
@@ -194,7 +194,7 @@ def _run_mutate(args) -> int:
         try:
             outcomes, reused = run_cached(battery, mutants, positions, verdicts, run_todo, read=not args.no_cache,
                                           jobs=max(1, args.jobs), progress=progress, cpp=args.engine == "both",
-                                          fuse=lambda m: fused, finish=finish)
+                                          fused=fused, finish=finish)
         except EngineUnavailable as exc:
             print(f"charter: cannot build the C++ checkers of this battery: {exc}", file=sys.stderr)
             return EXIT_USAGE
