@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add, attrgetter, itemgetter
+from operator import add, itemgetter
 from typing import NamedTuple
 
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFHeader, GGUFValueType, parse_gguf, read_gguf
@@ -99,7 +99,6 @@ def parse_view(buf, file_size: int, fmt: str, accepted=None) -> ArtifactView:
 
 
 _TYPE_NAMES = {t: t.name.lower() for t in GGUFValueType}
-_NAME = attrgetter("name")
 _ARRAY = GGUFValueType.ARRAY
 
 
@@ -116,11 +115,11 @@ def _safetensors_entry(key: str, value: str) -> MetaEntry:
 @gc_paused()
 def gguf_view(h: GGUFHeader) -> ArtifactView:
     meta = LazyMeta(h.kvs, _gguf_entry)
-    # each field a column mapped in C, as safetensors_view does (a mutation battery reads a header per mutant)
-    names, dims, gtypes, offsets, sizes, records = (map(itemgetter(k), h.tensors) for k in range(6))
-    starts = list(map(add, offsets, repeat(h.data_offset)))  # TensorInfo.data_start is the header's data_offset
-    tensors = tuple(map(tuple.__new__, repeat(TensorEntry), zip(names, dims, map(_NAME, gtypes), starts,
-                                                                 map(add, starts, sizes), records)))
+    new = tuple.__new__  # a named tuple from its fields, without the call's argument binding
+    tensors = tuple(
+        new(TensorEntry, (name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset))
+        for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
+    )
     return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
                         tensors, h)
 

@@ -101,7 +101,6 @@ import contextlib
 import hashlib
 import math
 import mmap
-import operator
 import os
 import struct
 from dataclasses import dataclass, field
@@ -1105,17 +1104,12 @@ def _tensor_type(type_id: int, field: str, at: int) -> GGMLType:
 def _finish_tensors(raw_infos: list[tuple], file_size: int, alignment: int, data_start: int) -> list[TensorInfo]:
     """Each record's offset, now that the data section's start is known: aligned, and the
     extent inside the file."""
-    offsets = list(map(_OFFSET, raw_infos))
-    if any(map(operator.mod, offsets, repeat(alignment))) or \
-            data_start + max(map(operator.add, offsets, map(_NBYTES, raw_infos)), default=0) > file_size:
-        for name, _, _, offset, nbytes, _, off_at in raw_infos:  # the first misplaced one, in order
-            if offset % alignment or data_start + offset + nbytes > file_size:
-                _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at)
-    # each record's first six fields and the data start, mapped in C (a battery parses a header per mutant)
-    return list(map(_new, repeat(TensorInfo), map(operator.add, map(_RECORD, raw_infos), repeat((data_start,)))))
-
-
-_OFFSET, _NBYTES, _RECORD = operator.itemgetter(3), operator.itemgetter(4), operator.itemgetter(slice(0, 6))
+    out = []
+    for name, dims, gtype, offset, nbytes, start, off_at in raw_infos:
+        if offset % alignment or data_start + offset + nbytes > file_size:
+            _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at)
+        out.append(_new(TensorInfo, (name, dims, gtype, offset, nbytes, start, data_start)))
+    return out
 
 
 def _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at) -> None:
