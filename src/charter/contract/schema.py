@@ -35,7 +35,7 @@ def render_report_schema(report: type | None = None, title: str = "charter admis
     from pydantic import TypeAdapter
 
     from charter.admission.report import AdmissionReport
-    from charter.console import LocationJSON
+    from charter.output_json import LocationJSON
 
     schema = TypeAdapter(tuple[report or AdmissionReport, LocationJSON]).json_schema(mode="serialization")
     defs = schema["$defs"]
@@ -73,8 +73,8 @@ def _results() -> dict[str, tuple[type, ...]]:
     """The result type of each command's JSON (schemas/output.schema.json)."""
     from charter.admission.report import AdmissionReport
     from charter.bundles.report import BundleReport
-    from charter.console import (CheckResult, FixturesCaptureResult, FixturesVerifyResult, GenerateResult,
-                                 LocateResult, WrittenResult)
+    from charter.output_json import (CheckResult, FixturesCaptureResult, FixturesVerifyResult, GenerateResult,
+                                     LocateResult, WrittenResult)
     from charter.diff.render import DiffResultJSON
     from charter.regions.commands import RegionsAdmission
 
@@ -89,7 +89,7 @@ def render_output_schema() -> str:
     """The JSON Schema of what every command prints under --format json."""
     from pydantic import TypeAdapter
 
-    from charter.console import LocationJSON, OutputJSON
+    from charter.output_json import LocationJSON, OutputJSON
 
     results = _results()
     kinds = sorted({t for types in results.values() for t in types}, key=lambda t: t.__name__)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from charter.console import _SCHEMA_CONFIG, DiagnosticJSON, LocationJSON
+from charter.output_json import _SCHEMA_CONFIG, DiagnosticJSON, LocationJSON
 from charter.diff.allowlist import Applied
 from charter.diff.classify import ArtifactVerdict, DiffResult, Finding
 from charter.diff.rules import Category

@@ -831,29 +831,20 @@ def _read_array(cur: _Cursor, field: str) -> GGUFArray:
 def _walk_strings(buf, start: int, count: int, end: int) -> tuple[int, list[int]] | None:
     """Bounds-check `count` length-prefixed strings at `start`: (end of the last, offsets of the
     length prefixes holding a byte >= 0x80), or None if one overruns `end`. No list of every
-    element: a header's 2**20 of them would cost more memory than the header. The first walk only
-    ORs the lengths together (a prefix past `end` fails the read of the view cut at `end`); the
-    offsets of the prefixes with a high byte are collected by a second walk, when there are any."""
-    unpack, p, seen = _U64.unpack_from, start, 0
+    element: a header's 2**20 of them would cost more memory than the header; a prefix with a high
+    byte stands for a string of at least 128 bytes, so there are at most 1/136 as many offsets as
+    the header has bytes. One walk (a prefix past `end` fails the read of the view cut at `end`)."""
+    unpack, p, high, splits = _U64.unpack_from, start, _HIGH_BYTES, []
     with memoryview(buf) as whole, whole[:end] as view:
         try:
             for _ in repeat(None, count):
                 (n,) = unpack(view, p)
-                seen |= n
+                if n & high:
+                    splits.append(p)
                 p += 8 + n
         except (struct.error, OverflowError):  # a length prefix starts past end - 8
             return None
-        if p > end:
-            return None
-        if not seen & _HIGH_BYTES:
-            return p, []
-        splits, p = [], start
-        for _ in repeat(None, count):
-            (n,) = unpack(view, p)
-            if n & _HIGH_BYTES:
-                splits.append(p)
-            p += 8 + n
-        return p, splits
+    return (p, splits) if p <= end else None
 
 
 def _string_overrun(cur: _Cursor, start: int, count: int, field: str) -> None:
