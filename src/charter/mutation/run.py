@@ -240,7 +240,7 @@ class Seen(NamedTuple):
 class CppPending:
     """A contract mutant run with both engines but its C++ checker, whose library is built once
     every mutated contract's checker key is known: that checker (`key`, run with `options`) must
-    then say of the conforming header what the Python checker said (`python`); `said` is that
+    then say of the conforming header what the Python checker said (`python`); `said` is the Python
     checker's diagnostic (stage, code, field) and `enforced` the changed checks, for the outcome of
     a disagreement. A Python rejection at the payload stage, which the C++ engine runs otherwise,
     reruns the whole mutant (`payload`)."""
@@ -753,7 +753,7 @@ def frozen_heap():
     young collection waits for 50,000 allocations, not 700: a mutant's objects (its parsed header,
     its checker's tables) are mostly freed by their reference counts by then, where at 700 the
     collector walked each header just parsed, and moved it to the older generations to walk again
-    (a tenth of a 1,000-tensor battery)."""
+    (a sixth of a 1,000-tensor battery's artifact side)."""
     gc.collect()
     gc.freeze()
     threshold = gc.get_threshold()
