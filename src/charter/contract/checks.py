@@ -19,8 +19,6 @@ Repeated facts are rows (named tuples): a row renders as a plain tuple in genera
 
 from __future__ import annotations
 
-import itertools
-import operator
 from dataclasses import dataclass, fields
 from typing import ClassVar, NamedTuple, Union, assert_never
 
@@ -29,6 +27,7 @@ from charter.contract.plan import (
     ArtifactPlan, BoundRule, Component, HeadRow, KeyAt, MetaCheck, Scalar, StoreField, TensorDigest, ValueRule,
     value_of,
 )
+from charter.memo import IdMemo
 
 At = Location | None
 
@@ -449,15 +448,14 @@ def checks_of(plan: ArtifactPlan) -> tuple[Check, ...]:
     """Every check of the generated checker, in execution order (Note [Ordered admission]). The
     last plan's are kept: a plan is immutable, and a mutation battery asks for a mutant plan's
     checks to predict its verdict and again to render its checker."""
-    if _LAST_PLAN[0] is not plan:
-        out: list[Check] = []
-        for stage in ADMISSION_STAGES:
-            out.extend(_BUILDERS[stage](plan))
-        _LAST_PLAN[:] = [plan, tuple(out)]
-    return _LAST_PLAN[1]
+    return _last_checks(plan)
 
 
-_LAST_PLAN: list = [None, ()]  # the last plan and its checks
+def _checks(plan: ArtifactPlan) -> tuple[Check, ...]:
+    return tuple(c for stage in ADMISSION_STAGES for c in _BUILDERS[stage](plan))
+
+
+_last_checks = IdMemo(_checks, bound=1)
 
 
 def _container(p: ArtifactPlan):
@@ -518,29 +516,15 @@ def _tensors(p: ArtifactPlan):
 
 
 def _tensor_facts(rows) -> tuple[TensorFact, ...]:
-    """`_tensor_fact` of every row, the kept ones looked up in C (a battery's mutant shares all but
-    one row with its contract)."""
-    kept = list(map(_FACTS.get, map(id, rows), itertools.repeat((None, None))))
-    for i in itertools.compress(itertools.count(), map(operator.is_not, rows, map(operator.itemgetter(0), kept))):
-        kept[i] = (rows[i], _tensor_fact(rows[i]))
-    return tuple(map(operator.itemgetter(1), kept))
-
-
-def _tensor_fact(r) -> TensorFact:
     """One TensorFact per resolved row object: a mutation battery resolves a contract once per
     mutant and reuses the rows a mutant did not change (charter.contract.resolve, `memo`), so each
-    row's check, and what consumers derive from it, is made once (Note [Incremental battery])."""
-    kept = _FACTS.get(id(r))
-    if kept is None or kept[0] is not r:
-        if len(_FACTS) >= _MAX_KEPT:
-            _FACTS.clear()
-        fact = TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape, r.codec, r.location)
-        kept = _FACTS[id(r)] = (r, fact)
-    return kept[1]
+    row's check, and what consumers derive from it, is made once (Note [Incremental battery]; Note
+    [Identity memo] in charter.memo)."""
+    return tuple(_tensor_fact.each(rows))
 
 
-_FACTS: dict[int, tuple] = {}  # id(row) -> (row, its TensorFact): the row keeps its id while kept
-_MAX_KEPT = 1 << 18
+_tensor_fact = IdMemo(lambda r: TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape,
+                                           r.codec, r.location))
 
 
 def _codec(p: ArtifactPlan):

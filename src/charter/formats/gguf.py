@@ -354,6 +354,15 @@ class GGUFHeader:
         return default if kv is None else kv.value
 
 
+def _moved(records: list[tuple], shift: int) -> list[tuple]:
+    """Tensor info records (`_read_tensor_infos`') with their file positions moved by `shift`, in a
+    new list."""
+    if not shift:
+        return list(records)
+    return [(name, dims, gtype, offset, nbytes, at + shift, off_at + shift)
+            for name, dims, gtype, offset, nbytes, at, off_at in records]
+
+
 class AcceptedStrings:
     """String arrays and tensor info tables the fast path accepted, by element count, for parses of
     headers that differ from one another in a few bytes (Note [Accepted string arrays])."""
@@ -381,16 +390,12 @@ class AcceptedStrings:
                 lo = mid
             else:
                 hi = mid - 1
-        if not start:
-            return records[:lo], ends[lo - 1] if lo else 0
-        return [(name, dims, gtype, offset, nbytes, at + start, off_at + start)
-                for name, dims, gtype, offset, nbytes, at, off_at in records[:lo]], start + (ends[lo - 1] if lo else 0)
+        return _moved(records[:lo], start), start + (ends[lo - 1] if lo else 0)
 
     def add_table(self, buf, start: int, records: list[tuple], stop: int) -> None:
         """Remember a table the fast path accepted whole, from `start` to `stop`."""
         if len(records) not in self._tables:
-            moved = [(name, dims, gtype, offset, nbytes, at - start, off_at - start)
-                     for name, dims, gtype, offset, nbytes, at, off_at in records]
+            moved = _moved(records, -start)
             self._tables[len(records)] = (bytes(buf[start:stop]), moved, [r[6] + 8 for r in moved],
                                           [r[0] for r in moved])
 
@@ -404,9 +409,7 @@ class AcceptedStrings:
         at = ends[k - 1]
         if pos + len(raw) - at > end or buf[pos:pos + len(raw) - at] != raw[at:] or not seen.keys().isdisjoint(names[k:]):
             return None
-        shift = pos - at
-        return [(name, dims, gtype, offset, nbytes, a + shift, off_at + shift)
-                for name, dims, gtype, offset, nbytes, a, off_at in records[k:]], pos + len(raw) - at
+        return _moved(records[k:], pos - at), pos + len(raw) - at
 
     def find(self, buf, start: int, count: int, end: int) -> bytes | None:
         """The accepted bytes of `count` elements that `buf` holds at `start`, ending by `end`."""

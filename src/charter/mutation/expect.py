@@ -337,14 +337,8 @@ def _row_tensors(row: checks.TensorFact) -> dict[str, tuple]:
 _expected = IdMemo(_row_tensors)  # once per row object (Note [Identity memo] in charter.memo)
 
 
-def _by_name(v: ArtifactView) -> dict:
-    """The view's tensors by name, once per view (a battery predicts every mutant over one view)."""
-    if _VIEW[0] is not v:
-        _VIEW[:] = [v, {t.name: t for t in v.tensors}]
-    return _VIEW[1]
-
-
-_VIEW: list = [None, {}]  # the last view, its tensors by name
+# The view's tensors by name, once per view (a battery predicts every mutant over one view).
+_by_name = IdMemo(lambda v: {t.name: t for t in v.tensors}, bound=1)
 
 
 def _codecs(table, v: ArtifactView) -> Expect | None:

@@ -273,13 +273,7 @@ def finish_cpp(b: Battery, m: Mutant, outcome: Outcome, p: CppPending) -> Outcom
     """A deferred contract mutant's outcome (CppPending), its checker library loaded (prepare_cpp)."""
     if p.payload:
         return run_mutant(b, m)
-    if p.key not in b.cpp_keys:
-        said = "no C++ checker was built for this mutated contract (prepare_cpp)"
-    else:
-        from charter.engines import cpp
-
-        said = engines.disagreement(p.python.header_only(), cpp.run(p.key, b.raw_header, b.view.file_size, p.options,
-                                                                   read_at=overlay_reader(b, b.view, {})))
+    said = _cpp_header_disagreement(b, p.key, p.options, p.python)
     return Outcome(m, Verdict.ERROR, *p.said, said, p.enforced) if said else outcome
 
 
@@ -525,21 +519,28 @@ def _cpp_contract_disagreement(b: Battery, m: Mutant, plan: ArtifactPlan, report
     report. The C++ engine never runs the payload stage (charter.engines.cpp): where Python rejects
     at payload, the C++ checker must admit the header, and the payload stage as `--engine cpp`
     runs it (the values scanned by charter/values.hpp) must give the same diagnostic."""
-    from charter.engines import cpp
     from charter.engines.library import checker_key
 
     key = b.cpp_key_of.get(id(m)) or checker_key(plan)  # prepare_cpp's, of this mutant's plan
-    if key not in b.cpp_keys:
-        return "no C++ checker was built for this mutated contract (prepare_cpp)"
-    said = cpp.run(key, b.raw_header, b.view.file_size, b.options(plan), read_at=overlay_reader(b, b.view, {}))
     python = engines.Verdict.of_report(report)
-    disagree = engines.disagreement(python.header_only(), said)
+    disagree = _cpp_header_disagreement(b, key, b.options(plan), python)
     d = report.diagnostic
     if disagree is None and d is not None and d.stage == Stage.PAYLOAD.value:
         native = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status, verify_payload=True,
                             native_values=True)
         disagree = engines.disagreement(python, engines.Verdict.of_report(native))
     return disagree
+
+
+def _cpp_header_disagreement(b: Battery, key: str, options: engines.Options, python: engines.Verdict) -> str | None:
+    """How the loaded C++ checker `key` differs from the Python verdict on the conforming header
+    (header stages), if it does; an error when no checker was built under `key`."""
+    from charter.engines import cpp
+
+    if key not in b.cpp_keys:
+        return "no C++ checker was built for this mutated contract (prepare_cpp)"
+    said = cpp.run(key, b.raw_header, b.view.file_size, options, read_at=overlay_reader(b, b.view, {}))
+    return engines.disagreement(python.header_only(), said)
 
 
 def _describe(c: Check) -> str:
