@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from charter.admission.runtime import admit_view
-from charter.codegen.driver import render_checker_text
+from charter.codegen.driver import render_checker_text, render_checker_view
 from charter.codegen.python import build
 from charter.contract.checks import checks_of
 from charter.contract.contractset import load_set
@@ -171,9 +171,9 @@ def _calls(module: types.ModuleType) -> list:
 
 @pytest.mark.parametrize("which, every", [("frozen_battery", 1), ("smollm2_battery", 5)])
 def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, every):
-    """The rendered text equals a render with no row escaped before; executed piece by piece, it
-    makes the calls, with equal arguments, that the whole text compiled at once makes, and admits or
-    rejects the artifact alike."""
+    """The rendered text equals a render with no row escaped before; the battery's checker, its
+    tables hoisted and executed piece by piece, makes the calls, with equal arguments, that the
+    whole text compiled at once makes, and admits or rejects the artifact alike."""
     b = request.getfixturevalue(which)
     pieces = Pieces()
     for m, plan in _plans(b, every):
@@ -182,7 +182,7 @@ def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, eve
         assert render_checker_text(plan, "# x") == text, m.id
         whole = types.ModuleType("whole")
         exec(compile(text, "whole", "exec"), whole.__dict__)
-        pieced = pieces.module(text, "pieced")
+        pieced = pieces.checker(plan, "# x", "pieced")
         assert _calls(pieced) == _calls(whole), m.id
         reports = [admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status).to_json()
                    for checker in (whole, pieced)]
@@ -191,14 +191,17 @@ def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, eve
         assert sum(text.startswith("def check_tensors") for text in pieces.code) == 1
 
 
-def test_table_rows_are_values_bound_to_the_function_that_reads_them():
-    text = (
-        "X = 1\n\n\ndef check_a(ctx):\n    ctx.t(\n        rows=(\n            ('a', 1),\n            ('b', (2,)),\n"
-        "        ),\n        at='f:1:1',\n    )\n\n\ndef check_b(ctx):\n    ctx.t(\n        rows=(\n"
-        "            ('c', float('inf')),\n        ),\n        at='f:2:1',\n    )\n\n\nSTAGES = (('a', check_a), ('b', check_b))\n")
-    module = Pieces().module(text, "m")
-    assert _calls(module) == (["a", "b"], [("t", {"rows": (("a", 1), ("b", (2,))), "at": "f:1:1"}),
-                                           ("t", {"rows": (("c", float("inf")),), "at": "f:2:1"})])
+@pytest.mark.parametrize("which", ["frozen_battery", "smollm2_battery"])
+def test_the_hoisted_text_is_the_whole_text_but_its_tables(request, which):
+    """Each table name of the battery's render stands where the whole render has that table's rows,
+    one per line; nothing else differs."""
+    plan = request.getfixturevalue(which).plan
+    tables: list[list[str]] = []
+    hoisted = render_checker_view(build.build(plan, tables), "# x")
+    for i, rows in enumerate(tables):
+        assert hoisted.count(build.table_name(i)) == 1
+        hoisted = hoisted.replace(build.table_name(i), "(\n" + "".join(f"            {r},\n" for r in rows) + "        )")
+    assert tables and hoisted == render_checker_text(plan, "# x")
 
 
 class _Forgetful(AcceptedStrings):

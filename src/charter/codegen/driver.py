@@ -20,7 +20,7 @@ from charter.codegen.common.header import MARK, generated_header
 from charter.codegen.common.inputs import checker_inputs
 from charter.codegen.common.manifest import MANIFEST, python_checker_path, sha256_text, template_hashes
 from charter.codegen.common.render import environment, normalize
-from charter.codegen.python.build import build as build_python_checker
+from charter.codegen.python.build import CheckerView, build as build_python_checker
 from charter.contract.contractset import ContractSet
 from charter.contract.plan import ArtifactPlan
 
@@ -46,10 +46,15 @@ def render_python_checker(cs: ContractSet, plan: ArtifactPlan) -> Output:
 
 
 def render_checker_text(plan: ArtifactPlan, header: str) -> str:
-    """The Python checker of one plan (the mutation battery renders mutated plans in memory)."""
-    text = _environment("charter.codegen.python").get_template("checker.py.jinja").render(
-        header=header, view=build_python_checker(plan))
-    return normalize(text)
+    """The Python checker of one plan."""
+    return render_checker_view(build_python_checker(plan), header)
+
+
+def render_checker_view(view: CheckerView, header: str) -> str:
+    """The Python checker of one view (the mutation battery renders views of mutated plans, their
+    tables hoisted: charter.mutation.assemble)."""
+    return normalize(_environment("charter.codegen.python").get_template("checker.py.jinja").render(
+        header=header, view=view))
 
 
 def render_all(cs: ContractSet) -> list[Output]:

@@ -75,10 +75,8 @@ class Pinned:
         """The generated checker of `plan`, rendered and executed in memory, what it shares with the
         checkers before it compiled once (as charter.mutation.run.checker_module does; that module is
         not imported: it brings the battery's operators, a fifth of a cold diff's time)."""
-        from charter.codegen.driver import render_checker_text
-
-        text = render_checker_text(plan, f"# in-memory checker for {plan.id}")
-        return self.pieces.module(text, f"charter_diff_{plan.id.replace('-', '_').replace('.', '_')}")
+        return self.pieces.checker(plan, f"# in-memory checker for {plan.id}",
+                                   f"charter_diff_{plan.id.replace('-', '_').replace('.', '_')}")
 
     def admit(self, plan: ArtifactPlan, path: Path, require_status: str, payload: bool,
               baseline: bool = False) -> AdmissionReport:

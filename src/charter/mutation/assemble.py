@@ -19,14 +19,15 @@ the whole pipeline would:
   (charter.mutation.expect._Baseline); the independence of the prediction from the checker is
   untouched: it still reads the typed checks and the artifact, never the generated code;
 * the Python renderer escapes each tensor row and each string once (charter.codegen.python.build.
-  _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C; the
-  text rendered is the whole checker, byte for byte;
-* that text is executed piece by piece (here): each top-level statement (the constants, each
-  `check_<stage>` function, STAGES) is compiled once per distinct text, and a table of rows
-  inside a function (`name=(` then one row literal per line) is compiled with its rows replaced by
-  one name bound to the tuple of the rows' values, each row literal compiled once per distinct
-  text. A tuple display of literals evaluates to the tuple of their values, so the module behaves
-  as the whole text compiled at once (tests/mutation/test_incremental.py runs both).
+  _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C;
+* the checker is rendered with each table argument (`name=(` then one row literal per line)
+  replaced by a name (charter.codegen.python.build.build, `tables`), so the text rendered is the
+  whole checker but its tables' rows, and the same for every mutant of a tensor row. That text is
+  executed piece by piece (here): each top-level statement (the constants, each `check_<stage>`
+  function, STAGES) is compiled once per distinct text, and each table's name is bound to the
+  tuple of its rows' values, each row literal evaluated once per distinct text. A tuple display
+  of literals evaluates to the tuple of their values, so the module behaves as the whole text
+  compiled at once (tests/mutation/test_incremental.py runs both).
 """
 
 from __future__ import annotations
@@ -36,12 +37,13 @@ import operator
 import re
 import types
 
+from charter.codegen.driver import render_checker_view
+from charter.codegen.python.build import CheckerView, build, table_name
+from charter.contract.plan import ArtifactPlan
+
 # A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py); a
 # pattern that starts with a newline is found by a scan for that character, not tried at every one.
 _TOP = re.compile(r"\n(?=def |STAGES = )")
-# A table argument of a multi-line call inside a stage function (charter.codegen.python.build._block).
-_TABLE = re.compile(r"(?m)^(        [A-Za-z_][A-Za-z0-9_]*=)\(\n((?:            .*,\n)+)        \),$")
-_ROW_INDENT = 12
 
 
 class Pieces:
@@ -50,23 +52,25 @@ class Pieces:
     def __init__(self) -> None:
         self.code: dict[str, types.CodeType] = {}
         self.rows: dict[str, object] = {}
+        self.views: dict[tuple[CheckerView, str], tuple[types.CodeType, ...]] = {}
 
-    def module(self, text: str, name: str) -> types.ModuleType:
-        """The module `text` defines, as `exec(compile(text))` would build it."""
+    def checker(self, plan: ArtifactPlan, header: str, name: str) -> types.ModuleType:
+        """The module of `plan`'s checker, as `exec(compile(render_checker_text(plan, header)))`
+        would build it."""
+        tables: list[list[str]] = []
+        view = build(plan, tables)
+        codes = self.views.get((view, header))
+        if codes is None:
+            if len(self.views) >= _VIEWS:
+                self.views.clear()
+            text = render_checker_view(view, header)
+            codes = self.views[(view, header)] = tuple(self._compiled(piece, name) for piece in _top_level(text))
         module = types.ModuleType(name)
         namespace = module.__dict__
-        for piece in _top_level(text):
-            owner = _function_name(piece)
-            tables: list[tuple] = []
-
-            def hoist(match: re.Match) -> str:
-                tables.append(self._rows(match.group(2)))
-                return f"{match.group(1)}__charter_{owner}_table_{len(tables) - 1}__,"
-
-            skeleton = _TABLE.sub(hoist, piece)
-            for i, table in enumerate(tables):  # globals of the function, read when it runs
-                namespace[f"__charter_{owner}_table_{i}__"] = table
-            exec(self._compiled(skeleton, name), namespace)
+        for i, rows in enumerate(tables):  # globals of the stage functions, read when they run
+            namespace[table_name(i)] = self._rows(rows)
+        for code in codes:
+            exec(code, namespace)
         return module
 
     def _compiled(self, text: str, name: str) -> types.CodeType:
@@ -75,9 +79,8 @@ class Pieces:
             code = self.code[text] = compile(text, name, "exec")
         return code
 
-    def _rows(self, lines: str) -> tuple:
-        """The values of a table's row lines (`            literal,`), each literal evaluated once."""
-        literals = list(map(operator.itemgetter(slice(_ROW_INDENT, -1)), lines.splitlines()))
+    def _rows(self, literals: list[str]) -> tuple:
+        """The values of a table's row literals, each evaluated once."""
         values = list(map(self.rows.get, literals, itertools.repeat(_NEW)))
         for i in itertools.compress(itertools.count(), map(operator.is_, values, itertools.repeat(_NEW))):
             values[i] = self._row(literals[i])
@@ -89,6 +92,7 @@ class Pieces:
         return self.rows[literal]
 
 
+_VIEWS = 1 << 12  # the views kept: one per distinct checker but its tables (a few kB each)
 _NEW = object()  # a row literal not evaluated before (a row's value may be None)
 
 
@@ -96,9 +100,3 @@ def _top_level(text: str) -> list[str]:
     """`text` cut before each line that starts a function or STAGES."""
     cuts = [0, *(m.start() + 1 for m in _TOP.finditer(text)), len(text)]
     return [text[a:b] for a, b in zip(cuts, cuts[1:])]
-
-
-def _function_name(text: str) -> str:
-    """The function a top-level piece defines ("module" for the constants and STAGES)."""
-    match = re.match(r"def ([A-Za-z_][A-Za-z0-9_]*)\(", text)
-    return match.group(1) if match else "module"

@@ -124,17 +124,21 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
 
 def checker_text(plan: ArtifactPlan) -> str:
     """The generated checker of `plan`, as the battery renders it in memory."""
-    return render_checker_text(plan, f"# in-memory checker for {plan.id}")
+    return render_checker_text(plan, _checker_header(plan))
+
+
+def _checker_header(plan: ArtifactPlan) -> str:
+    return f"# in-memory checker for {plan.id}"
 
 
 def checker_module(plan: ArtifactPlan, pieces: Pieces | None = None, text: str | None = None) -> types.ModuleType:
     """The generated checker of `plan` (`text`, else rendered), executed in memory (never written to
-    disk); with `pieces`, what it shares with checkers executed before is not compiled again (Note
-    [Incremental battery] in charter.mutation.assemble)."""
-    text = checker_text(plan) if text is None else text
+    disk); with `pieces`, rendered and executed without what it shares with the checkers executed
+    before (Note [Incremental battery] in charter.mutation.assemble)."""
     name = f"charter_battery_{plan.id.replace('-', '_').replace('.', '_')}"
     if pieces is not None:
-        return pieces.module(text, name)
+        return pieces.checker(plan, _checker_header(plan), name)
+    text = checker_text(plan) if text is None else text
     module = types.ModuleType(name)
     exec(compile(text, module.__name__, "exec"), module.__dict__)
     return module

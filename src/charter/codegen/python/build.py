@@ -33,35 +33,56 @@ class CheckerView:
     stages: tuple[StageView, ...]
 
 
-def build(plan: ArtifactPlan) -> CheckerView:
-    stages = stage_views(((c.stage, render_call(c)) for c in checks_of(plan)), lit)
+def build(plan: ArtifactPlan, tables: list[list[str]] | None = None) -> CheckerView:
+    """The checker's view; with `tables`, each table argument is rendered as a name
+    (`table_name(i)`) and its row literals appended to `tables`: the mutation battery binds that
+    name to the rows' values instead of rendering, then parsing, a table per mutant (Note
+    [Incremental battery] in charter.mutation.assemble)."""
+    stages = stage_views(((c.stage, render_call(c, tables)) for c in checks_of(plan)), lit)
     return CheckerView(py_docstring(f"{plan.format} artifact contract {plan.id}"), lit(plan.id), lit(plan.model),
                        lit(plan.spec_path), lit(plan.format), lit(plan.status),
                        lit(plan.source._asdict() if plan.source else None), stages)
 
 
-def render_call(check: Check) -> str:
+def render_call(check: Check, tables: list[list[str]] | None = None) -> str:
     """`ctx.method(name=literal, ...)` on one line when it fits, else one argument per line and a
-    table (a tuple of rows) one row per line."""
+    table (a tuple of rows) one row per line, or its name (`build`'s `tables`)."""
     args = arguments(check)
     if not any(isinstance(v, tuple) and len(v) > _WIDTH // 3 for v in args.values()):  # else it cannot fit
         line = f"ctx.{check.method}({', '.join(f'{k}={_literal(v)}' for k, v in args.items())})"
         if len(line) <= _WIDTH:
             return line
-    parts = "".join(f"    {k}={_block(v)},\n" for k, v in args.items())
+    parts = "".join(f"    {k}={_block(v, tables)},\n" for k, v in args.items())
     return f"ctx.{check.method}(\n{parts})"
 
 
 _WIDTH = 116  # the line length of the project (120) less the statement indent
 
 
-def _block(value) -> str:
+def table_name(index: int) -> str:
+    """The name a hoisted table is bound to in the checker's module (`build`'s `tables`)."""
+    return f"__charter_table_{index}__"
+
+
+def _block(value, tables: list[list[str]] | None) -> str:
+    rows = _row_literals(value)
+    if rows is None:
+        return _literal(value)
+    if tables is None:
+        return "(\n" + "".join(map("        {},\n".format, rows)) + "    )"
+    tables.append(rows)
+    return table_name(len(tables) - 1)
+
+
+def _row_literals(value) -> list[str] | None:
+    """The row literals of a table argument (a tuple of rows), None for any other value. A tensor
+    table grows with the model and a mutation battery renders it once per mutant, so each of its
+    rows is escaped once (Note [Identity memo] in charter.memo)."""
     if type(value) is tuple and value and isinstance(value[0], TensorFact):
-        return f"(\n{_tensor_lines(value)}    )"
+        return _tensor_row.each(value)
     if isinstance(value, tuple) and value and all(isinstance(r, tuple) for r in value):
-        rows = "".join(f"        {_literal(r)},\n" for r in value)
-        return f"(\n{rows}    )"
-    return _literal(value)
+        return [_literal(r) for r in value]
+    return None
 
 
 def _literal(value) -> str:
@@ -74,14 +95,7 @@ def _literal(value) -> str:
     return lit(python_value(value))
 
 
-# A tensor table grows with the model and a mutation battery renders it once per mutant, so each
-# row is escaped once (Note [Identity memo] in charter.memo).
 _tensor_row = IdMemo(lambda row: lit(python_value(row)))
-
-
-def _tensor_lines(rows: tuple) -> str:
-    """A tensor table's lines, `_block`'s (a battery's mutant shares all but one row with its contract)."""
-    return "".join(map("        {},\n".format, _tensor_row.each(rows)))
 
 
 def python_value(value):
