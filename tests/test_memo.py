@@ -28,3 +28,19 @@ def test_past_its_bound_it_forgets_everything():
     assert memo.each(objs) == [1, 2, 3] and len(memo._kept) == 1
     memo.clear()
     assert not memo._kept
+
+
+def test_a_table_like_the_last_reuses_its_values_by_position():
+    made = []
+    memo = IdMemo(lambda o: made.append(o) or o[0])
+    rows = [(i,) for i in range(5)]
+    assert memo.each(rows) == [0, 1, 2, 3, 4] and len(made) == 5
+    neighbour = [*rows[:2], (20,), *rows[3:]]
+    got = memo.each(neighbour)
+    assert got == [0, 1, 20, 3, 4] and made[5:] == [(20,)]
+    got.append("a caller's own list")  # the values kept for the next table are not the caller's
+    swapped = [rows[1], rows[0], *neighbour[2:]]
+    assert memo.each(swapped) == [1, 0, 20, 3, 4] and len(made) == 6  # other positions: the kept values
+    assert memo.each(rows[:4]) == [0, 1, 2, 3] and len(made) == 6  # another length: the kept values
+    memo.clear()
+    assert memo.each(rows) == [0, 1, 2, 3, 4] and len(made) == 11

@@ -109,7 +109,11 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     """The battery of one contract; raises BrokenBaseline unless the unchanged checker admits the
     artifact (header stages, with the contract's own status required, as every mutant runs)."""
     loaded = cs.contracts[contract_id]
-    plan = cs.artifacts[contract_id]
+    model_plan = cs.models[cs.artifacts[contract_id].model]
+    memo: dict = {}
+    # resolved again with the memo the mutants' plans share, so its rows are the very objects theirs
+    # are but for the rows a mutant changes (Note [Identity memo] in charter.memo)
+    plan = resolve_artifact(loaded, model_plan, memo=memo)
     model = cs.contracts[plan.model]
     text = checker_text(plan)
     checker = checker_module(plan, text=text)
@@ -119,7 +123,8 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     view = read_view(str(artifact_path), plan.format)
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
-    return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text)
+    return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text,
+                   model_plan=model_plan, tensor_memo=memo)
 
 
 def checker_text(plan: ArtifactPlan) -> str:
@@ -591,9 +596,6 @@ def _resolve(b: Battery, artifact_data: dict, model_data: dict) -> ArtifactPlan:
 
         raise CharterError([Diagnostic(Code.REF_DANGLING, "model", f"no model {artifact.contract.model!r}")])
     if model is b.model:  # an artifact leaf changed: the model resolves as it did for the battery
-        if b.model_plan is None:
-            b.model_plan = resolve_model(model)
-            resolve_artifact(b.loaded, b.model_plan, memo=b.tensor_memo)  # the rows mutants splice into
         return resolve_artifact(artifact, b.model_plan, memo=b.tensor_memo)
     return resolve_artifact(artifact, resolve_model(model), memo=b.tensor_memo)
 
