@@ -29,9 +29,11 @@ from __future__ import annotations
 import errno
 import fnmatch
 import hashlib
+import itertools
 import json
 import bisect
 import math
+import operator
 import os
 import stat
 from collections.abc import Iterable
@@ -46,6 +48,7 @@ from charter.floatbits import f64_bits, float_bits
 from charter.formats.ggml_types import codec_bytes, row_header
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
 from charter.language import align_up, expand, meets
+from charter.memo import IdMemo
 
 # Keys the container stage owns (container.alignment), never "extra" metadata.
 CONTAINER_KEYS = {"gguf": {"general.alignment"}}
@@ -306,17 +309,20 @@ class Context:
         """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...).
         `at` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
         at_set = at
-        expected, position = _inventory(rows)
+        expected, wanted = _inventory(rows)
         if self.only is not None:
-            held = sorted((name for name in self.only if name in position), key=position.__getitem__)
-            expected = {name: expected[name] for name in held}
+            expected = {name: fact for name, fact in expected.items() if name in self.only}
+            wanted = {name: wanted[name] for name in expected}
         # Each loop below runs only where a test in C says it can find something (a mutation
         # battery admits thousands of variants of one header).
-        actual: dict[str, TensorEntry] = {t.name: t for t in self.view.tensors}
-        for t in self.view.tensors if len(actual) != len(self.view.tensors) else ():
-            if actual.pop(t.name, None) is None:
-                self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
-                          1, 2, t.offset)
+        actual, have = _by_name(self.view)
+        if len(actual) != len(self.view.tensors):
+            seen: set[str] = set()
+            for t in self.view.tensors:
+                if t.name in seen:
+                    self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
+                              1, 2, t.offset)
+                seen.add(t.name)
         for name, (_, _, _, at) in expected.items() if not expected.keys() <= actual.keys() else ():  # pragma: no mutate -- cost only: with every expected name present the loop finds none
             if name not in actual:
                 self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", at, "present",
@@ -325,10 +331,10 @@ class Context:
             if name not in expected and not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", t.offset)
-        for name, (role, shape, codec, at) in expected.items():
+        # the names whose (shape, codec) differs from the file's, in contract order, found in C
+        for name in itertools.compress(wanted, map(operator.ne, wanted.values(), map(have.__getitem__, wanted))):
+            role, shape, codec, at = expected[name]
             t = actual[name]
-            if t.shape == shape and t.codec == codec:
-                continue
             if len(t.shape) != len(shape):
                 self.mismatch(Code.TENSOR_RANK, f"tensors.{name}.rank", len(shape), len(t.shape), at, t.offset,
                               f" ({role})")
@@ -677,24 +683,43 @@ def _json_type(value: object) -> str:
 
 
 
-# The last inventory expanded, as (rows, name -> fact, name -> position): the shards of a bundle run
-# one checker, whose tensor rows are one constant tuple, so its 1,658 names are expanded once, not
-# once per shard (Note [Bundle stages]). Only a tuple is kept: it cannot change under the cache.
-_EXPANDED: list[tuple[tuple, dict[str, tuple], dict[str, int]]] = []
+# The last inventory expanded, as (rows, name -> fact, name -> (shape, codec)): the shards of a
+# bundle run one checker, whose tensor rows are one constant tuple, so its 1,658 names are expanded
+# once, not once per shard (Note [Bundle stages]). Only a tuple is kept: it cannot change under the cache.
+_EXPANDED: list[tuple[tuple, dict[str, tuple], dict[str, tuple]]] = []
 
 
-def _inventory(rows: Iterable[tuple]) -> tuple[dict[str, tuple], dict[str, int]]:
-    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order."""
+def _inventory(rows: Iterable[tuple]) -> tuple[dict[str, tuple], dict[str, tuple]]:
+    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order, and
+    (shape, codec) by name."""
     if _EXPANDED and _EXPANDED[0][0] is rows:
         return _EXPANDED[0][1], _EXPANDED[0][2]
-    expected: dict[str, tuple] = {}
-    for name, repeat, role, shape, codec, at in rows:
-        for concrete in expand(name, repeat):
-            expected[concrete] = (role, shape, codec, at)
-    position = {name: i for i, name in enumerate(expected)}
+    table = rows if type(rows) is tuple else list(rows)
+    entries = _expanded_row.each(table)
+    expected = dict(itertools.chain.from_iterable(map(operator.itemgetter(0), entries)))
+    want = dict(itertools.chain.from_iterable(map(operator.itemgetter(1), entries)))
     if type(rows) is tuple:
-        _EXPANDED[:] = [(rows, expected, position)]
-    return expected, position
+        _EXPANDED[:] = [(rows, expected, want)]
+    return expected, want
+
+
+def _expand_row(row: tuple) -> tuple[list, list]:
+    """A row's (name, fact) and (name, (shape, codec)) pairs, once per row object: a mutation
+    battery's checkers share all but a row of their tables (Note [Identity memo] in charter.memo)."""
+    name, repeat, role, shape, codec, at = row
+    names = expand(name, repeat)
+    return [(n, (role, shape, codec, at)) for n in names], [(n, (shape, codec)) for n in names]
+
+
+_expanded_row = IdMemo(_expand_row)
+
+
+def _names(view: ArtifactView) -> tuple[dict[str, TensorEntry], dict[str, tuple]]:
+    """The file's tensors by name, and (shape, codec) by name (the last of a duplicated name)."""
+    return {t.name: t for t in view.tensors}, {t.name: (t.shape, t.codec) for t in view.tensors}
+
+
+_by_name = IdMemo(_names, bound=1)  # a contract mutant's checker reads the battery's one view
 
 
 def _by_extent(tensors) -> list:
