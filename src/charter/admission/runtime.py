@@ -315,7 +315,7 @@ class Context:
             wanted = {name: wanted[name] for name in expected}
         # Each loop below runs only where a test in C says it can find something (a mutation
         # battery admits thousands of variants of one header).
-        actual, have = _by_name(self.view)
+        actual = _by_name(self.view)
         if len(actual) != len(self.view.tensors):
             seen: set[str] = set()
             for t in self.view.tensors:
@@ -332,7 +332,8 @@ class Context:
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", t.offset)
         # the names whose (shape, codec) differs from the file's, in contract order, found in C
-        for name in itertools.compress(wanted, map(operator.ne, wanted.values(), map(have.__getitem__, wanted))):
+        found = map(_SHAPE_AND_CODEC, map(actual.__getitem__, wanted))
+        for name in itertools.compress(wanted, map(operator.ne, wanted.values(), found)):
             role, shape, codec, at = expected[name]
             t = actual[name]
             if len(t.shape) != len(shape):
@@ -714,11 +715,12 @@ def _expand_row(row: tuple) -> tuple[list, list]:
 _expanded_row = IdMemo(_expand_row)
 
 
-def _names(view: ArtifactView) -> tuple[dict[str, TensorEntry], dict[str, tuple]]:
-    """The file's tensors by name, and (shape, codec) by name (the last of a duplicated name)."""
-    return {t.name: t for t in view.tensors}, {t.name: (t.shape, t.codec) for t in view.tensors}
+def _names(view: ArtifactView) -> dict[str, TensorEntry]:
+    """The file's tensors by name (the last of a duplicated name)."""
+    return {t.name: t for t in view.tensors}
 
 
+_SHAPE_AND_CODEC = operator.attrgetter("shape", "codec")
 _by_name = IdMemo(_names, bound=1)  # a contract mutant's checker reads the battery's one view
 
 

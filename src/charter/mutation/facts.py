@@ -9,32 +9,50 @@ EVERYTHING; one that differs from the conforming file at all also changes ("file
 
 from __future__ import annotations
 
+from itertools import repeat
+from operator import attrgetter, sub
+from typing import NamedTuple
+
 from charter.admission.view import ArtifactView, parse_view
 from charter.contract.checks import EVERYTHING, Fact
 from charter.diagnostics import CharterError
 from charter.formats.gguf import GGUFArray
+from charter.memo import IdMemo
 
 FILE: Fact = ("file",)
 UNREAD = object()  # changed(): no parsed view at hand
 _ABSENT = object()
 
 
-def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None = None) -> dict[Fact, object]:
+class Facts(NamedTuple):
+    """A parsed header's facts and their values: the tensors' apart, (shape, codec) by name, as
+    many as the header has tensors, compared in C."""
+
+    general: dict[Fact, object]
+    tensors: dict[str, tuple]
+
+
+def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None = None) -> Facts:
     """Each fact of a parsed header and its value; `modulus`: the conforming file's alignment,
     the only way the layout stage reads the data offset; `held`: the conforming file's keys
     (None: this is it), as the key set check reads them (charter.contract.checks.reads)."""
     d = view.data_offset
     held = frozenset(view.meta) if held is None else held
+    tensors = view.tensors
     out: dict[Fact, object] = {
         ("format",): view.format, ("version",): view.version, ("alignment",): view.alignment,
         ("header_aligned",): view.header_len_aligned, ("keys",): tuple(k for k in view.meta if k not in held),
-        ("tensor-list",): tuple(t.name for t in view.tensors),
-        ("extents",): (tuple((t.start - d, t.end - d) for t in view.tensors), view.file_size - d, d % modulus),
+        ("tensor-list",): tuple(map(_NAME, tensors)),
+        ("extents",): (tuple(zip(map(sub, map(_START, tensors), repeat(d)), map(sub, map(_END, tensors), repeat(d)))),
+                       view.file_size - d, d % modulus),
     }
     out.update((("meta", key), record) for key, record in _records(view, buf).items())
-    for t in reversed(view.tensors):  # the first of a name, as the checks find it
-        out[("tensor", t.name)] = (t.shape, t.codec)
-    return out
+    # the first of a name, as the checks find it
+    return Facts(out, dict(zip(map(_NAME, reversed(tensors)), map(_SHAPE_AND_CODEC, reversed(tensors)))))
+
+
+_NAME, _START, _END = attrgetter("name"), attrgetter("start"), attrgetter("end")
+_SHAPE_AND_CODEC = attrgetter("shape", "codec")
 
 
 def _records(view: ArtifactView, buf) -> dict[str, object]:
@@ -49,7 +67,7 @@ def _records(view: ArtifactView, buf) -> dict[str, object]:
     return out
 
 
-def changed(conforming: dict[Fact, object], raw_header: bytes, file_size: int, fmt: str, accepted, modulus: int,
+def changed(conforming: Facts, raw_header: bytes, file_size: int, fmt: str, accepted, modulus: int,
             made: tuple, view: ArtifactView | None | object = UNREAD) -> frozenset[Fact]:
     """The facts the file `made` (a mutant's header, size and data patches) changes; `view`: its
     header as the admission run parsed it (None: the reader refused it), else parsed here."""
@@ -64,9 +82,13 @@ def changed(conforming: dict[Fact, object], raw_header: bytes, file_size: int, f
             view = None
     if view is None:
         return EVERYTHING
-    mutant = facts_of(view, buf, modulus, frozenset(f[1] for f in conforming if f[0] == "meta"))
-    return frozenset({FILE, *(f for f in conforming.keys() | mutant.keys()
-                              if conforming.get(f, _ABSENT) != mutant.get(f, _ABSENT))})
+    mutant = facts_of(view, buf, modulus, _held(conforming))
+    was, now = conforming.general, mutant.general
+    return frozenset({FILE, *(f for f in was.keys() | now.keys() if was.get(f, _ABSENT) != now.get(f, _ABSENT)),
+                      *{("tensor", name) for name, _ in conforming.tensors.items() ^ mutant.tensors.items()}})
+
+
+_held = IdMemo(lambda conforming: frozenset(f[1] for f in conforming.general if f[0] == "meta"), bound=1)
 
 
 def touches(reads: frozenset[Fact], facts: frozenset[Fact]) -> bool:
