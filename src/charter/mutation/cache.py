@@ -74,7 +74,7 @@ from charter.mutation import facts, locations, run, value_ops
 from charter.mutation.digests import charter_sources, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
-_FORMAT = 3
+_FORMAT = 4
 _RUNS = 8  # the runs whose keys are remembered: a few shards, an edit and its revert
 
 
@@ -96,7 +96,8 @@ class VerdictCache:
             b.require_status, _header(b.plan), repr([c for c in b.checks if isinstance(c, checks.Exclude)])]))
         self._all = _digest(b.checks)
         self._payload = _digest([c for c in b.checks if c.stage is Stage.PAYLOAD])
-        self._judging = [(_RANK[c.stage.value], repr(c), checks.reads(c), _codes(c)) for c in b.checks]
+        # each check by the digest of its literals and locations: a tensor table's text is hashed once
+        self._judging = [(_RANK[c.stage.value], sha256(repr(c)), checks.reads(c), _codes(c)) for c in b.checks]
         self._modulus = b.view.alignment or 1
         self._conforming = facts.facts_of(b.view, b.raw_header, self._modulus)
         self._occurrence: dict[int, int] = {}
