@@ -128,7 +128,35 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
         "the table shifted by a longer name": _variants(buf)["the arrays shifted by a longer name"],
         "the table shifted back by a shorter name": buf.replace(struct.pack("<Q", 20) + b"general.architecture",
                                                                 struct.pack("<Q", 19) + b"general.architectur", 1),
+        "a middle record deleted": _records(buf, len(h.tensors) - 1, (middle.info_offset, _end(h, middle)), b""),
+        "the first record deleted": _records(buf, len(h.tensors) - 1, (first.info_offset, second.info_offset), b""),
+        "the last record deleted": _records(buf, len(h.tensors) - 1, (last.info_offset, last_offset + 8), b""),
+        "a record added after the middle": _records(buf, len(h.tensors) + 1, (_end(h, middle),) * 2,
+                                                    _renamed(buf[middle.info_offset:_end(h, middle)])),
+        "a record added at the end": _records(buf, len(h.tensors) + 1, (last_offset + 8,) * 2,
+                                              _renamed(buf[middle.info_offset:_end(h, middle)])),
+        "a record added, named as the next": _records(buf, len(h.tensors) + 1, (middle.info_offset,) * 2,
+                                                      buf[middle.info_offset:_end(h, middle)]),
+        "a record deleted, the next named as it": _records(
+            buf, len(h.tensors) - 1, (middle.info_offset, _end(h, h.tensors[len(h.tensors) // 2 + 1])),
+            buf[middle.info_offset:_end(h, middle)]),
     }
+
+
+def _end(h, t) -> int:
+    """Where the record of tensor `t` (not the last) ends: where the next starts."""
+    return h.tensors[h.tensors.index(t) + 1].info_offset
+
+
+def _renamed(record: bytes) -> bytes:
+    """The record with the first byte of its name changed (a name no other record has)."""
+    return record[:8] + bytes([record[8] ^ 0x20]) + record[9:]
+
+
+def _records(buf: bytes, count: int, span: tuple[int, int], new: bytes) -> bytes:
+    """`buf` with the bytes of `span` replaced by `new` and the tensor count set to `count`."""
+    out = buf[:span[0]] + new + buf[span[1]:]
+    return out[:8] + struct.pack("<Q", count) + out[16:]
 
 
 @pytest.mark.parametrize("name", ["unchanged", "a middle and the last record changed", "another dim", "another name byte", "invalid UTF-8 in a name",
@@ -137,7 +165,10 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
                                   "a middle record named as an earlier one", "a middle record named as a later one",
                                   "another offset of the last record",
                                   "the table shifted by a longer name",
-                                  "the table shifted back by a shorter name"])
+                                  "the table shifted back by a shorter name", "a middle record deleted",
+                                  "the first record deleted", "the last record deleted",
+                                  "a record added after the middle", "a record added at the end",
+                                  "a record added, named as the next", "a record deleted, the next named as it"])
 def test_a_shared_tensor_table_reads_as_without_it(header, name):
     """An accepted tensor info table is reused only where the loop would read the same records."""
     buf, size = header
@@ -159,7 +190,9 @@ def test_an_accepted_table_is_not_read_again(header, monkeypatch):
 
 
 @pytest.mark.parametrize("name, changed", [("another offset of the last record", -1),
-                                           ("another dim of a middle record", "middle")])
+                                           ("another dim of a middle record", "middle"),
+                                           ("a middle record deleted", "middle"),
+                                           ("a record added after the middle", "after the middle")])
 def test_only_a_changed_record_is_read_again(header, monkeypatch, name, changed):
     from charter.formats import gguf
 
@@ -169,7 +202,7 @@ def test_only_a_changed_record_is_read_again(header, monkeypatch, name, changed)
     variant = _table_variants(buf, size)[name]
     plain = _outcome(variant, size, None)
     count = len(parse_gguf(buf, size).tensors)
-    index = count // 2 if changed == "middle" else count - 1
+    index = {"middle": count // 2, "after the middle": count // 2 + 1, -1: count - 1}[changed]
     read = []
     checked = gguf._read_tensor_info
     monkeypatch.setattr(gguf, "_TAIL_READERS", {})  # every record the loop reads goes to the checked path

@@ -81,17 +81,20 @@ checked path never consults it.
 
 The tensor info table is kept the same way (1,000 records cost about 2.5 ms of Python steps):
 the bytes of a table the fast loop read whole (no record went to the checked path), from its first
-record to its last one's end, under its record count, with each record's file positions stored
-relative to its start. In a table of that count, the longest run of leading records whose bytes
-are the kept table's first records' and which end within the readable header (all of them, when
-nothing in the table changed) is those records moved to where the table starts: the loop reads
-only those bytes, bounded by the same end, and the names it has seen before each of them are the
-kept table's, which has no duplicate, so it would accept each again with the same fields. The
-loop then reads the records after them as usual, with their names as seen, and after each of the
-first few it reads, looks for the rest of the kept table: if the bytes that follow are the kept
-table's last records' (same count, ending within the readable header) and none of their names is
-one the loop has seen, the loop would accept each of them again, so they are those records moved
-to where they now start. Nothing is consulted without the fast paths (FAST_PATHS).
+record to its last one's end, under its record count (a few counts), with each record's file
+positions stored relative to its start. Whether the loop accepts a record, and with which fields,
+depends on its bytes, the readable end and the names seen before it, never on the table's count
+or the record's index. So in a table of any count, the longest run of leading records (at most
+that count) whose bytes are a kept table's first records' and which end within the readable
+header (all of them, when nothing in the table changed) is those records moved to where the table
+starts: the loop reads only those bytes, bounded by the same end, and the names it has seen
+before each of them are the kept table's, which has no duplicate, so it would accept each again
+with the same fields. The loop then reads the records after them as usual, with their names as
+seen, and after each of the first few it reads, looks for the rest of a kept table: if the bytes
+that follow are a kept table's last records', as many as the table still has to read (a record
+deleted or added shifts the rest by one), ending within the readable header, and none of their
+names is one the loop has seen, the loop would accept each of them again, so they are those
+records moved to where they now start. Nothing is consulted without the fast paths (FAST_PATHS).
 """
 
 from __future__ import annotations
@@ -371,46 +374,57 @@ class AcceptedStrings:
     __slots__ = ("_by_count", "_tables")
 
     PER_COUNT = 4  # arrays kept per element count: a header has a few string arrays, not many
+    TABLES = 4  # tensor info tables kept, each of another record count
 
     def __init__(self) -> None:
         self._by_count: dict[int, list[bytes]] = {}
         self._tables: dict[int, tuple] = {}  # count -> (bytes, records at offset 0, where each ends, names)
 
     def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int]:
-        """The leading records of `count` tensor infos at `start`, ending by `end`, that
-        `_read_tensor_infos` would read as it read them in a table of that count it accepted
-        before (their bytes are that table's first records'), moved to `start`; and where they stop."""
-        kept = self._tables.get(count)
-        if kept is None:
-            return [], start
-        raw, records, ends, _ = kept
-        lo, hi = 0, bisect.bisect_right(ends, end - start)  # hi: the records that end by `end`
-        while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
-            mid = (lo + hi + 1) // 2
-            if buf[start:start + ends[mid - 1]] == raw[:ends[mid - 1]]:
-                lo = mid
-            else:
-                hi = mid - 1
-        return _moved(records[:lo], start), start + (ends[lo - 1] if lo else 0)
+        """The most leading records, at most `count` tensor infos at `start` ending by `end`, that
+        `_read_tensor_infos` would read as it read them in a table it accepted before (their bytes
+        are that table's first records'), moved to `start`; and where they stop."""
+        best, best_stop = [], start
+        for raw, records, ends, _ in self._candidates(count):
+            lo, hi = 0, min(count, bisect.bisect_right(ends, end - start))  # hi: the records that end by `end`
+            while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
+                mid = (lo + hi + 1) // 2
+                if buf[start:start + ends[mid - 1]] == raw[:ends[mid - 1]]:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            if lo > len(best):
+                best, best_stop = (records, lo), start + ends[lo - 1]
+        return (_moved(best[0][:best[1]], start), best_stop) if best else ([], start)
 
     def add_table(self, buf, start: int, records: list[tuple], stop: int) -> None:
         """Remember a table the fast path accepted whole, from `start` to `stop`."""
-        if len(records) not in self._tables:
+        if len(records) not in self._tables and len(self._tables) < self.TABLES:
             moved = _moved(records, -start)
             self._tables[len(records)] = (bytes(buf[start:stop]), moved, [r[6] + 8 for r in moved],
                                           [r[0] for r in moved])
 
     def rest(self, buf, pos: int, count: int, k: int, end: int, seen: dict) -> tuple[list[tuple], int] | None:
-        """Records `k`.. of the table of `count` accepted before, moved to `pos`, and where they stop,
-        if `buf` holds their bytes there, ending by `end`, and no name in `seen` is one of theirs."""
-        kept = self._tables.get(count)
-        if kept is None or not 0 < k <= count:
+        """Records `k`.. of a table of `count`: the last `count - k` of a table accepted before,
+        moved to `pos`, and where they stop, if `buf` holds their bytes there, ending by `end`, and
+        no name in `seen` is one of theirs."""
+        if not 0 < k <= count:
             return None
-        raw, records, ends, names = kept
-        at = ends[k - 1]
-        if pos + len(raw) - at > end or buf[pos:pos + len(raw) - at] != raw[at:] or not seen.keys().isdisjoint(names[k:]):
-            return None
-        return _moved(records[k:], pos - at), pos + len(raw) - at
+        for raw, records, ends, names in self._candidates(count):
+            j = len(records) - (count - k)  # the first of the kept records that would be record k
+            if j < 1:
+                continue
+            at = ends[j - 1]
+            if pos + len(raw) - at <= end and buf[pos:pos + len(raw) - at] == raw[at:] \
+                    and seen.keys().isdisjoint(names[j:]):
+                return _moved(records[j:], pos - at), pos + len(raw) - at
+        return None
+
+    def _candidates(self, count: int) -> list[tuple]:
+        """The kept tables, the one of `count` records first: a table one record shorter or longer
+        (a record deleted or added) shares its leading and its last records with another."""
+        first = self._tables.get(count)
+        return [first, *(t for c, t in self._tables.items() if c != count)] if first else list(self._tables.values())
 
     def find(self, buf, start: int, count: int, end: int) -> bytes | None:
         """The accepted bytes of `count` elements that `buf` holds at `start`, ending by `end`."""
