@@ -991,28 +991,24 @@ def test_a_shard_is_checked_for_the_tensors_placed_in_it():
 
 
 def test_the_inventory_is_expanded_once_per_tuple():
-    expected, wanted = runtime._inventory(TABLE)
-    assert list(expected) == ["a", "blk.0.w", "blk.1.w"] and list(wanted) == list(expected)
-    assert expected["blk.1.w"] == ("norm", (32,), "F16", AT2) and wanted["blk.1.w"] == ((32,), "F16")
-    assert runtime._EXPANDED == [(TABLE, expected, wanted)]
-    again = runtime._inventory(TABLE)
-    assert again[0] is expected and again[1] is wanted  # the shards of a bundle share it
+    expected = runtime._inventory(TABLE)
+    assert list(expected) == ["a", "blk.0.w", "blk.1.w"] and expected["blk.1.w"] == ("norm", (32,), "F16", AT2)
+    assert runtime._EXPANDED == [(TABLE, expected)]
+    assert runtime._inventory(TABLE) is expected  # the shards of a bundle share it
     rows = [TABLE[0]]  # a list can change under a cache: expanded every time, never kept
-    assert list(runtime._inventory(rows)[0]) == ["a"]
+    assert list(runtime._inventory(rows)) == ["a"]
     rows.append(TABLE[1])
-    assert list(runtime._inventory(rows)[0]) == ["a", "blk.0.w", "blk.1.w"]
+    assert list(runtime._inventory(rows)) == ["a", "blk.0.w", "blk.1.w"]
     assert runtime._EXPANDED[0][0] is TABLE
     other = (TABLE[0],)
-    assert list(runtime._inventory(other)[0]) == ["a"] and runtime._EXPANDED[0][0] is other
+    assert list(runtime._inventory(other)) == ["a"] and runtime._EXPANDED[0][0] is other
     generated = (row for row in TABLE)  # any iterable of rows
-    assert runtime._inventory(generated) == (expected, wanted) and runtime._EXPANDED[0][0] is other
+    assert runtime._inventory(generated) == expected and runtime._EXPANDED[0][0] is other
 
 
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():
     rows = (("a", (), "x", (1,), "F32", AT), ("b", (), "y", (2,), "F32", AT), ("a", (), "z", (3,), "F16", AT2))
-    expected, wanted = runtime._inventory(rows)
-    assert list(expected.items()) == [("a", ("z", (3,), "F16", AT2)), ("b", ("y", (2,), "F32", AT))]
-    assert list(wanted.items()) == [("a", ((3,), "F16")), ("b", ((2,), "F32"))]
+    assert list(runtime._inventory(rows).items()) == [("a", ("z", (3,), "F16", AT2)), ("b", ("y", (2,), "F32", AT))]
 
 
 def test_a_shard_reports_its_first_missing_tensor_in_contract_order():

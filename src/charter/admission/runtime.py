@@ -309,10 +309,9 @@ class Context:
         """Rows (name template, repeat, role, shape, codec, at); `repeat` is ((placeholder, count), ...).
         `at` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
         at_set = at
-        expected, wanted = _inventory(rows)
+        expected = _inventory(rows)
         if self.only is not None:
             expected = {name: fact for name, fact in expected.items() if name in self.only}
-            wanted = {name: wanted[name] for name in expected}
         # Each loop below runs only where a test in C says it can find something (a mutation
         # battery admits thousands of variants of one header).
         actual = _by_name(self.view)
@@ -332,8 +331,9 @@ class Context:
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", t.offset)
         # the names whose (shape, codec) differs from the file's, in contract order, found in C
-        found = map(_SHAPE_AND_CODEC, map(actual.__getitem__, wanted))
-        for name in itertools.compress(wanted, map(operator.ne, wanted.values(), found)):
+        wanted = map(_FACT_SHAPE_AND_CODEC, expected.values())
+        found = map(_SHAPE_AND_CODEC, map(actual.__getitem__, expected))
+        for name in itertools.compress(expected, map(operator.ne, wanted, found)):
             role, shape, codec, at = expected[name]
             t = actual[name]
             if len(t.shape) != len(shape):
@@ -360,9 +360,7 @@ class Context:
         geometry = {name: (block, nbytes, header, at) for name, block, nbytes, header, at in rows}
         # Only a cost: `starts` is read for a codec with a row header alone (no mutant here changes a verdict).
         starts = sorted({t.start for t in v.tensors}) if any(g[2] for g in geometry.values()) else []  # pragma: no mutate -- cost only
-        for t in v.tensors:
-            if t.codec not in geometry:
-                continue
+        for t in _codec_suspects(v, geometry):  # of a listed codec
             block, block_bytes, header, at = geometry[t.codec]
             row = t.shape[0] if v.format == "gguf" else (t.shape[-1] if t.shape else 1)
             if block <= 0 or row % block:
@@ -404,26 +402,28 @@ class Context:
                 self.fail(Code.LAYOUT_DATA_OFFSET, "layout.alignment",
                           f"data section starts at {v.data_offset}, not a multiple of {alignment}",
                           alignment_at, alignment, v.data_offset)
-            for t in v.tensors:
+            starts = _columns(v)[0]
+            for t in v.tensors if any(map(operator.mod, starts, itertools.repeat(alignment))) else ():  # pragma: no mutate -- cost only: with every start aligned (the data offset is) the loop finds none
                 relative = t.start - v.data_offset
                 if relative % alignment:
                     self.fail(Code.LAYOUT_ALIGNMENT, f"tensors.{t.name}.offset",
                               f"{t.name} starts at data offset {relative}, not a multiple of {alignment}",
                               alignment_at, alignment, relative, t.offset)
-        for t in v.tensors:
+        starts, ends = _columns(v)[:2]
+        for t in v.tensors if v.tensors and (min(starts) < v.data_offset or max(ends) > v.file_size) else ():  # pragma: no mutate -- cost only: with every extent inside the data section the loop finds none
             if t.start < v.data_offset or t.end > v.file_size:
                 self.fail(Code.LAYOUT_BOUNDS, f"tensors.{t.name}.offset",
                           f"{t.name} spans [{t.start}, {t.end}), outside the data section "
                           f"[{v.data_offset}, {v.file_size})", None, f"[{v.data_offset}, {v.file_size})",
                           f"[{t.start}, {t.end})", t.offset)
         if sorted:
-            for prev, t in zip(v.tensors, v.tensors[1:]):
+            for prev, t in zip(v.tensors, v.tensors[1:]) if any(map(operator.lt, starts[1:], starts)) else ():  # pragma: no mutate -- cost only: with no start before the one before it the loop finds none
                 if t.start < prev.start:
                     self.fail(Code.LAYOUT_ORDER, f"tensors.{t.name}.offset",
                               f"{t.name} starts at {t.start}, before {prev.name} at {prev.start} (layout.sorted)",
                               sorted_at, f">= {prev.start}", t.start, t.offset)
-        spans = _by_extent(v.tensors)
-        for prev, t in zip(spans, spans[1:]):
+        spans, span_starts, span_ends = _by_extent(v)
+        for prev, t in zip(spans, spans[1:]) if any(map(operator.lt, span_starts[1:], span_ends)) else ():  # pragma: no mutate -- cost only: with no extent starting before the one before it ends the loop finds none
             if t.start < prev.end:
                 self.fail(Code.LAYOUT_OVERLAP, f"tensors.{t.name}.offset",
                           f"{t.name} [{t.start}, {t.end}) overlaps {prev.name} [{prev.start}, {prev.end})",
@@ -431,7 +431,8 @@ class Context:
         step = alignment or 1
         if packed:
             cursor = v.data_offset
-            for t in spans:
+            packed_at_each = map(operator.eq, span_starts, map(align_up, [cursor, *span_ends], itertools.repeat(step)))
+            for t in spans if not all(packed_at_each) else ():  # pragma: no mutate -- cost only: with every extent where packing puts it the loop finds none
                 if t.start != align_up(cursor, step):  # the data section's start is aligned (checked above)
                     self.fail(Code.LAYOUT_GAP, f"tensors.{t.name}.offset",
                               f"{t.name} starts at {t.start}; packed layout puts it at {align_up(cursor, step)} "
@@ -684,35 +685,32 @@ def _json_type(value: object) -> str:
 
 
 
-# The last inventory expanded, as (rows, name -> fact, name -> (shape, codec)): the shards of a
-# bundle run one checker, whose tensor rows are one constant tuple, so its 1,658 names are expanded
-# once, not once per shard (Note [Bundle stages]). Only a tuple is kept: it cannot change under the cache.
-_EXPANDED: list[tuple[tuple, dict[str, tuple], dict[str, tuple]]] = []
+# The last inventory expanded, as (rows, name -> fact): the shards of a bundle run one checker,
+# whose tensor rows are one constant tuple, so its 1,658 names are expanded once, not once per
+# shard (Note [Bundle stages]). Only a tuple is kept: it cannot change under the cache.
+_EXPANDED: list[tuple[tuple, dict[str, tuple]]] = []
 
 
-def _inventory(rows: Iterable[tuple]) -> tuple[dict[str, tuple], dict[str, tuple]]:
-    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order, and
-    (shape, codec) by name."""
+def _inventory(rows: Iterable[tuple]) -> dict[str, tuple]:
+    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order."""
     if _EXPANDED and _EXPANDED[0][0] is rows:
-        return _EXPANDED[0][1], _EXPANDED[0][2]
-    table = rows if type(rows) is tuple else list(rows)
-    entries = _expanded_row.each(table)
-    expected = dict(itertools.chain.from_iterable(map(operator.itemgetter(0), entries)))
-    want = dict(itertools.chain.from_iterable(map(operator.itemgetter(1), entries)))
+        return _EXPANDED[0][1]
+    expected = dict(itertools.chain.from_iterable(_expanded_row.each(rows if type(rows) is tuple else list(rows))))
     if type(rows) is tuple:
-        _EXPANDED[:] = [(rows, expected, want)]
-    return expected, want
+        _EXPANDED[:] = [(rows, expected)]
+    return expected
 
 
-def _expand_row(row: tuple) -> tuple[list, list]:
-    """A row's (name, fact) and (name, (shape, codec)) pairs, once per row object: a mutation
-    battery's checkers share all but a row of their tables (Note [Identity memo] in charter.memo)."""
+def _expand_row(row: tuple) -> list[tuple[str, tuple]]:
+    """A row's (name, fact) pairs, once per row object: a mutation battery's checkers share all but
+    a row of their tables (Note [Identity memo] in charter.memo)."""
     name, repeat, role, shape, codec, at = row
-    names = expand(name, repeat)
-    return [(n, (role, shape, codec, at)) for n in names], [(n, (shape, codec)) for n in names]
+    fact = (role, shape, codec, at)
+    return [(n, fact) for n in expand(name, repeat)]
 
 
 _expanded_row = IdMemo(_expand_row)
+_FACT_SHAPE_AND_CODEC = operator.itemgetter(1, 2)
 
 
 def _names(view: ArtifactView) -> dict[str, TensorEntry]:
@@ -724,8 +722,44 @@ _SHAPE_AND_CODEC = operator.attrgetter("shape", "codec")
 _by_name = IdMemo(_names, bound=1)  # a contract mutant's checker reads the battery's one view
 
 
-def _by_extent(tensors) -> list:
-    return sorted(tensors, key=lambda t: (t.start, t.end))
+def _tensor_columns(view: ArtifactView) -> tuple[list[int], list[int]]:
+    """The starts and the ends of the file's tensors, in file order."""
+    return list(map(_START, view.tensors)), list(map(_END, view.tensors))
+
+
+def _extents(view: ArtifactView) -> tuple[list, list[int], list[int]]:
+    """The file's tensors by extent (start, then end), their starts and their ends, in that order."""
+    starts, ends = _columns(view)
+    if all(map(operator.lt, starts, starts[1:])):  # pragma: no mutate -- cost only: a file in extent order needs no sort
+        return list(view.tensors), starts, ends
+    spans = sorted(view.tensors, key=lambda t: (t.start, t.end))
+    return spans, list(map(_START, spans)), list(map(_END, spans))
+
+
+def _codec_suspects(v: ArtifactView, geometry: dict[str, tuple]):
+    """The tensors the codec check may reject, in file order: those of a listed codec whose extent
+    is not the size their shape has in that codec, and every one of a codec with a row header, or
+    whose block does not divide its row. The others pass every test of the check (only a cost)."""
+    listed = list(itertools.compress(v.tensors, map(geometry.__contains__, map(_CODEC, v.tensors))))
+    keys = list(zip(map(_CODEC, listed), map(_SHAPE, listed)))
+    sizes = {key: _plain_size(v.format, geometry[key[0]], key[1]) for key in set(keys)}
+    extents = map(operator.sub, map(_END, listed), map(_START, listed))
+    return itertools.compress(listed, map(operator.ne, map(sizes.__getitem__, keys), extents))
+
+
+def _plain_size(fmt: str, g: tuple, shape: tuple[int, ...]) -> int | None:
+    """The extent of a tensor of `shape` in a codec of geometry `g` that the codec check passes;
+    None when the check must look at it (a row header, a block that does not divide the row)."""
+    block, block_bytes, header, _ = g
+    row = shape[0] if fmt == "gguf" else (shape[-1] if shape else 1)
+    if header or block <= 0 or row % block:
+        return None
+    return codec_bytes(math.prod(shape), row, block, block_bytes, header)
+
+
+_START, _END, _CODEC, _SHAPE = (operator.attrgetter(f) for f in ("start", "end", "codec", "shape"))
+_columns = IdMemo(_tensor_columns, bound=1)  # a contract mutant's checker reads the battery's one view
+_by_extent = IdMemo(_extents, bound=1)
 
 
 # --- running a checker -----------------------------------------------------------------------
