@@ -20,7 +20,8 @@ from charter.contract.load import contract_from_document
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.formats.gguf import AcceptedStrings
-from charter.mutation import expect, run as run_module, value_ops
+from charter.admission.view import parse_view
+from charter.mutation import expect, facts, run as run_module, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.run import all_mutants, load_battery
 from tests.conftest import ROOT
@@ -303,3 +304,33 @@ def test_both_engines_judge_value_mutants_as_without_the_shared_header(smollm2_b
     other = _with_another_header(values[0])
     outcome = run_module.run_mutant(b, other)
     assert outcome.stage == "identity" and outcome.verdict.value != "error", outcome  # both engines agree
+
+
+@pytest.mark.parametrize("which", ["frozen_battery", "smollm2_battery"])
+def test_the_tensor_facts_a_mutant_changes_are_the_name_by_name_comparisons(request, which):
+    """charter.mutation.facts compares the tensors by position when both files name the same ones in
+    the same order: it finds what comparing each name's first tensor finds."""
+    b = request.getfixturevalue(which)
+    modulus = b.view.alignment or 1
+    conforming = facts.facts_of(b.view, b.raw_header, modulus)
+
+    def by_name(view):
+        first = {}
+        for t in view.tensors:
+            first.setdefault(t.name, (t.shape, t.codec))
+        return first
+
+    was = by_name(b.view)
+    seen = {"by position": 0, "by name": 0}
+    for m in [m for m in all_mutants(b, "artifact") if m.make is not None][::3 if which == "smollm2_battery" else 1]:
+        buf, size = m.make()[:2]
+        try:
+            view = parse_view(buf, size, b.plan.format)
+        except CharterError:
+            continue
+        now = by_name(view)
+        want = {n for n in was.keys() | now.keys() if was.get(n) != now.get(n)}
+        mutant = facts.facts_of(view, buf, modulus)
+        assert facts._changed_tensors(conforming, mutant) == want, m.id
+        seen["by position" if mutant.names == conforming.names else "by name"] += 1
+    assert seen["by position"] and seen["by name"], seen

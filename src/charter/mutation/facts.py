@@ -9,8 +9,8 @@ EVERYTHING; one that differs from the conforming file at all also changes ("file
 
 from __future__ import annotations
 
-from itertools import repeat
-from operator import attrgetter, sub
+from itertools import compress, repeat
+from operator import attrgetter, ne, sub
 from typing import NamedTuple
 
 from charter.admission.view import ArtifactView, parse_view
@@ -25,11 +25,17 @@ _ABSENT = object()
 
 
 class Facts(NamedTuple):
-    """A parsed header's facts and their values: the tensors' apart, (shape, codec) by name, as
-    many as the header has tensors, compared in C."""
+    """A parsed header's facts and their values; the tensors' (("tensor", name): shape and codec,
+    as many as the header has tensors) as columns in file order, compared in C."""
 
     general: dict[Fact, object]
-    tensors: dict[str, tuple]
+    names: tuple[str, ...]
+    shapes: tuple[tuple[int, ...], ...]
+    codecs: tuple[str, ...]
+
+    def tensor_facts(self) -> dict[str, tuple]:
+        """(shape, codec) by name, of the first tensor of a name, as the checks find it."""
+        return dict(zip(reversed(self.names), zip(reversed(self.shapes), reversed(self.codecs))))
 
 
 def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None = None) -> Facts:
@@ -39,20 +45,19 @@ def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None 
     d = view.data_offset
     held = frozenset(view.meta) if held is None else held
     tensors = view.tensors
+    names = tuple(map(_NAME, tensors))
     out: dict[Fact, object] = {
         ("format",): view.format, ("version",): view.version, ("alignment",): view.alignment,
         ("header_aligned",): view.header_len_aligned, ("keys",): tuple(k for k in view.meta if k not in held),
-        ("tensor-list",): tuple(map(_NAME, tensors)),
-        ("extents",): (tuple(zip(map(sub, map(_START, tensors), repeat(d)), map(sub, map(_END, tensors), repeat(d)))),
+        ("tensor-list",): names,
+        ("extents",): (tuple(map(sub, map(_START, tensors), repeat(d))), tuple(map(sub, map(_END, tensors), repeat(d))),
                        view.file_size - d, d % modulus),
     }
     out.update((("meta", key), record) for key, record in _records(view, buf).items())
-    # the first of a name, as the checks find it
-    return Facts(out, dict(zip(map(_NAME, reversed(tensors)), map(_SHAPE_AND_CODEC, reversed(tensors)))))
+    return Facts(out, names, tuple(map(_SHAPE, tensors)), tuple(map(_CODEC, tensors)))
 
 
-_NAME, _START, _END = attrgetter("name"), attrgetter("start"), attrgetter("end")
-_SHAPE_AND_CODEC = attrgetter("shape", "codec")
+_NAME, _START, _END, _SHAPE, _CODEC = (attrgetter(f) for f in ("name", "start", "end", "shape", "codec"))
 
 
 def _records(view: ArtifactView, buf) -> dict[str, object]:
@@ -85,10 +90,21 @@ def changed(conforming: Facts, raw_header: bytes, file_size: int, fmt: str, acce
     mutant = facts_of(view, buf, modulus, _held(conforming))
     was, now = conforming.general, mutant.general
     return frozenset({FILE, *(f for f in was.keys() | now.keys() if was.get(f, _ABSENT) != now.get(f, _ABSENT)),
-                      *{("tensor", name) for name, _ in conforming.tensors.items() ^ mutant.tensors.items()}})
+                      *zip(repeat("tensor"), _changed_tensors(conforming, mutant))})
+
+
+def _changed_tensors(conforming: Facts, mutant: Facts) -> set[str]:
+    """The names whose tensor fact differs: by position when both files name the same tensors in
+    the same order, once each (the first of a name is then the only one), else name by name."""
+    names = conforming.names
+    if mutant.names == names and _distinct(conforming):
+        return {*compress(names, map(ne, mutant.shapes, conforming.shapes)),
+                *compress(names, map(ne, mutant.codecs, conforming.codecs))}
+    return {name for name, _ in conforming.tensor_facts().items() ^ mutant.tensor_facts().items()}
 
 
 _held = IdMemo(lambda conforming: frozenset(f[1] for f in conforming.general if f[0] == "meta"), bound=1)
+_distinct = IdMemo(lambda conforming: len(set(conforming.names)) == len(conforming.names), bound=1)
 
 
 def touches(reads: frozenset[Fact], facts: frozenset[Fact]) -> bool:
