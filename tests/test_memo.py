@@ -44,3 +44,13 @@ def test_a_table_like_the_last_reuses_its_values_by_position():
     assert memo.each(rows[:4]) == [0, 1, 2, 3] and len(made) == 6  # another length: the kept values
     memo.clear()
     assert memo.each(rows) == [0, 1, 2, 3, 4] and len(made) == 11
+
+
+def test_a_table_unlike_the_last_is_looked_up_whole():
+    made = []
+    memo = IdMemo(lambda o: made.append(o) or o[0])
+    rows = [(i,) for i in range(40)]
+    assert memo.each(rows) == list(range(40))
+    assert memo.each(rows[::-1]) == list(range(40))[::-1] and len(made) == 40  # every position differs
+    shifted = [("new",), *rows[:-1]]
+    assert memo.each(shifted) == ["new", *range(39)] and len(made) == 41

@@ -11,7 +11,8 @@ only for the very object it was made from. Hashing by value would cost what the 
 row's dims, a 1.7 MB vocabulary). A memo holds at most `bound` entries and forgets them all at
 once past it: a battery's working set is one contract and one header. A table asked for whole
 (`each`) is compared with the last one asked for, position by position: a mutant's table is its
-neighbour's but for a row or two, so only the rows at other positions are looked up.
+neighbour's but for a row or two, so only the rows at other positions are looked up (all of them,
+in C, when there are more than a few).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ T = TypeVar("T")
 V = TypeVar("V")
 
 _MISS = (None, None)
+_FEW = 16  # positions where a table differs from the last, beyond which its values are looked up in C
 _OBJECT, _VALUE = itemgetter(0), itemgetter(1)
 
 
@@ -50,9 +52,10 @@ class IdMemo(Generic[T, V]):
         """`[self(o) for o in objs]`: the last table's values where it holds the same object, the
         kept values looked up in C elsewhere (Note [Identity memo])."""
         last_objs, last_values = self._last
-        if len(objs) == len(last_objs):
+        differ = list(compress(count(), map(is_not, objs, last_objs))) if len(objs) == len(last_objs) else None
+        if differ is not None and len(differ) <= _FEW:
             values = last_values.copy()
-            for i in compress(count(), map(is_not, objs, last_objs)):
+            for i in differ:
                 values[i] = self(objs[i])
         else:
             kept = list(map(self._kept.get, map(id, objs), repeat(_MISS)))

@@ -81,10 +81,11 @@ checked path never consults it.
 
 The tensor info table is kept the same way (1,000 records cost about 2.5 ms of Python steps):
 the bytes of a table the fast loop read whole (no record went to the checked path), from its first
-record to its last one's end, under its record count (a few counts), with each record's file
-positions stored relative to its start. Whether the loop accepts a record, and with which fields,
-depends on its bytes, the readable end and the names seen before it, never on the table's count
-or the record's index. So in a table of any count, the longest run of leading records (at most
+record to its last one's end, under its record count (a few counts), with its records and where
+it started (a record is moved by how far from there a table starts; the battery reads the
+conforming table first). Whether the loop accepts a record, and with which fields, depends on its
+bytes, the readable end and the names seen before it, never on the table's count or the record's
+index. So in a table of any count, the longest run of leading records (at most
 that count) whose bytes are a kept table's first records' and which end within the readable
 header (all of them, when nothing in the table changed) is those records moved to where the table
 starts: the loop reads only those bytes, bounded by the same end, and the names it has seen
@@ -360,7 +361,7 @@ class GGUFHeader:
 
 def _moved(records: list[tuple], shift: int) -> list[tuple]:
     """Tensor info records (`_read_tensor_infos`') with their file positions moved by `shift`, in a
-    new list."""
+    new list (the very records when they stay: a table read where it was read before)."""
     if not shift:
         return list(records)
     return [(name, dims, gtype, offset, nbytes, at + shift, off_at + shift)
@@ -378,14 +379,15 @@ class AcceptedStrings:
 
     def __init__(self) -> None:
         self._by_count: dict[int, list[bytes]] = {}
-        self._tables: dict[int, tuple] = {}  # count -> (bytes, records at offset 0, where each ends, names)
+        # count -> (bytes, records where they were read, where each ends from the start, names, the start)
+        self._tables: dict[int, tuple] = {}
 
     def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int]:
         """The most leading records, at most `count` tensor infos at `start` ending by `end`, that
         `_read_tensor_infos` would read as it read them in a table it accepted before (their bytes
         are that table's first records'), moved to `start`; and where they stop."""
         best, best_stop = [], start
-        for raw, records, ends, _ in self._candidates(count):
+        for raw, records, ends, _, origin in self._candidates(count):
             lo, hi = 0, min(count, bisect.bisect_right(ends, end - start))  # hi: the records that end by `end`
             while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
                 mid = (lo + hi + 1) // 2
@@ -394,15 +396,14 @@ class AcceptedStrings:
                 else:
                     hi = mid - 1
             if lo > len(best):
-                best, best_stop = (records, lo), start + ends[lo - 1]
-        return (_moved(best[0][:best[1]], start), best_stop) if best else ([], start)
+                best, best_stop = (records, lo, origin), start + ends[lo - 1]
+        return (_moved(best[0][:best[1]], start - best[2]), best_stop) if best else ([], start)
 
     def add_table(self, buf, start: int, records: list[tuple], stop: int) -> None:
         """Remember a table the fast path accepted whole, from `start` to `stop`."""
         if len(records) not in self._tables and len(self._tables) < self.TABLES:
-            moved = _moved(records, -start)
-            self._tables[len(records)] = (bytes(buf[start:stop]), moved, [r[6] + 8 for r in moved],
-                                          [r[0] for r in moved])
+            self._tables[len(records)] = (bytes(buf[start:stop]), list(records), [r[6] + 8 - start for r in records],
+                                          [r[0] for r in records], start)
 
     def rest(self, buf, pos: int, count: int, k: int, end: int, seen: dict) -> tuple[list[tuple], int] | None:
         """Records `k`.. of a table of `count`: the last `count - k` of a table accepted before,
@@ -410,14 +411,14 @@ class AcceptedStrings:
         no name in `seen` is one of theirs."""
         if not 0 < k <= count:
             return None
-        for raw, records, ends, names in self._candidates(count):
+        for raw, records, ends, names, origin in self._candidates(count):
             j = len(records) - (count - k)  # the first of the kept records that would be record k
             if j < 1:
                 continue
             at = ends[j - 1]
             if pos + len(raw) - at <= end and buf[pos:pos + len(raw) - at] == raw[at:] \
                     and seen.keys().isdisjoint(names[j:]):
-                return _moved(records[j:], pos - at), pos + len(raw) - at
+                return _moved(records[j:], pos - at - origin), pos + len(raw) - at
         return None
 
     def _candidates(self, count: int) -> list[tuple]:

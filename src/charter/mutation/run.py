@@ -123,8 +123,10 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     view = read_view(str(artifact_path), plan.format)
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
+    accepted = AcceptedStrings()
+    parse_view(raw, view.file_size, plan.format, accepted)  # the conforming table first: mutants' records are its
     return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text,
-                   model_plan=model_plan, tensor_memo=memo)
+                   model_plan=model_plan, tensor_memo=memo, accepted=accepted)
 
 
 def checker_text(plan: ArtifactPlan) -> str:
