@@ -180,6 +180,7 @@ def test_a_mutant_checker_is_the_fresh_render_compiled_whole(request, which, eve
     for m, plan in _plans(b, every):
         text = render_checker_text(plan, "# x")
         build._tensor_row.clear()
+        build._CALLS.clear()
         assert render_checker_text(plan, "# x") == text, m.id
         whole = types.ModuleType("whole")
         exec(compile(text, "whole", "exec"), whole.__dict__)
@@ -334,3 +335,29 @@ def test_the_tensor_facts_a_mutant_changes_are_the_name_by_name_comparisons(requ
         assert facts._changed_tensors(conforming, mutant) == want, m.id
         seen["by position" if mutant.names == conforming.names else "by name"] += 1
     assert seen["by position"] and seen["by name"], seen
+
+
+def test_a_call_is_rendered_once_per_text_of_its_check(monkeypatch):
+    """A check equal to another but for a value's type (1.0 == 1 == True) is rendered as itself;
+    past its bound the memo forgets every call."""
+    from charter.contract.checks import MetaType, MetaTypes, Value, text_of
+    from charter.diagnostics import Stage
+
+    rendered = []
+    real = build._render_call
+    monkeypatch.setattr(build, "_render_call", lambda c, t: rendered.append(c) or real(c, t))
+    monkeypatch.setattr(build, "_CALLS", {})
+    values = [Value(stage=Stage.METADATA, key="k", ctype="float32", value=v, at="f:1:1") for v in (1.0, 1, True)]
+    assert values[0] == values[1] == values[2]
+    assert [build.render_call(v) for v in values] == [f"ctx.value(stage='metadata', key='k', ctype='float32', "
+                                                      f"value={v}, at='f:1:1')" for v in ("1.0", "1", "True")]
+    assert build.render_call(values[0]) == build.render_call(values[0], []) and len(rendered) == 4
+    table = MetaTypes(facts=tuple(MetaType(f"key.{i}", "uint32", None, f"f:{i}:1") for i in range(40)))
+    tables, again = [["x"]], [["x"]]
+    assert build.render_call(table, tables) == build.render_call(table, again) and len(rendered) == 5
+    assert tables == again and len(tables) == 2 and build.table_name(1) in build.render_call(table, [["x"]])
+    assert build.table_name(0) in build.render_call(table, [])  # another count of tables before: another call
+    monkeypatch.setattr(build, "_CALLS_KEPT", len(build._CALLS))
+    other = dataclasses.replace(values[0], key="k2")
+    statement = build.render_call(other)
+    assert build._CALLS == {(text_of(other), None): (statement, ())}

@@ -328,6 +328,12 @@ Check = Union[
 KINDS: tuple[type, ...] = Check.__args__
 
 
+def text_of(check: Check) -> str:
+    """The check as text: its kind, every field and each value with its type (1, 1.0 and True
+    differ), so two checks with one text render and run alike (a key for memos and caches)."""
+    return repr(check)
+
+
 def arguments(check: Check) -> dict[str, object]:
     """The check's fields by name, in declaration order: the keyword arguments of its call."""
     return {f.name: getattr(check, f.name) for f in fields(check)}

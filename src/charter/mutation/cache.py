@@ -97,7 +97,7 @@ class VerdictCache:
         self._all = _digest(b.checks)
         self._payload = _digest([c for c in b.checks if c.stage is Stage.PAYLOAD])
         # each check by the digest of its literals and locations: a tensor table's text is hashed once
-        self._judging = [(_RANK[c.stage.value], sha256(repr(c)), checks.reads(c), _codes(c)) for c in b.checks]
+        self._judging = [(_RANK[c.stage.value], _check_digest(c), checks.reads(c), _codes(c)) for c in b.checks]
         self._modulus = b.view.alignment or 1
         self._conforming = facts.facts_of(b.view, b.raw_header, self._modulus)
         self._occurrence: dict[int, int] = {}
@@ -138,7 +138,7 @@ class VerdictCache:
         p = step.prediction
         cited = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
                                   dropped=m.operator.startswith("drop"))
-        pieces = ["checked", _checks_text(p.changed), repr(p.expect), _header(step.plan), repr(sorted(cited))]
+        pieces = ["checked", _digest(p.changed), repr(p.expect), _header(step.plan), repr(sorted(cited))]
         if p.expect is not None and p.expect.stage is Stage.PAYLOAD:
             pieces.append(self._payload)
         if any(isinstance(c, checks.Exclude) for c in p.changed):
@@ -257,17 +257,22 @@ def _codes(c: checks.Check) -> frozenset[str] | None:
     return None if codes is None else frozenset(code.value for code in codes)
 
 
-_ROW_TEXT = IdMemo(repr)  # a resolved tensor row -> its repr (Note [Identity memo])
-
-
-def _checks_text(some_checks) -> str:
-    """`repr(list(some_checks))`, a tensor table's rows each written once per battery."""
-    return "[" + ", ".join(f"Tensors(rows=({', '.join(_ROW_TEXT.each(c.rows))}), at={c.at!r})"
-                           if isinstance(c, checks.Tensors) else repr(c) for c in some_checks) + "]"
-
-
 def _digest(some_checks) -> str:
-    return hashlib.sha256(repr(list(some_checks)).encode()).hexdigest()
+    """The digest of some checks, in order, from each one's (_check_digest)."""
+    return sha256("\n".join(map(_check_digest, some_checks)))
+
+
+def _check_text(c: checks.Check) -> str:
+    """charter.contract.checks.text_of, a tensor table's rows each written once per battery."""
+    if isinstance(c, checks.Tensors):
+        return f"Tensors(rows=({', '.join(_ROW_TEXT.each(c.rows))}), at={c.at!r})"
+    return checks.text_of(c)
+
+
+_ROW_TEXT = IdMemo(repr)  # a resolved tensor row -> its repr (Note [Identity memo])
+# A check -> the digest of its text: each of the contract's checks hashed once per battery, not once
+# per mutant that removes it. A few kept: a mutant's checks hold its whole tensor table.
+_check_digest = IdMemo(lambda c: sha256(_check_text(c)), bound=64)
 
 
 def _frozen(changed: frozenset) -> list:

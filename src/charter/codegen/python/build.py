@@ -14,7 +14,7 @@ from charter.codegen.common.python import py_literal as lit
 from charter.codegen.common.stages import StageView, stage_views
 from charter.diagnostics import Location
 from charter.diagnostics import Stage as AdmissionStage
-from charter.contract.checks import Check, TensorFact, arguments, checks_of
+from charter.contract.checks import Check, TensorFact, Tensors, arguments, checks_of, text_of
 from charter.contract.plan import ArtifactPlan
 from charter.memo import IdMemo
 
@@ -46,7 +46,30 @@ def build(plan: ArtifactPlan, tables: list[list[str]] | None = None) -> CheckerV
 
 def render_call(check: Check, tables: list[list[str]] | None = None) -> str:
     """`ctx.method(name=literal, ...)` on one line when it fits, else one argument per line and a
-    table (a tuple of rows) one row per line, or its name (`build`'s `tables`)."""
+    table (a tuple of rows) one row per line, or its name (`build`'s `tables`). A mutation battery
+    renders the same few dozen checks in every mutant's checker, so a call is rendered once per
+    text of its check (charter.contract.checks.text_of), but a tensor table's, whose
+    rows are escaped once each (`_row_literals`)."""
+    if type(check) is Tensors:
+        return _render_call(check, tables)
+    key = (text_of(check), None if tables is None else len(tables))
+    kept = _CALLS.get(key)
+    if kept is None:
+        before = 0 if tables is None else len(tables)
+        statement = _render_call(check, tables)
+        if len(_CALLS) >= _CALLS_KEPT:
+            _CALLS.clear()
+        kept = _CALLS[key] = (statement, () if tables is None else tuple(tables[before:]))
+    elif tables is not None:
+        tables.extend(kept[1])
+    return kept[0]
+
+
+_CALLS: dict[tuple[str, int | None], tuple[str, tuple]] = {}  # (check text, tables before) -> call, its tables
+_CALLS_KEPT = 1 << 12
+
+
+def _render_call(check: Check, tables: list[list[str]] | None) -> str:
     args = arguments(check)
     if not any(isinstance(v, tuple) and len(v) > _WIDTH // 3 for v in args.values()):  # else it cannot fit
         line = f"ctx.{check.method}({', '.join(f'{k}={_literal(v)}' for k, v in args.items())})"
