@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
-from operator import add, attrgetter, itemgetter
+from operator import add, itemgetter
 from typing import NamedTuple
 
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFHeader, GGUFValueType, parse_gguf, read_gguf
@@ -115,16 +115,13 @@ def _safetensors_entry(key: str, value: str) -> MetaEntry:
 @gc_paused()
 def gguf_view(h: GGUFHeader) -> ArtifactView:
     meta = LazyMeta(h.kvs, _gguf_entry)
-    # each field a column mapped in C, each entry a named tuple built without the call's argument binding
-    names, dims, types, offsets, sizes, infos, data_starts = zip(*h.tensors) if h.tensors else ((),) * 7
-    starts = list(map(add, offsets, data_starts))
-    tensors = tuple(map(tuple.__new__, repeat(TensorEntry),
-                        zip(names, dims, map(_NAME, types), starts, map(add, starts, sizes), infos)))
+    new = tuple.__new__  # a named tuple from its fields, without the call's argument binding
+    tensors = tuple(
+        new(TensorEntry, (name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset))
+        for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
+    )
     return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
                         tensors, h)
-
-
-_NAME = attrgetter("name")
 
 
 @gc_paused()

@@ -110,7 +110,6 @@ import struct
 from dataclasses import dataclass, field
 from enum import IntEnum
 from itertools import repeat
-from operator import add, gt, mod
 from typing import ClassVar, NamedTuple
 
 from charter.diagnostics import CharterError, Code, Diagnostic
@@ -1113,16 +1112,13 @@ def _tensor_type(type_id: int, field: str, at: int) -> GGMLType:
 
 def _finish_tensors(raw_infos: list[tuple], file_size: int, alignment: int, data_start: int) -> list[TensorInfo]:
     """Each record's offset, now that the data section's start is known: aligned, and the
-    extent inside the file. Column by column, mapped in C: a mutation battery reads thousands of
-    variants of one table."""
-    if not raw_infos:
-        return []
-    names, dims, types, offsets, sizes, starts, offsets_at = zip(*raw_infos)
-    if any(map(mod, offsets, repeat(alignment))) or any(map(gt, map(add, offsets, sizes), repeat(file_size - data_start))):  # pragma: no mutate -- cost only: the loop finds the first misplaced record, or none
-        for name, offset, nbytes, off_at in zip(names, offsets, sizes, offsets_at):
-            if offset % alignment or data_start + offset + nbytes > file_size:
-                _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at)
-    return list(map(_new, repeat(TensorInfo), zip(names, dims, types, offsets, sizes, starts, repeat(data_start))))
+    extent inside the file."""
+    out = []
+    for name, dims, gtype, offset, nbytes, start, off_at in raw_infos:
+        if offset % alignment or data_start + offset + nbytes > file_size:
+            _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at)
+        out.append(_new(TensorInfo, (name, dims, gtype, offset, nbytes, start, data_start)))
+    return out
 
 
 def _finish_tensor(file_size, alignment, data_start, name, offset, nbytes, off_at) -> None:
