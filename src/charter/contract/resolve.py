@@ -611,9 +611,11 @@ class _Base:
 
 def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, base: _Base, done: dict,
             placed: dict):
-    """What the loop of _expand_tensors returns when the rows are `base`'s (same count, by identity),
-    or are but one that resolves without error into names no other row has; None otherwise, and then
-    the loop does it all, reporting what it finds."""
+    """What the loop of _expand_tensors returns, and reports, when the rows are `base`'s (same count,
+    by identity), or are but one, which is dropped with its errors, or kept, with or without errors,
+    with names no other row has: the loop would report that row's errors alone (every other row
+    resolved without error, into names no other row has). None otherwise, and then the loop does it
+    all, reporting what it finds."""
     items = a.tensors
     if len(items) != len(base.items):
         return None
@@ -627,12 +629,15 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
     errors = len(c.diagnostics)
     placed_row = _place(c, a, items[j], j, env, model, done, placed,
                         MAX_EXPANDED_TENSORS - len(base.out) + (end - start))
-    if placed_row is None or placed_row is _TOO_MANY or len(c.diagnostics) != errors:
+    if placed_row is None:  # dropped, its errors reported
+        return base.out[:start] + base.out[end:], base.rows[:j] + base.rows[j + 1:]
+    if placed_row is _TOO_MANY:
         del c.diagnostics[errors:]  # the loop reports them, in its order
         return None
     row, checks = placed_row
     names = [check.name for check in checks]
     if len(set(names)) != len(names) or any(base.owner.get(n, j) != j for n in names):
+        del c.diagnostics[errors:]
         return None
     return base.out[:start] + checks + base.out[end:], base.rows[:j] + (row,) + base.rows[j + 1:]
 
