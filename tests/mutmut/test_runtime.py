@@ -650,6 +650,44 @@ def test_layout_trailing():
     assert ctx(_packed(file_size=128)).layout(alignment=32, sorted=True, packed=True, trailing="allow", **LAT) is None
 
 
+def test_layout_names_the_first_offender_after_valid_neighbours():
+    """Each layout loop runs only when a test in C says it finds something; it then names the first
+    tensor that breaks its rule, past others that only touch its limits."""
+    # a start off the alignment whose extent ends aligned, after aligned ones
+    ts = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 96, 128, record=2),
+          tensor("c", (8,), "F32", 132, 160, record=3)]
+    assert rejection(ctx(view(tensors=ts)).layout, 32, False, False, "allow", LAT)["field"] == "tensors.c.offset"
+    # the first tensor starts at the data section and the last ends at the file's end: both inside
+    ts = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 32, 40, record=2)]
+    assert rejection(ctx(view(tensors=ts, file_size=96)).layout, None, False, False, "allow", LAT)["field"] == \
+        "tensors.b.offset"
+    ts = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 96, 200, record=2),
+          tensor("c", (8,), "F32", 128, 150, record=3)]
+    assert rejection(ctx(view(tensors=ts, file_size=160)).layout, None, False, False, "allow", LAT)["field"] == \
+        "tensors.b.offset"
+    # equal starts are in order; the one before them is not
+    ts = [tensor("a", (8,), "F32", 64, 64, record=1), tensor("b", (8,), "F32", 64, 80, record=2),
+          tensor("c", (8,), "F32", 96, 100, record=3), tensor("d", (8,), "F32", 90, 94, record=4)]
+    assert rejection(ctx(view(tensors=ts)).layout, None, True, False, "allow", LAT)["field"] == "tensors.d.offset"
+    # extents that touch do not overlap; the one after them does
+    ts = [tensor("a", (8,), "F32", 64, 74, record=1), tensor("b", (8,), "F32", 74, 84, record=2),
+          tensor("c", (8,), "F32", 80, 90, record=3)]
+    assert rejection(ctx(view(tensors=ts)).layout, None, True, False, "allow", LAT)["field"] == "tensors.c.offset"
+
+
+def test_codecs_check_each_tensor_with_a_row_header():
+    """A tensor like one that passed (codec, shape, extent) passes too, unless its rows carry a
+    header: the room after it depends on where it starts."""
+    ok = (("IQ4_KSS", 4, 2, 4, AT),)
+    ts = [tensor("h", (8, 2), "IQ4_KSS", 64, 80, record=11), tensor("i", (8, 2), "IQ4_KSS", 80, 96, record=12),
+          tensor("z", (1,), "F32", 92, 96, record=13)]
+    assert rejection(ctx(view(tensors=ts)).codecs, ok)["message"].startswith("i: 2 rows of 8 bytes")
+    like = [tensor("a", (8,), "F32", 64, 96, record=1), tensor("b", (8,), "F32", 96, 128, record=2),
+            tensor("c", (8,), "F32", 128, 150, record=3)]
+    assert rejection(ctx(view(tensors=like)).codecs, (("F32", 1, 4, 0, AT),))["field"] == "codecs.F32.bytes"
+    assert ctx(view(tensors=like[:2])).codecs(rows=(("F32", 1, 4, 0, AT),)) is None
+
+
 # --- stores -------------------------------------------------------------------------------------
 
 
