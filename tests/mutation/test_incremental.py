@@ -323,10 +323,11 @@ def test_the_tensor_facts_a_mutant_changes_are_the_name_by_name_comparisons(requ
 
     was = by_name(b.view)
     seen = {"by position": 0, "by name": 0}
-    for m in [m for m in all_mutants(b, "artifact") if m.make is not None][::3 if which == "smollm2_battery" else 1]:
+    header_mutants = [m for m in all_mutants(b, "artifact") if m.make is not None and not value_ops.is_value_mutant(m)]
+    for m in header_mutants[::4 if which == "smollm2_battery" else 1]:
         buf, size = m.make()[:2]
         try:
-            view = parse_view(buf, size, b.plan.format)
+            view = parse_view(buf, size, b.plan.format, b.accepted)
         except CharterError:
             continue
         now = by_name(view)
