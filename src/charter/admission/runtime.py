@@ -310,8 +310,10 @@ class Context:
         `at` locates the contract's tensor list (the fact an unexpected tensor breaks)."""
         at_set = at
         expected = _inventory(rows)
-        if self.only is not None:
-            expected = {name: fact for name, fact in expected.items() if name in self.only}
+        if self.only is not None:  # a shard's share, in contract order, at the cost of its own names
+            position = _positions(expected)
+            held = sorted((name for name in self.only if name in position), key=position.__getitem__)
+            expected = {name: expected[name] for name in held}
         # Each loop below runs only where a test in C says it can find something (a mutation
         # battery admits thousands of variants of one header).
         actual = _by_name(self.view)
@@ -403,20 +405,19 @@ class Context:
                alignment_at: str | None, sorted_at: str | None, packed_at: str | None,
                trailing_at: str | None) -> None:
         v = self.view
+        starts, ends = _columns(v)
         if alignment is not None:
             # No tensors, no data section to align (Note [Tensor-less GGUF] in charter.formats.gguf).
             if v.tensors and v.data_offset % alignment:
                 self.fail(Code.LAYOUT_DATA_OFFSET, "layout.alignment",
                           f"data section starts at {v.data_offset}, not a multiple of {alignment}",
                           alignment_at, alignment, v.data_offset)
-            starts = _columns(v)[0]
             for t in v.tensors if any(map(operator.mod, starts, itertools.repeat(alignment))) else ():  # pragma: no mutate -- cost only: with every start aligned (the data offset is) the loop finds none
                 relative = t.start - v.data_offset
                 if relative % alignment:
                     self.fail(Code.LAYOUT_ALIGNMENT, f"tensors.{t.name}.offset",
                               f"{t.name} starts at data offset {relative}, not a multiple of {alignment}",
                               alignment_at, alignment, relative, t.offset)
-        starts, ends = _columns(v)
         for t in v.tensors if v.tensors and (min(starts) < v.data_offset or max(ends) > v.file_size) else ():  # pragma: no mutate -- cost only: with every extent inside the data section the loop finds none
             if t.start < v.data_offset or t.end > v.file_size:
                 self.fail(Code.LAYOUT_BOUNDS, f"tensors.{t.name}.offset",
@@ -717,6 +718,8 @@ def _expand_row(row: tuple) -> list[tuple[str, tuple]]:
 
 
 _expanded_row = IdMemo(_expand_row)
+# An inventory's names -> their place in it, once per inventory (the shards of a bundle share one).
+_positions = IdMemo(lambda expected: {name: i for i, name in enumerate(expected)}, bound=1)
 _FACT_SHAPE_AND_CODEC = operator.itemgetter(1, 2)
 
 
