@@ -71,10 +71,10 @@ from charter.contract import checks
 from charter.diagnostics import ADMISSION_STAGES, Stage
 from charter.memo import IdMemo
 from charter.mutation import facts, locations, run, value_ops
-from charter.mutation.digests import charter_sources, file_content, native_sources, sha256
+from charter.mutation.digests import charter_sources, edited, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
-_FORMAT = 4
+_FORMAT = 5
 _RUNS = 8  # the runs whose keys are remembered: a few shards, an edit and its revert
 
 
@@ -290,11 +290,11 @@ def _made(m: Mutant) -> tuple:
 
 
 def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
-    """What the key holds of a made file: its size, header and patches."""
+    """What the key holds of a made file: its size, its header as an edit of the conforming one,
+    and its patches."""
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
-    header = "conforming" if buf is b.raw_header or buf == b.raw_header else sha256(bytes(buf))
-    return [str(size), header, *(f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))]
+    return [str(size), edited(b.raw_header, buf), *(f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))]
 
 
 class Looked(NamedTuple):

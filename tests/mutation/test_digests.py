@@ -1,0 +1,55 @@
+"""A mutant header's key digest: an edit of the conforming header, found by memcmp runs."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from charter.mutation import digests
+from charter.mutation.digests import edit_of, edited, sha256
+
+
+def _by_byte(base: bytes, data: bytes) -> tuple[int, int]:
+    """The common prefix, then the common suffix of what is left, one byte at a time."""
+    most = min(len(base), len(data))
+    p = 0
+    while p < most and base[p] == data[p]:
+        p += 1
+    s = 0
+    while s < most - p and base[-1 - s] == data[-1 - s]:
+        s += 1
+    return p, s
+
+
+_bytes = st.binary(max_size=80).map(lambda b: bytes(x % 3 for x in b))  # few symbols: long matches
+
+
+@given(base=_bytes, data=_bytes, run=st.sampled_from([1, 2, 8, 1 << 16]))
+def test_the_edit_is_the_longest_prefix_then_suffix(base, data, run):
+    old = digests._RUN
+    digests._RUN = run
+    try:
+        p, s = edit_of(base, data)
+    finally:
+        digests._RUN = old
+    assert (p, s) == _by_byte(base, data)
+    assert base[:p] + data[p:len(data) - s] + base[len(base) - s:] == data
+
+
+@given(base=_bytes, at=st.integers(0, 80), cut=st.integers(0, 4), put=st.binary(max_size=4))
+def test_an_edit_of_a_base_is_found_back(base, at, cut, put):
+    at = min(at, len(base))
+    data = base[:at] + put + base[at + cut:]
+    p, s = edit_of(base, data)
+    assert base[:p] + data[p:len(data) - s] + base[len(base) - s:] == data
+    assert len(data) - s - p <= len(put)
+
+
+def test_equal_digests_are_equal_files_for_one_base():
+    base = bytes(range(200)) * 50
+    one = base[:5000] + b"\x01\x02" + base[5002:]
+    other = base[:5000] + b"\x01\x03" + base[5002:]
+    longer = base[:5000] + b"\x01\x02\x00" + base[5002:]
+    assert len({edited(base, d) for d in (base, one, other, longer, bytearray(one))}) == 4
+    assert edited(base, one) == edited(base, bytearray(one))
+    assert edited(base, base) == f"{len(base)}+{sha256(b'')}+0"
