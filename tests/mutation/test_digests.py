@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from charter.mutation import digests
-from charter.mutation.digests import edit_of, edited, sha256
+from charter.mutation.digests import edit_of, edited, sha256, trailing_zeros
 
 
 def _by_byte(base: bytes, data: bytes) -> tuple[int, int]:
@@ -45,6 +45,28 @@ def test_an_edit_of_a_base_is_found_back(base, at, cut, put):
     assert len(data) - s - p <= len(put)
 
 
+_edit = st.tuples(st.integers(0, 80), st.integers(0, 4), st.binary(max_size=4).map(lambda b: bytes(x % 2 for x in b)))
+
+
+def _apply(base: bytes, edit) -> bytes:
+    at, cut, put = edit
+    at = min(at, len(base))
+    return base[:at] + put + base[at + cut:]
+
+
+@given(base=_bytes.map(lambda b: b + bytes(len(b) % 5)), one=_edit, other=_edit,
+       zeros=st.tuples(st.integers(0, 70), st.integers(0, 70)))
+def test_two_files_have_one_digest_only_if_they_are_one_file(base, one, other, zeros):
+    """Padding included: the files end in any number of zero bytes (past a 64-byte window too)."""
+    a, b = _apply(base, one) + bytes(zeros[0]), _apply(base, other) + bytes(zeros[1])
+    assert (edited(base, a) == edited(base, b)) == (a == b)
+
+
+@given(data=st.binary(max_size=300).map(lambda b: bytes(x % 2 for x in b)))
+def test_trailing_zeros_counts_them(data):
+    assert trailing_zeros(data) == len(data) - len(data.rstrip(b"\0"))
+
+
 def test_equal_digests_are_equal_files_for_one_base():
     base = bytes(range(200)) * 50
     one = base[:5000] + b"\x01\x02" + base[5002:]
@@ -52,4 +74,6 @@ def test_equal_digests_are_equal_files_for_one_base():
     longer = base[:5000] + b"\x01\x02\x00" + base[5002:]
     assert len({edited(base, d) for d in (base, one, other, longer, bytearray(one))}) == 4
     assert edited(base, one) == edited(base, bytearray(one))
-    assert edited(base, base) == f"{len(base)}+{sha256(b'')}+0"
+    assert edited(base, base) == f"{len(base)}+{sha256(b'')}+0+0"
+    padded = base + bytes(40)
+    assert edited(padded, padded[:-8]) == f"{len(base)}+{sha256(b'')}+0+32"

@@ -20,14 +20,16 @@ def sha256(data: bytes | str) -> str:
 _RUN = 1 << 16  # bytes compared at once before halving (memcmp in C; never a Python loop per byte)
 
 
-def edit_of(base: bytes, data) -> tuple[int, int]:
-    """(p, s), each as large as can be: `data` is `base[:p] + middle + base[len(base) - s:]`, with p + s
-    at most the shorter length. A battery's mutant header differs from the conforming one in a
-    few bytes, so its key hashes that middle, not the whole header (SmolLM2: 1.8 MB)."""
+def edit_of(base: bytes, data, base_end: int | None = None) -> tuple[int, int]:
+    """(p, s), each as large as can be: `data` is `base[:p] + middle + base[base_end - s:base_end]`
+    (all of `base` by default), with p + s at most the shorter length. A battery's mutant header
+    differs from the conforming one in a few bytes: its key hashes that middle, not the whole
+    header (SmolLM2: 1.8 MB)."""
     view = memoryview(data)
-    most = min(len(base), len(view))
-    p = _matched(lambda at, n: base.startswith(view[at:at + n], at), most)
-    end_b, end_d = len(base), len(view)
+    end_b = len(base) if base_end is None else base_end
+    end_d = len(view)
+    most = min(end_b, end_d)
+    p = _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most)
     s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p)
     return p, s
 
@@ -46,10 +48,26 @@ def _matched(equal, most: int) -> int:
 
 
 def edited(base: bytes, data) -> str:
-    """A digest of `data` that determines it for a fixed `base` (the two lengths of the edit and its
-    middle's bytes), in time proportional to the middle and a memcmp of the rest."""
-    p, s = edit_of(base, data)
-    return f"{p}+{sha256(bytes(memoryview(data)[p:len(data) - s]))}+{s}"
+    """A digest of `data` that determines it for a fixed `base`, in time proportional to what
+    changed and a memcmp of the rest: its trailing zero bytes counted, then what precedes them as
+    an edit of what precedes `base`'s (the lengths and the middle's bytes). The zeros first: a
+    header that grows or shrinks ends in less or more alignment padding, and an edit with them
+    would span every byte from the change to the end."""
+    zeros = trailing_zeros(data)
+    body = memoryview(data)[:len(data) - zeros]
+    p, s = edit_of(base, body, len(base) - trailing_zeros(base))
+    return f"{p}+{sha256(body[p:len(body) - s].tobytes())}+{s}+{zeros}"
+
+
+def trailing_zeros(data) -> int:
+    """How many zero bytes `data` ends with (windows doubling from its end: time proportional to them)."""
+    view, n = memoryview(data), 64
+    while True:
+        tail = view[max(0, len(view) - n):].tobytes()
+        zeros = len(tail) - len(tail.rstrip(b"\0"))
+        if zeros < len(tail) or len(tail) == len(view):
+            return zeros
+        n *= 2
 
 
 def contract_files(sources: list[str]) -> str:
