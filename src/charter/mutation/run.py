@@ -424,12 +424,15 @@ def overlay_reader(b: Battery, view: ArtifactView, patches: dict[int, bytes]):
         if start < b.view.data_offset:
             return b""
         with open(b.artifact_path, "rb") as f:
-            data = bytearray(os.pread(f.fileno(), length, start))
-        for at, patch in patches.items():
+            data = os.pread(f.fileno(), length, start)
+        laid = [(at, patch) for at, patch in patches.items() if at < offset + len(data) and offset < at + len(patch)]
+        if not laid:  # most chunks: the conforming bytes, not copied
+            return data
+        out = bytearray(data)
+        for at, patch in laid:
             lo, hi = max(at, offset), min(at + len(patch), offset + len(data))
-            if lo < hi:
-                data[lo - offset:hi - offset] = patch[lo - at:hi - at]
-        return bytes(data)
+            out[lo - offset:hi - offset] = patch[lo - at:hi - at]
+        return bytes(out)
 
     return read
 
