@@ -294,7 +294,8 @@ def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
     and its patches."""
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
-    return [str(size), edited(b.raw_header, buf), *(f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))]
+    patched = (f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))
+    return [str(size), edited(b.raw_header, buf), *patched]
 
 
 class Looked(NamedTuple):

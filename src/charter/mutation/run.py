@@ -425,14 +425,13 @@ def overlay_reader(b: Battery, view: ArtifactView, patches: dict[int, bytes]):
             return b""
         with open(b.artifact_path, "rb") as f:
             data = os.pread(f.fileno(), length, start)
-        laid = [(at, patch) for at, patch in patches.items() if at < offset + len(data) and offset < at + len(patch)]
-        if not laid:  # most chunks: the conforming bytes, not copied
-            return data
-        out = bytearray(data)
-        for at, patch in laid:
+        out = None  # most chunks: the conforming bytes, not copied
+        for at, patch in patches.items():
             lo, hi = max(at, offset), min(at + len(patch), offset + len(data))
-            out[lo - offset:hi - offset] = patch[lo - at:hi - at]
-        return bytes(out)
+            if lo < hi:
+                out = bytearray(data) if out is None else out
+                out[lo - offset:hi - offset] = patch[lo - at:hi - at]
+        return data if out is None else bytes(out)
 
     return read
 
