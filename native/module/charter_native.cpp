@@ -15,6 +15,7 @@
 #include <deque>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -213,7 +214,8 @@ class Names {
 rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
                nb::handle companion, nb::handle read_at, nb::handle only = nb::none(),
-               nb::handle owned_keys = nb::none(), nb::handle skip = nb::none()) {
+               nb::handle owned_keys = nb::none(), nb::handle skip = nb::none(),
+               nb::handle reference = nb::none()) {
   const rt::CheckerEntry* c = find(contract_id);
   if (!c) throw nb::key_error(("no C++ checker for contract " + std::string(contract_id)).c_str());
   const rt::AdmitFn admit = c->admit;
@@ -233,6 +235,7 @@ rt::Report run(std::string_view contract_id, nb::handle header, std::uint64_t fi
   options.share.only = only_names.span();
   options.share.owned_keys = owned.span();
   options.skip = skipped.span();
+  if (!reference.is_none()) options.reference = nb::cast<const rt::Reference*>(reference);
   rt::Report report;
   {
     nb::gil_scoped_release release;
@@ -363,17 +366,47 @@ NB_MODULE(_native, m) {
   m.def("admit_detail", [](std::string_view contract_id, nb::handle header, std::uint64_t file_size,
                            std::string_view require_status, std::uint64_t max_header_bytes, nb::handle regions,
                            nb::handle companion, nb::handle read_at, nb::handle only, nb::handle owned_keys,
-                           nb::handle skip) {
+                           nb::handle skip, nb::handle reference) {
     return detail(run(contract_id, header, file_size, require_status, max_header_bytes, regions, companion, read_at,
-                      only, owned_keys, skip));
+                      only, owned_keys, skip, reference));
   }, nb::arg("contract_id"), nb::arg("header"), nb::arg("file_size"), nb::arg("require_status") = "",
      nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes, nb::arg("regions").none() = nb::none(),
      nb::arg("companion").none() = nb::none(), nb::arg("read_at").none() = nb::none(),
      nb::arg("only").none() = nb::none(), nb::arg("owned_keys").none() = nb::none(),
-     nb::arg("skip").none() = nb::none(),
+     nb::arg("skip").none() = nb::none(), nb::arg("reference").none() = nb::none(),
      "admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).\n"
      "only, owned_keys, skip: a bundle's weight file (Note [Bundle stages]): the tensors it holds (None: all),\n"
-     "metadata keys a bundle stage owns, the stages that do not run on it (lists of str).");
+     "metadata keys a bundle stage owns, the stages that do not run on it (lists of str).\n"
+     "reference: a Reference (reference()) this header may be, or share values with (Note [Reference header]).");
+
+  nb::class_<rt::Reference>(m, "Reference", "A header parsed once, its values hashed (Note [Reference header]).");
+
+  m.def("reference", [](std::string_view format, nb::handle header, std::uint64_t file_size,
+                        std::uint64_t max_header_bytes) -> nb::object {
+    if (format != "gguf" && format != "safetensors") throw nb::value_error("format is gguf or safetensors");
+    auto ref = std::make_unique<rt::Reference>();
+    {
+      Buffer buf(header);
+      ref->bytes.assign(reinterpret_cast<const char*>(buf.data()), buf.size());
+    }
+    ref->max_header_bytes = max_header_bytes;
+    bool read;
+    {
+      nb::gil_scoped_release release;
+      const auto* data = reinterpret_cast<const unsigned char*>(ref->bytes.data());
+      const std::uint64_t size = ref->bytes.size();
+      rt::Report r;
+      const rt::Format f = format == "gguf" ? rt::Format::Gguf : rt::Format::Safetensors;
+      read = rt::sniff::require_format(f, data, std::min(size, file_size), file_size, r) &&
+             (f == rt::Format::Gguf ? rt::gguf::parse(data, size, file_size, ref->view, r, max_header_bytes)
+                                    : rt::safetensors::parse(data, size, file_size, ref->view, r));
+      if (read) ref->hash_values();
+    }
+    if (!read) return nb::none();
+    return nb::cast(ref.release(), nb::rv_policy::take_ownership);
+  }, nb::arg("format"), nb::arg("header"), nb::arg("file_size"),
+     nb::arg("max_header_bytes") = rt::gguf::kMaxHeaderBytes,
+     "The header (bytes-like, copied) parsed once for many admit_detail calls, or None if the reader rejects it.");
 
   m.def("read", [](std::string_view format, nb::handle header, std::uint64_t file_size, std::uint64_t max_header_bytes) {
     if (format != "gguf" && format != "safetensors") throw nb::value_error("format is gguf or safetensors");

@@ -34,11 +34,20 @@ def admit(contract_id: str, header: object, file_size: int, require_status: str 
     could not be read.
     """
 
-def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None, read_at: object | None = None, only: object | None = None, owned_keys: object | None = None, skip: object | None = None) -> dict:
+def admit_detail(contract_id: str, header: object, file_size: int, require_status: str = '', max_header_bytes: int = 67108864, regions: object | None = None, companion: object | None = None, read_at: object | None = None, only: object | None = None, owned_keys: object | None = None, skip: object | None = None, reference: object | None = None) -> dict:
     """
     admit() with everything an AdmissionReport needs (expected, actual, location, needs_more).
     only, owned_keys, skip: a bundle's weight file (Note [Bundle stages]): the tensors it holds (None: all),
     metadata keys a bundle stage owns, the stages that do not run on it (lists of str).
+    reference: a Reference (reference()) this header may be, or share values with (Note [Reference header]).
+    """
+
+class Reference:
+    """A header parsed once, its values hashed (Note [Reference header])."""
+
+def reference(format: str, header: object, file_size: int, max_header_bytes: int = 67108864) -> object:
+    """
+    The header (bytes-like, copied) parsed once for many admit_detail calls, or None if the reader rejects it.
     """
 
 def read(format: str, header: object, file_size: int, max_header_bytes: int = 67108864) -> dict:

@@ -11,6 +11,7 @@
 
 #include "charter/checks.hpp"
 #include "charter/gguf.hpp"
+#include "charter/reference.hpp"
 #include "charter/report.hpp"
 #include "charter/safetensors.hpp"
 #include "charter/sniff.hpp"
@@ -36,6 +37,8 @@ struct Options {
   // first split's).
   Share share{};
   Span<std::string_view> skip{};
+  // A header parsed once (Note [Reference header], charter/reference.hpp), or none.
+  const Reference* reference = nullptr;
 };
 
 using StageCheck = bool (*)(Context&);
@@ -54,22 +57,27 @@ struct InputDigest {
 inline Report run(Format format, Span<StageFn> stages, const unsigned char* header, std::uint64_t size,
                   std::uint64_t file_size, const Options& options) {
   Report r;
-  View v;
-  if (!sniff::require_format(format, header, size < file_size ? size : file_size, file_size, r)) {
-    r.stage = stage::kContainer;
-    return r;
+  const Reference* ref = options.reference;
+  View parsed;
+  const bool same = ref != nullptr && ref->holds(format, header, size, file_size, options.max_header_bytes);
+  if (!same) {
+    if (!sniff::require_format(format, header, size < file_size ? size : file_size, file_size, r)) {
+      r.stage = stage::kContainer;
+      return r;
+    }
+    const bool read = format == Format::Gguf ? gguf::parse(header, size, file_size, parsed, r, options.max_header_bytes)
+                                             : safetensors::parse(header, size, file_size, parsed, r);
+    if (!read) {
+      r.stage = stage::kContainer;
+      return r;
+    }
   }
-  const bool read = format == Format::Gguf ? gguf::parse(header, size, file_size, v, r, options.max_header_bytes)
-                                           : safetensors::parse(header, size, file_size, v, r);
-  if (!read) {
-    r.stage = stage::kContainer;
-    return r;
-  }
+  const View& v = same ? ref->view : parsed;
   Share share = options.share;
   share.metadata_elsewhere =
       std::find(options.skip.begin(), options.skip.end(), stage::kMetadata) != options.skip.end();
   Context ctx(v, r, options.require_status, store::Regions(options.regions, options.reader), options.companion,
-              share);
+              share, ref);
   for (const StageFn& s : stages) {
     if (s.name == stage::kPayload) continue;
     if (std::find(options.skip.begin(), options.skip.end(), s.name) != options.skip.end()) continue;

@@ -17,6 +17,7 @@
 #include "charter/checked.hpp"
 #include "charter/companion.hpp"
 #include "charter/fail.hpp"
+#include "charter/reference.hpp"
 #include "charter/report.hpp"
 #include "charter/sha256.hpp"
 #include "charter/stores.hpp"
@@ -112,9 +113,12 @@ class Context {
   // needs none.
   // `companion`: the file a contract's `config` binds, as the caller read it (charter/companion.hpp).
   // `share`: the file's share of a bundle, when it is one of a bundle's weight files.
+  // `reference`: a header parsed once, whose value digests this one's equal values take (Note
+  // [Reference header] in charter/reference.hpp), or none.
   Context(const View& v, Report& r, std::string_view require_status, store::Regions regions = store::Regions({}),
-          Companion companion = {}, Share share = {})
-      : v_(v), r_(r), require_(require_status), regions_(regions), companion_(companion), share_(share) {
+          Companion companion = {}, Share share = {}, const Reference* reference = nullptr)
+      : v_(v), r_(r), require_(require_status), regions_(regions), companion_(companion), share_(share),
+        reference_(reference) {
     if (share_.has_only) only_.insert(share_.only.begin(), share_.only.end());
   }
 
@@ -252,7 +256,7 @@ class Context {
     const MetaEntry* e = entry(key);
     if (!e) return false;
     if (e->type != VType::Str) return internal("string_digest of a non-string value", at);
-    const std::string actual = sha256_hex(reinterpret_cast<const unsigned char*>(e->str.data()), e->str.size());
+    const std::string actual = value_sha256(*e);
     if (actual != sha) {
       const bool tok = stage_ == "tokenizer";
       return mismatch(tok ? Code::TOKENIZER_DIGEST : Code::METADATA_DIGEST,
@@ -306,7 +310,7 @@ class Context {
       }
     }
     if (!sha.empty()) {
-      const std::string actual = sha256_hex(reinterpret_cast<const unsigned char*>(e->raw.data()), e->raw.size());
+      const std::string actual = value_sha256(*e);
       if (actual != sha) {
         return mismatch(tok ? Code::TOKENIZER_ARRAY_DIGEST : Code::METADATA_ARRAY_DIGEST, base + ".sha256",
                         show_str(sha), show_str(actual), at, e->data_offset());
@@ -1015,6 +1019,15 @@ class Context {
     return e;
   }
 
+  // The sha256 of a string's text or an array's elements as stored.
+  std::string value_sha256(const MetaEntry& e) const {
+    if (reference_ != nullptr) {
+      if (const std::string* known = reference_->digest_of(e)) return *known;
+    }
+    const std::string_view b = digested_bytes(e);
+    return sha256_hex(reinterpret_cast<const unsigned char*>(b.data()), b.size());
+  }
+
   const TensorEntry* tensor_named(std::string_view name) const {
     for (const TensorEntry& t : v_.tensors) {
       if (t.name == name) return &t;
@@ -1287,6 +1300,7 @@ class Context {
   store::Regions regions_;
   Companion companion_;
   Share share_;
+  const Reference* reference_;
   std::unordered_set<std::string_view> only_;  // share_.only, for lookups
 
   // Whether this file is where `tensor` is checked: any file alone, one shard of a bundle.

@@ -43,7 +43,7 @@ struct LibraryStamp {
   const char* compiler;  // __VERSION__ of the compiler that built the object
 };
 
-inline constexpr std::uint32_t kLibraryVersion = 2;  // 2: Options::reader (Note [Store regions])
+inline constexpr std::uint32_t kLibraryVersion = 3;  // 2: Options::reader (Note [Store regions]); 3: ::reference
 
 inline constexpr LibraryStamp library_stamp() {
   return LibraryStamp{kLibraryVersion, sizeof(CheckerEntry), sizeof(Report), sizeof(Options), sizeof(Diagnostic),

@@ -143,21 +143,30 @@ def read_companion(artifact: str | os.PathLike, file: str) -> Companion:
 
 
 def run(key: str, header, file_size: int, options: Options = Options(), *, read_at: ReadAt | None = None,
-        regions=None) -> Verdict:
+        regions=None, reference=None) -> Verdict:
     """The C++ checker over a header span (bytes-like) of a file of `file_size` bytes. Store reads
     are served from `regions` ([(absolute offset, bytes-like)] read up front) or asked of
     `read_at`; with neither, the file reads as ending before each store manifest
-    (STORE_GEOMETRY, field "file")."""
-    return verdict_of(_detail(key, header, file_size, options, read_at, regions))
+    (STORE_GEOMETRY, field "file"). `reference`: a header parsed once (`reference`), which
+    changes how fast, never what, the checker says."""
+    return verdict_of(_detail(key, header, file_size, options, read_at, regions, reference))
 
 
-def _detail(key: str, header, file_size: int, options: Options, read_at: ReadAt | None, regions=None) -> dict:
+def reference(fmt: str, header, file_size: int, options: Options = Options()):
+    """The header parsed once, its values hashed, for many `run`s over it or over headers that
+    share most of its values (Note [Reference header] in native/include/charter/reference.hpp);
+    None if the reader rejects it."""
+    return _module().reference(fmt, header, int(file_size), options.max_header_bytes)
+
+
+def _detail(key: str, header, file_size: int, options: Options, read_at: ReadAt | None, regions=None,
+            reference=None) -> dict:
     """charter._native.admit_detail: what the checker said, needs_more included."""
     share = {} if options.only is None and not options.owned_keys and not options.skip else {
         "only": None if options.only is None else sorted(options.only), "owned_keys": sorted(options.owned_keys),
         "skip": list(options.skip)}
     return _module().admit_detail(key, header, int(file_size), options.status or "", options.max_header_bytes,
-                                  regions, options.companion, read_at, **share)
+                                  regions, options.companion, read_at, reference=reference, **share)
 
 
 def verdict_of(d: dict) -> Verdict:

@@ -83,6 +83,7 @@ class Battery:
     checker_text: str = ""  # the unchanged checker's text, as rendered for `checker`
     shared_header: bool = True  # False: value mutants run the header stages again (Note [Admitted header])
     cpp_conforming: engines.Verdict | None = None  # the C++ checker's verdict on the conforming header
+    cpp_reference: object = None  # the conforming header parsed once for the C++ checkers (cpp_reference)
 
     @property
     def require_status(self) -> str:
@@ -302,7 +303,8 @@ def _run_artifact(b: Battery, m: Mutant, made: tuple) -> tuple[Outcome, Artifact
         read_at = overlay_reader(b, view, patches) if view is not None else None
         said = engines.disagreement(python.header_only() if values else python,
                                     _cpp_conforming(b) if admitted else
-                                    cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at))
+                                    cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at,
+                                            reference=cpp_reference(b)))
         if not said and values:  # the payload stage as the C++ engine runs it
             said = engines.disagreement(python, _cpp_payload(b, view, buf, patches, admitted))
         if said:
@@ -318,8 +320,19 @@ def _cpp_conforming(b: Battery) -> engines.Verdict:
 
     if b.cpp_conforming is None:
         b.cpp_conforming = cpp.run(b.cpp_key or b.plan.id, b.raw_header, b.view.file_size, b.options(b.plan),
-                                   read_at=overlay_reader(b, b.view, {}))
+                                   read_at=overlay_reader(b, b.view, {}), reference=cpp_reference(b))
     return b.cpp_conforming
+
+
+def cpp_reference(b: Battery):
+    """The conforming header parsed once by the C++ reader, in each battery process: every C++ run
+    over it skips the parse, and runs over mutated headers hash only the values they changed
+    (Note [Reference header] in native/include/charter/reference.hpp)."""
+    from charter.engines import cpp
+
+    if b.cpp_reference is None:
+        b.cpp_reference = cpp.reference(b.plan.format, b.raw_header, b.view.file_size, b.options(b.plan))
+    return b.cpp_reference
 
 
 def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches, values: bool, admitted: bool
@@ -552,7 +565,8 @@ def _cpp_header_disagreement(b: Battery, key: str, options: engines.Options, pyt
 
     if key not in b.cpp_keys:
         return "no C++ checker was built for this mutated contract (prepare_cpp)"
-    said = cpp.run(key, b.raw_header, b.view.file_size, options, read_at=overlay_reader(b, b.view, {}))
+    said = cpp.run(key, b.raw_header, b.view.file_size, options, read_at=overlay_reader(b, b.view, {}),
+                   reference=cpp_reference(b))
     return engines.disagreement(python.header_only(), said)
 
 
