@@ -71,8 +71,8 @@ def test_a_runtime_without_the_value_check_lets_them_survive(battery, value_muta
 
 
 def test_a_cpp_scanner_that_disagrees_is_an_error(battery, value_mutants, monkeypatch):
-    """With both engines, a value mutant also runs the payload stage as --engine cpp does; a C++
-    scanner that names another block is caught as an engine disagreement."""
+    """With both engines, a value mutant's payload stage scans each chunk with numpy and with the
+    C++ scanner (values.BOTH); a C++ scanner that names another block is an engine disagreement."""
     from charter import _native
 
     real = _native.first_bad_value

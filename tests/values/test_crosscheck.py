@@ -11,6 +11,7 @@ scales in their float fields (the k-quants, the i-quants, NVFP4)."""
 from __future__ import annotations
 
 import warnings
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -208,3 +209,25 @@ def test_cpp_scanner_refuses_a_field_outside_its_block(native):
         native.first_bad_value(b"\0" * 40, 20, ((19, "f16"),))
     with pytest.raises(ValueError, match="unknown value kind"):
         native.first_bad_value(b"\0" * 40, 20, ((0, "f8"),))
+
+
+def test_both_scanners_compared_chunk_by_chunk(native):
+    """values.BOTH (the battery's payload stage with both engines, streamed once): the finding
+    when numpy and charter/values.hpp agree, ScannersDisagree when they do not."""
+    from charter.admission.values import BOTH, ScannersDisagree, TensorBounds, tensor_rules
+    from charter.formats.values import INTEGER_ELEMENTS
+
+    q8 = GGML_TYPES_BY_NAME["Q8_0"]
+    (rows,) = tensor_rules([SimpleNamespace(name="t", codec="Q8_0")], [("r", ("*",), True, None)], "gguf",
+                           lambda codec: q8.block_bytes, BOTH).values()
+    blocks = bytearray(3 * q8.block_bytes)
+    blocks[q8.block_bytes:q8.block_bytes + 2] = b"\x00\x7c"  # block 1's scale d is +Inf (f16 0x7c00)
+    assert rows.first_bad(bytes(blocks), 5) == _rule("Q8_0").first_bad(bytes(blocks), 5)
+    assert rows.first_bad(bytes(blocks), 5).index == 6
+    liar = TensorValues("t", "Q8_0", GGML_VALUE_FIELDS["Q8_0"], q8.block_bytes, None, lambda *a: None, compare=True)
+    with pytest.raises(ScannersDisagree, match="engines disagree on the values of t"):
+        liar.first_bad(bytes(blocks), 0)
+    i8 = INTEGER_ELEMENTS["gguf"]["I8"]
+    bounds = TensorBounds("b", "I8", i8, ("b", ("*",), 0, 9, None, None), lambda *a: (0, 1), compare=True)  # liar
+    with pytest.raises(ScannersDisagree):
+        bounds.first_bad(bytes([1, 2, 3]), 0)

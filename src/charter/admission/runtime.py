@@ -80,7 +80,7 @@ class Context:
     """The artifact under admission plus the caller's options; every check is a method."""
 
     def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
-                 payload_reader=None, native_values: bool = False, only: frozenset[str] | None = None,
+                 payload_reader=None, native_values: bool | str = False, only: frozenset[str] | None = None,
                  owned_keys: frozenset[str] = frozenset(), verified_prefix: VerifiedPrefix | None = None) -> None:
         """`only`: the tensors this file holds of a bundle's inventory (Note [Bundle stages]); the rest
         are other shards' facts. `owned_keys`: metadata keys a bundle stage owns (split keys)."""
@@ -92,7 +92,7 @@ class Context:
         self._excluded: tuple[str, ...] = ()
         self._reader = reader  # (offset, length) -> bytes; default: the file at `path`
         self._payload_reader = payload_reader  # the same, for the whole file the payload stage streams
-        self._native_values = native_values  # value rules scanned by charter._native (the C++ engine)
+        self._native_values = native_values  # value rules scanned by charter._native (the C++ engine); "both"
         self._verified_prefix = verified_prefix  # where the payload stage may start (Note [Verified prefix])
 
     def read(self, offset: int, length: int) -> bytes:
@@ -773,11 +773,12 @@ def _report(path: str, checker) -> AdmissionReport:
 
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
                require_status: str | None = None, reader=None, payload_reader=None,
-               native_values: bool = False, verified_prefix: VerifiedPrefix | None = None,
+               native_values: bool | str = False, verified_prefix: VerifiedPrefix | None = None,
                header_admitted: bool = False) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
     and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload;
-    `native_values`: the value rules run in C++, as for the C++ engine; `verified_prefix`: Note
+    `native_values`: the value rules run in C++, as for the C++ engine ("both": in C++ and numpy,
+    compared: charter.admission.values.BOTH); `verified_prefix`: Note
     [Verified prefix]; `header_admitted`: the caller's word that this checker admitted this view's
     header stages before, with the same options and companions (Note [Admitted header] in
     charter.mutation.run): they are recorded as passed without running)."""

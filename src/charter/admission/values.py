@@ -20,6 +20,21 @@ from charter.diagnostics import Code
 from charter.formats.values import INTEGER_ELEMENTS, KIND_BYTES, VALUE_FIELDS, IntegerElement, ValueField, describe
 
 
+BOTH = "both"  # native_values: every chunk scanned by numpy and by charter/values.hpp, compared
+
+
+class ScannersDisagree(Exception):
+    """numpy and charter/values.hpp found different first bad values in one chunk (native_values
+    BOTH: the mutation battery's run of the payload stage as both engines run it, streamed once)."""
+
+
+def _compared(name: str, python, native):
+    """`python`'s finding, if `native` found the same one."""
+    if python != native:
+        raise ScannersDisagree(f"engines disagree on the values of {name}: python {python} / c++ {native}")
+    return python
+
+
 class BadValue(NamedTuple):
     """The first non-finite value of a chunk: its block (or element) index, field and raw bits."""
 
@@ -38,7 +53,7 @@ class TensorValues:
     """The value rule of one tensor: which fields of its blocks must be finite."""
 
     def __init__(self, name: str, codec: str, fields: tuple[ValueField, ...], block_bytes: int, at: str | None,
-                 native=None):
+                 native=None, compare: bool = False):
         self.name = name
         self.codec = codec
         self.fields = fields
@@ -46,6 +61,7 @@ class TensorValues:
         self.at = at
         self.element = len(fields) == 1 and fields[0].name == "value"  # a float tensor: blocks are elements
         self._native = native  # charter._native.first_bad_value (the C++ engine), or None: numpy
+        self._compare = compare  # both scans, compared (BOTH)
         self._table = tuple((f.offset, f.kind) for f in fields)
 
     def chunk_bytes(self, chunk: int) -> int:
@@ -56,7 +72,11 @@ class TensorValues:
         """The first bad value among the whole blocks of `data`, whose first block is `first_block`."""
         if self._native is not None:
             hit = self._native(data, self.block_bytes, self._table)
-            return None if hit is None else BadValue(first_block + hit[0], self.fields[hit[1]], hit[2])
+            native = None if hit is None else BadValue(first_block + hit[0], self.fields[hit[1]], hit[2])
+            return _compared(self.name, self._numpy_first_bad(data, first_block), native) if self._compare else native
+        return self._numpy_first_bad(data, first_block)
+
+    def _numpy_first_bad(self, data: bytes, first_block: int) -> BadValue | None:
         found: BadValue | None = None
         for f, bits, bad in self._fields(data):
             if not bad.any():
@@ -113,7 +133,7 @@ class TensorBounds:
     """The bounds of one integer tensor (Note [Value bounds] in charter.formats.values): every
     element in [lo, hi]; a side the rule leaves open is the codec's own extreme."""
 
-    def __init__(self, name: str, codec: str, element: IntegerElement, rule, native=None):
+    def __init__(self, name: str, codec: str, element: IntegerElement, rule, native=None, compare: bool = False):
         self.name = name
         self.codec = codec
         self.block_bytes = element.bytes  # one element per block: the payload stage's chunking
@@ -126,6 +146,7 @@ class TensorBounds:
         self._dtype = dtype
         self._bounds = (dtype.type(self.lo), dtype.type(self.hi))
         self._native = native  # charter._native.first_out_of_bounds (the C++ engine), or None: numpy
+        self._compare = compare  # both scans, compared (BOTH)
 
     def chunk_bytes(self, chunk: int) -> int:
         return max(self.block_bytes, chunk // self.block_bytes * self.block_bytes)
@@ -135,7 +156,11 @@ class TensorBounds:
         of its first element in the tensor."""
         if self._native is not None:
             hit = self._native(data, self.kind, self.lo, self.hi)
-            return None if hit is None else OutOfBounds(first + hit[0], hit[1])
+            native = None if hit is None else OutOfBounds(first + hit[0], hit[1])
+            return _compared(self.name, self._numpy_first_bad(data, first), native) if self._compare else native
+        return self._numpy_first_bad(data, first)
+
+    def _numpy_first_bad(self, data: bytes, first: int) -> OutOfBounds | None:
         a = np.frombuffer(data, self._dtype, len(data) // self.block_bytes)
         lo, hi = self._bounds
         bad = (a < lo) | (a > hi)
@@ -160,10 +185,11 @@ def _first_rule(name: str, rules):
     return next((r for r in rules if any(fnmatch.fnmatchcase(name, p) for p in r[1])), None)
 
 
-def tensor_bounds(tensors, bounds, fmt: str, native: bool = False) -> dict[str, TensorBounds]:
+def tensor_bounds(tensors, bounds, fmt: str, native: bool | str = False) -> dict[str, TensorBounds]:
     """The bounded tensors by name (rows of charter.contract.plan.BoundRule, as generated checkers
     pass them; `charter check` made sure each tensor has one bound and an integer codec). `native`:
-    the elements are scanned by the C++ runtime (charter/values.hpp), as the C++ engine does."""
+    the elements are scanned by the C++ runtime (charter/values.hpp), as the C++ engine does; BOTH:
+    by numpy too, the two compared."""
     integers = INTEGER_ELEMENTS[fmt]
     scan = None
     if native:
@@ -174,7 +200,7 @@ def tensor_bounds(tensors, bounds, fmt: str, native: bool = False) -> dict[str, 
     for t in tensors:
         rule = _first_rule(t.name, bounds)
         if rule is not None and t.codec in integers:
-            out[t.name] = TensorBounds(t.name, t.codec, integers[t.codec], rule, scan)
+            out[t.name] = TensorBounds(t.name, t.codec, integers[t.codec], rule, scan, native == BOTH)
     return out
 
 
@@ -186,10 +212,11 @@ def _field_bits(data: bytes, n: int, f: ValueField, block_bytes: int) -> np.ndar
     return np.ndarray((n,), _DTYPES[KIND_BYTES[f.kind]], data, f.offset, (block_bytes,))
 
 
-def tensor_rules(tensors, rules, fmt: str, block_bytes, native: bool = False) -> dict[str, TensorValues]:
+def tensor_rules(tensors, rules, fmt: str, block_bytes, native: bool | str = False) -> dict[str, TensorValues]:
     """The tensors whose values the policy checks, by name: the first rule matching a name decides
     (rows of charter.contract.plan.ValueRule, as generated checkers pass them). `native`: the
-    blocks are scanned by the C++ runtime (charter/values.hpp), as the C++ engine does."""
+    blocks are scanned by the C++ runtime (charter/values.hpp), as the C++ engine does; BOTH: by
+    numpy too, the two compared."""
     fields = VALUE_FIELDS[fmt]
     scan = None
     if native:
@@ -201,5 +228,6 @@ def tensor_rules(tensors, rules, fmt: str, block_bytes, native: bool = False) ->
         rule = _first_rule(t.name, rules)
         if rule is None or not rule[2] or not fields.get(t.codec):
             continue  # unchecked, or a codec with nothing that can be non-finite (integers, NVFP4)
-        out[t.name] = TensorValues(t.name, t.codec, fields[t.codec], block_bytes(t.codec), rule[3], scan)
+        out[t.name] = TensorValues(t.name, t.codec, fields[t.codec], block_bytes(t.codec), rule[3], scan,
+                                   native == BOTH)
     return out

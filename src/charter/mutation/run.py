@@ -254,15 +254,14 @@ class CppPending:
     every mutated contract's checker key is known: that checker (`key`, run with `options`) must
     then say of the conforming header what the Python checker said (`python`); `said` is the Python
     checker's diagnostic (stage, code, field) and `enforced` the changed checks, for the outcome of
-    a disagreement. A Python rejection at the payload stage, which the C++ engine runs otherwise,
-    reruns the whole mutant (`payload`)."""
+    a disagreement. The payload stage, which the C++ engine leaves to Python, ran in the Python run
+    as both engines run it (payload_scans)."""
 
     key: str
     options: engines.Options
     python: engines.Verdict
     said: tuple
     enforced: str
-    payload: bool
 
 
 def run_seen(b: Battery, m: Mutant, made: tuple | None = None, step: ContractStep | None = None,
@@ -283,8 +282,6 @@ def run_seen(b: Battery, m: Mutant, made: tuple | None = None, step: ContractSte
 
 def finish_cpp(b: Battery, m: Mutant, outcome: Outcome, p: CppPending) -> Outcome:
     """A deferred contract mutant's outcome (CppPending), its checker library loaded (prepare_cpp)."""
-    if p.payload:
-        return run_mutant(b, m)
     said = _cpp_header_disagreement(b, p.key, p.options, p.python)
     return Outcome(m, Verdict.ERROR, *p.said, said, p.enforced) if said else outcome
 
@@ -305,8 +302,6 @@ def _run_artifact(b: Battery, m: Mutant, made: tuple) -> tuple[Outcome, Artifact
                                     _cpp_conforming(b) if admitted else
                                     cpp.run(b.cpp_key or b.plan.id, buf, size, b.options(b.plan), read_at=read_at,
                                             reference=cpp_reference(b)))
-        if not said and values:  # the payload stage as the C++ engine runs it
-            said = engines.disagreement(python, _cpp_payload(b, view, buf, patches, admitted))
         if said:
             return Outcome(m, Verdict.ERROR, outcome.stage, outcome.code, outcome.field, detail=said), view
     return outcome, view
@@ -348,21 +343,20 @@ def _python_artifact(b: Battery, m: Mutant, buf, size: int, patches, values: boo
     report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
                         reader=overlay_reader(b, view, patches), verify_payload=values,
                         payload_reader=whole_file_reader(b, buf, view, patches) if values else None,
+                        native_values=payload_scans(b),
                         verified_prefix=prefix_for(b, buf, size, patches) if values else None,
                         header_admitted=admitted)
     return _from_report(m, report), view, engines.Verdict.of_report(report)
 
 
-def _cpp_payload(b: Battery, view: ArtifactView, buf, patches, admitted: bool) -> engines.Verdict:
-    """A value mutant's verdict from the payload stage as `--engine cpp` runs it: the C++ engine
-    admitted the header; Python streams the patched file and charter/values.hpp scans the blocks
-    (`admitted`: the header is the admitted one, header_admitted)."""
-    report = admit_view(view, str(b.artifact_path), b.checker, require_status=b.require_status,
-                        reader=overlay_reader(b, view, patches), verify_payload=True,
-                        payload_reader=whole_file_reader(b, buf, view, patches), native_values=True,
-                        verified_prefix=prefix_for(b, buf, view.file_size, patches),
-                        header_admitted=admitted)
-    return engines.Verdict.of_report(report)
+def payload_scans(b: Battery) -> bool | str:
+    """How the Python run's payload stage scans values: with both engines, by numpy and by
+    charter/values.hpp, compared chunk by chunk (values.BOTH). The stage is otherwise the same
+    Python code in both engines (the C++ engine leaves it to Python: charter.engines.cpp), so one
+    stream gives both engines' verdicts; a difference is an error (values.ScannersDisagree)."""
+    from charter.admission.values import BOTH
+
+    return BOTH if b.engines == "both" else False
 
 
 def verified_prefixes(b: Battery) -> dict[int, VerifiedPrefix]:
@@ -497,14 +491,15 @@ def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None, defer
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan, b.pieces)
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
-                        verify_payload=prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD)
+                        verify_payload=prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD,
+                        native_values=payload_scans(b))
     d = report.diagnostic
     said_by = (d and d.stage, d and d.code, d and d.field)
     if b.engines == "both" and defer_cpp:
         pending = CppPending(checker_key_of(step), b.options(plan), engines.Verdict.of_report(report), said_by,
-                             enforced, d is not None and d.stage == Stage.PAYLOAD.value)
+                             enforced)
         return Seen(_python_contract(b, m, prediction, report, enforced), pending=pending)
-    said = _cpp_contract_disagreement(b, m, plan, report, checker) if b.engines == "both" else None
+    said = _cpp_contract_disagreement(b, m, plan, report) if b.engines == "both" else None
     if said:
         return Seen(Outcome(m, Verdict.ERROR, *said_by, said, enforced))
     return Seen(_python_contract(b, m, prediction, report, enforced))
@@ -540,22 +535,15 @@ def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
                                       f"({' or '.join(sorted(where)) or 'unlocated'}); {outcome.detail}")
 
 
-def _cpp_contract_disagreement(b: Battery, m: Mutant, plan: ArtifactPlan, report, checker) -> str | None:
+def _cpp_contract_disagreement(b: Battery, m: Mutant, plan: ArtifactPlan, report) -> str | None:
     """What the C++ checker generated from the mutated contract says, if it differs from the Python
     report. The C++ engine never runs the payload stage (charter.engines.cpp): where Python rejects
-    at payload, the C++ checker must admit the header, and the payload stage as `--engine cpp`
-    runs it (the values scanned by charter/values.hpp) must give the same diagnostic."""
+    at payload, the C++ checker must admit the header; the payload stage itself ran as both engines
+    run it (payload_scans)."""
     from charter.engines.library import checker_key
 
     key = b.cpp_key_of.get(id(m)) or checker_key(plan)  # prepare_cpp's, of this mutant's plan
-    python = engines.Verdict.of_report(report)
-    disagree = _cpp_header_disagreement(b, key, b.options(plan), python)
-    d = report.diagnostic
-    if disagree is None and d is not None and d.stage == Stage.PAYLOAD.value:
-        native = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status, verify_payload=True,
-                            native_values=True)
-        disagree = engines.disagreement(python, engines.Verdict.of_report(native))
-    return disagree
+    return _cpp_header_disagreement(b, key, b.options(plan), engines.Verdict.of_report(report))
 
 
 def _cpp_header_disagreement(b: Battery, key: str, options: engines.Options, python: engines.Verdict) -> str | None:
