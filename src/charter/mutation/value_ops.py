@@ -9,6 +9,10 @@ Each must be rejected at `payload` with PAYLOAD_VALUE and the field naming that 
 field, before any digest: the value is the more precise owner of its bytes. One acceptance
 control per codec flips the lowest mantissa bit of a finite value: the policy admits it (finite
 is not correct), so with a pinned digest the digest rejects it, and without one it is admitted.
+The control is in the codec's last tensor in the file: a file digest sees it only at the end of
+the file, and the payload stage streams from the changed tensor on (Note [Verified prefix]), so
+a control there streams the least (a battery's cost per mutant stays that of its header, not of
+its file: three controls near the start streamed about three times the file).
 
 Every tensor a bound checks (Note [Value bounds]) gets, per bounded side, the value one past the
 bound (min - 1, max + 1) in its first and its last element, each rejected at `payload` with
@@ -89,7 +93,7 @@ def mutants(view, raw: bytes, plan: ArtifactPlan, read_at) -> Iterator[Mutant]:
     checked = list(checked_tensors(plan, view.tensors))
     per_codec = Counter(t.codec for t, *_ in checked)
     seen: Counter = Counter()
-    controlled: set[str] = set()
+    last = {t.codec: t for t, *_ in sorted(checked, key=lambda row: row[0].start)}  # codec -> where its control goes
     for t, fields, block_bytes, _ in checked:
         i = seen[t.codec]
         seen[t.codec] += 1
@@ -101,8 +105,7 @@ def mutants(view, raw: bytes, plan: ArtifactPlan, read_at) -> Iterator[Mutant]:
             yield Mutant("artifact", f"{TARGET}{t.name}.{position}.{f.name}", f"write {kind}",
                          Expect.of(Code.PAYLOAD_VALUE, field),
                          lambda o=offset, p=patch: (raw, view.file_size, {o: p}))
-        if t.codec not in controlled and fields[0].kind in ("f16", "bf16", "f32", "f64"):
-            controlled.add(t.codec)
+        if t is last[t.codec] and fields[0].kind in ("f16", "bf16", "f32", "f64"):
             yield _control(plan, view, raw, t, fields[0], read_at)
     for t, element, rule in bounded_tensors(plan, view.tensors):
         yield from _bound_mutants(plan, view, raw, t, element, rule, read_at)

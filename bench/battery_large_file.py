@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""Benchmark: does a battery over a large file cost more per mutant than over SmolLM2's 98 MB?
+
+    .venv/bin/python bench/battery_large_file.py [--jobs 2] [--repeat 2] [--keep DIR]
+
+Issue 14 names a real 491 MB Qwen2.5 0.5B Q4_K_M GGUF (291 tensors), which cannot be fetched here
+(no network but package registries). This stands in for it, and says so:
+
+1. A synthetic GGUF with Qwen2.5 0.5B's tensor inventory, written by gguf-py's GGUFWriter: 24
+   layers of hidden size 896, 14 query and 2 key/value heads (head size 64), feed-forward 4,864,
+   a 151,936-token vocabulary (token texts "t0", "t1", ...), the embedding tied to the output: 291
+   tensors, the matrices in Q8_0 (the real file mixes Q4_K, Q5_0, Q6_K and Q8_0: Q4_K needs rows
+   of 256, and 896 is not one), norms and biases in F32, every block zero (finite), 527 MB.
+2. Frozen with `charter freeze`, then given SmolLM2's value policy (`values: {default: finite}`),
+   so the battery has value mutants and controls that stream the payload, as SmolLM2's does.
+3. `charter mutate --contract C -j JOBS -q --no-cache --report OUT` on it and on SmolLM2, one
+   process each, interleaved round by round (`--repeat` rounds, the best reported), the verdict
+   cache of earlier runs removed first.
+
+Printed: mutants, the battery's own seconds (as `charter mutate` reports them), ms per mutant, the
+verdict lines, and the ratio of the large file's per-mutant cost to SmolLM2's (target: at most
+1x, "no slower per mutant"). The load average is printed before and after. What it does not
+prove: the real file's header (a 151,936-token vocabulary with real merges, a larger header) and
+its K-quant codecs; the per-mutant cost of a header mutant grows with the header, not the file.
+
+A plain script, never part of the test suite; the exit code is 0 only when the target passes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from battery_scaling import SMOLLM2, freeze, load, mutate  # noqa: E402
+
+TARGET_RATIO = 1.0
+LAYERS, HIDDEN, FFN, VOCAB, KV = 24, 896, 4864, 151936, 128
+Q8_0_BLOCK, Q8_0_BYTES = 32, 34
+
+
+def write_gguf(path: Path) -> Path:
+    """Qwen2.5 0.5B's inventory: Q8_0 matrices of zero blocks, F32 norms and biases of zeros."""
+    import gguf
+
+    w = gguf.GGUFWriter(str(path), "qwen2")
+    w.add_name("battery-large-file")
+    w.add_context_length(32768)
+    w.add_embedding_length(HIDDEN)
+    w.add_feed_forward_length(FFN)
+    w.add_block_count(LAYERS)
+    w.add_head_count(14)
+    w.add_head_count_kv(2)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_rope_freq_base(1e6)
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"t{i}" for i in range(VOCAB)])
+    w.add_bos_token_id(151643)
+    w.add_eos_token_id(151645)
+
+    def q8_0(name: str, cols: int, rows: int) -> None:
+        w.add_tensor(name, np.zeros((rows, cols // Q8_0_BLOCK * Q8_0_BYTES), np.uint8),
+                     raw_dtype=gguf.GGMLQuantizationType.Q8_0)
+
+    def f32(name: str, n: int) -> None:
+        w.add_tensor(name, np.zeros(n, np.float32))
+
+    q8_0("token_embd.weight", HIDDEN, VOCAB)
+    for i in range(LAYERS):
+        b = f"blk.{i}"
+        f32(f"{b}.attn_norm.weight", HIDDEN)
+        for part, rows in (("q", HIDDEN), ("k", KV), ("v", KV)):
+            q8_0(f"{b}.attn_{part}.weight", HIDDEN, rows)
+            f32(f"{b}.attn_{part}.bias", rows)
+        q8_0(f"{b}.attn_output.weight", HIDDEN, HIDDEN)
+        f32(f"{b}.ffn_norm.weight", HIDDEN)
+        q8_0(f"{b}.ffn_gate.weight", HIDDEN, FFN)
+        q8_0(f"{b}.ffn_up.weight", HIDDEN, FFN)
+        q8_0(f"{b}.ffn_down.weight", FFN, HIDDEN)
+    f32("output_norm.weight", HIDDEN)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+def with_value_policy(contract: Path) -> Path:
+    """The frozen contract with SmolLM2's value policy, placed before `payload:` as there."""
+    text = contract.read_text("utf-8")
+    if "\npayload:\n" not in text:
+        raise SystemExit(f"bench: {contract} has no payload section to put the value policy before")
+    contract.write_text(text.replace("\npayload:\n", "\nvalues:\n  default: finite\npayload:\n", 1), "utf-8")
+    return contract
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--jobs", type=int, default=2, help="workers per battery (default 2: the target's cores)")
+    p.add_argument("--repeat", type=int, default=2, help="rounds; the best of each battery is reported")
+    p.add_argument("--keep", type=Path, help="write the file and its contract here (kept), not in a temporary folder")
+    args = p.parse_args(argv)
+    print(f"machine: {os.cpu_count()} cores; jobs {args.jobs}; load average before: {load()}", flush=True)
+
+    with tempfile.TemporaryDirectory(prefix="bench-large-file-") as tmp:
+        root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "XDG_CACHE_HOME": str(Path(tmp) / "cache")}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed charter has its .pyc files
+        artifact = write_gguf(root / "qwen2.5-0.5b-shaped.gguf")
+        print(f"wrote {artifact.name}: {artifact.stat().st_size:,} bytes", flush=True)
+        large = with_value_policy(freeze(artifact, root / "specs", "qwen2-5-0-5b-shaped", env))
+        batteries = {"SmolLM2 (98 MB)": SMOLLM2, f"large ({artifact.stat().st_size / 1e6:.0f} MB)": large}
+        runs: dict[str, list[dict]] = {name: [] for name in batteries}
+        for r in range(args.repeat):
+            for name, contract in batteries.items():
+                runs[name].append(mutate(contract, args.jobs, env))
+                print(f"  round {r + 1} {name}: {runs[name][-1]['seconds']:.1f} s", flush=True)
+    print(f"load average after: {load()}\n")
+
+    best = {name: min(rs, key=lambda x: x["seconds"]) for name, rs in runs.items()}
+    print(f"{'battery':<18} {'mutants':>8} {'battery s':>10} {'ms/mutant':>10}  verdict")
+    for name, b in best.items():
+        print(f"{name:<18} {b['mutants']:>8} {b['seconds']:>10.2f} {b['seconds'] / b['mutants'] * 1000:>10.3f}  "
+              f"{b['line']}")
+    small, big = best.values()
+    ratio = (big["seconds"] / big["mutants"]) / (small["seconds"] / small["mutants"])
+    passed = all(b["passed"] for b in best.values()) and ratio <= TARGET_RATIO
+    print(f"\nper-mutant cost, large file / SmolLM2: {ratio:.2f}x  target <= {TARGET_RATIO:.0f}x  "
+          f"{'PASS' if passed else 'FAIL'}")
+    return 0 if passed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
