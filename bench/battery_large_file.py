@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from battery_scaling import SMOLLM2, freeze, load, mutate  # noqa: E402
+from battery_scaling import SMOLLM2, best_of_rounds, freeze, load, print_table  # noqa: E402
 
 TARGET_RATIO = 1.0
 LAYERS, HIDDEN, FFN, VOCAB, KV = 24, 896, 4864, 151936, 128
@@ -115,19 +115,10 @@ def main(argv: list[str] | None = None) -> int:
         artifact = write_gguf(root / "qwen2.5-0.5b-shaped.gguf")
         print(f"wrote {artifact.name}: {artifact.stat().st_size:,} bytes", flush=True)
         large = with_value_policy(freeze(artifact, root / "specs", "qwen2-5-0-5b-shaped", env))
-        batteries = {"SmolLM2 (98 MB)": SMOLLM2, f"large ({artifact.stat().st_size / 1e6:.0f} MB)": large}
-        runs: dict[str, list[dict]] = {name: [] for name in batteries}
-        for r in range(args.repeat):
-            for name, contract in batteries.items():
-                runs[name].append(mutate(contract, args.jobs, env))
-                print(f"  round {r + 1} {name}: {runs[name][-1]['seconds']:.1f} s", flush=True)
+        batteries = {"SmolLM2 (98 MB)": (SMOLLM2, ()), f"large ({artifact.stat().st_size / 1e6:.0f} MB)": (large, ())}
+        best = best_of_rounds(batteries, args.repeat, args.jobs, env)
     print(f"load average after: {load()}\n")
-
-    best = {name: min(rs, key=lambda x: x["seconds"]) for name, rs in runs.items()}
-    print(f"{'battery':<18} {'mutants':>8} {'battery s':>10} {'ms/mutant':>10}  verdict")
-    for name, b in best.items():
-        print(f"{name:<18} {b['mutants']:>8} {b['seconds']:>10.2f} {b['seconds'] / b['mutants'] * 1000:>10.3f}  "
-              f"{b['line']}")
+    print_table(best)
     small, big = best.values()
     ratio = (big["seconds"] / big["mutants"]) / (small["seconds"] / small["mutants"])
     passed = all(b["passed"] for b in best.values()) and ratio <= TARGET_RATIO

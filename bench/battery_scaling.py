@@ -102,6 +102,25 @@ def mutate(contract: Path, jobs: int, env: dict, extra: tuple[str, ...] = ()) ->
             "line": line.split(" in ")[0], "exit": proc.returncode}
 
 
+def best_of_rounds(batteries: dict[str, tuple[Path, tuple[str, ...]]], repeat: int, jobs: int, env: dict
+                   ) -> dict[str, dict]:
+    """Each battery ({name: (contract, extra arguments)}) run `repeat` times, interleaved round by
+    round; the fastest run of each."""
+    runs: dict[str, list[dict]] = {name: [] for name in batteries}
+    for r in range(repeat):
+        for name, (contract, extra) in batteries.items():
+            runs[name].append(mutate(contract, jobs, env, extra))
+            print(f"  round {r + 1} {name}: {runs[name][-1]['seconds']:.1f} s", flush=True)
+    return {name: min(rs, key=lambda x: x["seconds"]) for name, rs in runs.items()}
+
+
+def print_table(best: dict[str, dict]) -> None:
+    print(f"{'battery':<16} {'mutants':>8} {'battery s':>10} {'wall s':>8} {'ms/mutant':>10}  verdict")
+    for name, b in best.items():
+        print(f"{name:<16} {b['mutants']:>8} {b['seconds']:>10.2f} {b['wall']:>8.2f} "
+              f"{b['seconds'] / b['mutants'] * 1000:>10.3f}  {b['line']}")
+
+
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
 
@@ -129,18 +148,9 @@ def main(argv: list[str] | None = None) -> int:
             batteries["SmolLM2 both"] = (SMOLLM2, ("--engine", "both"))
             print("filling the checker library cache (one untimed --engine both run) ...", flush=True)
             mutate(SMOLLM2, args.jobs, env, ("--engine", "both"))
-        runs: dict[str, list[dict]] = {name: [] for name in batteries}
-        for r in range(args.repeat):
-            for name, (contract, extra) in batteries.items():
-                runs[name].append(mutate(contract, args.jobs, env, extra))
-                print(f"  round {r + 1} {name}: {runs[name][-1]['seconds']:.1f} s", flush=True)
+        best = best_of_rounds(batteries, args.repeat, args.jobs, env)
     print(f"load average after: {load()}\n")
-
-    best = {name: min(rs, key=lambda x: x["seconds"]) for name, rs in runs.items()}
-    print(f"{'battery':<16} {'mutants':>8} {'battery s':>10} {'wall s':>8} {'ms/mutant':>10}  verdict")
-    for name, b in best.items():
-        print(f"{name:<16} {b['mutants']:>8} {b['seconds']:>10.2f} {b['wall']:>8.2f} "
-              f"{b['seconds'] / b['mutants'] * 1000:>10.3f}  {b['line']}")
+    print_table(best)
     ok = all(b["passed"] for b in best.values())
     small, large = best[f"{sizes[0]} tensors"], best[f"{sizes[-1]} tensors"]
     ratio = (large["seconds"] / large["mutants"]) / (small["seconds"] / small["mutants"])

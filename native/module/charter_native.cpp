@@ -393,13 +393,10 @@ NB_MODULE(_native, m) {
     bool read;
     {
       nb::gil_scoped_release release;
-      const auto* data = reinterpret_cast<const unsigned char*>(ref->bytes.data());
-      const std::uint64_t size = ref->bytes.size();
       rt::Report r;
-      const rt::Format f = format == "gguf" ? rt::Format::Gguf : rt::Format::Safetensors;
-      read = rt::sniff::require_format(f, data, std::min(size, file_size), file_size, r) &&
-             (f == rt::Format::Gguf ? rt::gguf::parse(data, size, file_size, ref->view, r, max_header_bytes)
-                                    : rt::safetensors::parse(data, size, file_size, ref->view, r));
+      read = rt::read_header(format == "gguf" ? rt::Format::Gguf : rt::Format::Safetensors,
+                             reinterpret_cast<const unsigned char*>(ref->bytes.data()), ref->bytes.size(), file_size,
+                             max_header_bytes, ref->view, r);
       if (read) ref->hash_values();
     }
     if (!read) return nb::none();

@@ -54,24 +54,24 @@ struct InputDigest {
 
 // Admit the header in [header, header + size) of a file of `file_size` bytes. The payload stage
 // is never run here (it reads tensor bytes); the caller reports it skipped or runs it itself.
+// Read the header with the strict reader of `format` into `v`; false (and `r` says why, at the
+// container stage) if the bytes are not one.
+inline bool read_header(Format format, const unsigned char* header, std::uint64_t size, std::uint64_t file_size,
+                        std::uint64_t max_header_bytes, View& v, Report& r) {
+  const bool read = sniff::require_format(format, header, size < file_size ? size : file_size, file_size, r) &&
+                    (format == Format::Gguf ? gguf::parse(header, size, file_size, v, r, max_header_bytes)
+                                            : safetensors::parse(header, size, file_size, v, r));
+  if (!read) r.stage = stage::kContainer;
+  return read;
+}
+
 inline Report run(Format format, Span<StageFn> stages, const unsigned char* header, std::uint64_t size,
                   std::uint64_t file_size, const Options& options) {
   Report r;
   const Reference* ref = options.reference;
   View parsed;
   const bool same = ref != nullptr && ref->holds(format, header, size, file_size, options.max_header_bytes);
-  if (!same) {
-    if (!sniff::require_format(format, header, size < file_size ? size : file_size, file_size, r)) {
-      r.stage = stage::kContainer;
-      return r;
-    }
-    const bool read = format == Format::Gguf ? gguf::parse(header, size, file_size, parsed, r, options.max_header_bytes)
-                                             : safetensors::parse(header, size, file_size, parsed, r);
-    if (!read) {
-      r.stage = stage::kContainer;
-      return r;
-    }
-  }
+  if (!same && !read_header(format, header, size, file_size, options.max_header_bytes, parsed, r)) return r;
   const View& v = same ? ref->view : parsed;
   Share share = options.share;
   share.metadata_elsewhere =

@@ -394,7 +394,8 @@ def header_admitted(b: Battery, buf, size: int) -> bool:
     would give the battery's view and pass them all: the view is reused and the stages are
     recorded as passed. The payload stage runs as before, over the mutant's bytes. With both
     engines, the C++ checker's verdict on those same header bytes, size and options is computed
-    once (_cpp_conforming), and the payload stage as the C++ engine runs it still runs per mutant."""
+    once (_cpp_conforming); the payload stage runs per mutant, scanned as both engines scan it
+    (payload_scans)."""
     return b.shared_header and not b.plan.stores and size == b.view.file_size \
         and (buf is b.raw_header or buf == b.raw_header)
 
