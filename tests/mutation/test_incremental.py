@@ -224,12 +224,32 @@ def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_batte
     mutants = all_mutants(b, "artifact")
     values = [m for m in mutants if value_ops.is_value_mutant(m)]
     sample = mutants[::40] + [m for m in values if m.expect is None] + values[::40]
-    fast = dataclasses.replace(b, accepted=AcceptedStrings(), prefixes=run_module.verified_prefixes(b))
+    fast = dataclasses.replace(b, accepted=AcceptedStrings(), prefixes=run_module.verified_prefixes(b, values))
     plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={}, shared_header=False)
-    assert len(fast.prefixes) == len(b.view.tensors)
+    for m in values:  # each resumes at the start of the value block it changes first
+        header, size, patches = m.make()
+        assert 0 <= min(patches) - run_module.prefix_for(fast, header, size, patches).end < 34, m.id
+    assert b.view.file_size in fast.prefixes
     for m in sample:
         assert run_module.run_mutant(fast, m) == run_module.run_mutant(plain, m), m.id
     assert any(m.expect is None for m in sample) and len(sample) > 35
+
+
+def test_only_a_file_digest_mutant_starts_at_the_files_end(smollm2_battery):
+    """Note [Verified prefix]: a contract mutant whose checker differs only in the file digest it pins
+    is judged from the prefix at the file's end, as when it streams the whole file; no other
+    mutant of the payload facts is given a prefix."""
+    b = smollm2_battery
+    mutants = [m for m in all_mutants(b, "contract") if "payload" in m.target or ":values" in m.target]
+    fast = dataclasses.replace(b, prefixes=run_module.verified_prefixes(b, mutants))
+    steps = {m.id: run_module.contract_step(fast, m) for m in mutants}
+    given = {i for i, s in steps.items() if s.prediction and run_module._digest_only(fast, s.prediction)}
+    pinned = {i for i, s in steps.items() if i.startswith("contract:artifact:payload.file_sha256:") and s.prediction.expect}
+    assert given == pinned != set()
+    for m in mutants:
+        if m.id in given:
+            assert run_module._digest_only(fast, steps[m.id].prediction).end == b.view.file_size
+            assert run_module.run_mutant(fast, m) == run_module.run_mutant(dataclasses.replace(b, prefixes={}), m)
 
 
 def test_rows_kept_under_other_constants_are_not_reused(frozen_battery):
@@ -296,7 +316,7 @@ def test_both_engines_judge_value_mutants_as_without_the_shared_header(smollm2_b
     # make install builds the committed checker into the module; `b` below runs it by contract id
     assert compiled_in(cs, smollm2_battery.plan), "charter._native holds no current C++ checker of SmolLM2"
     b = dataclasses.replace(smollm2_battery, engines="both", cpp_key=smollm2_battery.plan.id, cpp_conforming=None,
-                            prefixes=run_module.verified_prefixes(smollm2_battery))
+                            prefixes=run_module.verified_prefixes(smollm2_battery, all_mutants(smollm2_battery)))
     plain = dataclasses.replace(b, shared_header=False, cpp_conforming=None)
     values = [m for m in all_mutants(b, "artifact") if value_ops.is_value_mutant(m)]
     for m in values[::25] + [m for m in values if m.expect is None]:

@@ -857,6 +857,69 @@ def test_payload_padding_after_a_verified_prefix(artifact, end, at, rejected):
         assert c.payload(file_sha256=whole, tensors=(), padding="zero", **PAT) is None
 
 
+def _inside(c, end: int, data: bytes, tensor_state):
+    """`c` resuming inside a tensor: the file's state before `end` and the tensor's (Note [Verified prefix])."""
+    c._verified_prefix = runtime.VerifiedPrefix(end, hashlib.sha256(data[:end]), tensor_state)
+    return c
+
+
+def test_payload_resumes_inside_a_tensor_or_at_its_end(artifact):
+    c, whole = artifact()
+    data = open(c.path, "rb").read()
+    a, b, bad = (hashlib.sha256(x).hexdigest() for x in (b"A" * 16, b"BBBB", b""))
+    both = (("a", a, AT), ("b", b, AT2))
+    assert _inside(c, 72, data, hashlib.sha256(b"A" * 8)).payload(file_sha256=whole, tensors=both, padding="zero",
+                                                                  **PAT) is None
+    # a's digest goes on from the prefix's state of it, not from nothing
+    c, _ = artifact()
+    assert rejection(_inside(c, 72, data, hashlib.sha256(b"B" * 8)).payload, whole, both, "zero", PAT) == diag(
+        "PAYLOAD_DIGEST", "payload.tensors.a", f"expected '{a}', got '{hashlib.sha256(b'B' * 8 + b'A' * 8).hexdigest()}'",
+        f"'{a}'", f"'{hashlib.sha256(b'B' * 8 + b'A' * 8).hexdigest()}'", AT, 64)
+    # a prefix at a tensor's end, or at the file's end, leaves that tensor behind it
+    for end in (80, 104):
+        c, _ = artifact()
+        assert _inside(c, end, data, None).payload(file_sha256=whole, tensors=(("a", bad, AT),), padding="zero",
+                                                   **PAT) is None
+    c, _ = artifact()
+    assert rejection(_inside(c, 104, data, None).payload, bad, (), "zero", PAT)["code"] == "PAYLOAD_FILE_DIGEST"
+
+
+def test_the_recorder_keeps_the_state_at_each_position_asked(artifact):
+    """One pass records the whole file's digest state and the pinned tensor's at every position
+    asked for (its reads stop there), the file's end included (Note [Verified prefix])."""
+    c, whole = artifact()
+    data = open(c.path, "rb").read()
+    recorder = runtime.PrefixRecorder([104, 10, 56, 64, 72, 96, 98, 104])
+    c._prefixes = recorder
+    a = hashlib.sha256(b"A" * 16).hexdigest()
+    assert c.payload(file_sha256=whole, tensors=(("a", a, AT),), padding="zero", **PAT) is None
+    assert sorted(recorder.prefixes) == [10, 56, 64, 72, 96, 98, 104]
+    for end, prefix in recorder.prefixes.items():
+        assert prefix.end == end and prefix.sha256.hexdigest() == hashlib.sha256(data[:end]).hexdigest()
+    states = {end: p.tensor_sha256 and p.tensor_sha256.hexdigest() for end, p in recorder.prefixes.items()}
+    assert states == {10: None, 56: None, 64: hashlib.sha256(b"").hexdigest(),
+                      72: hashlib.sha256(b"A" * 8).hexdigest(), 96: None, 98: None, 104: None}
+    # no file digest pinned: no file state; resuming from a prefix records nothing before it
+    c, _ = artifact()
+    c._prefixes = runtime.PrefixRecorder([72, 98])
+    _resumed(c, 96, data[:96]).payload(file_sha256=None, tensors=(), padding="any", **PAT)
+    assert c._prefixes.prefixes == {98: runtime.VerifiedPrefix(98, None, None)}
+
+
+def test_admit_view_hands_the_recorder_to_the_payload_stage(tmp_path):
+    path = tmp_path / "p.bin"
+    path.write_bytes(b"H" * 64 + b"A" * 16)
+    v = view(tensors=[tensor("a", (16,), "U8", 64, 80, record=0)], header_end=64, data_offset=64, file_size=80)
+    recorder = runtime.PrefixRecorder([70])
+
+    class Checker:
+        CONTRACT_ID, SPEC, FORMAT, STATUS = "c-id", "specs/c.yaml", "gguf", "structural"
+        STAGES = [("payload", lambda ctx: ctx.payload(file_sha256=None, tensors=(), padding="any", **PAT))]
+
+    runtime.admit_view(v, str(path), Checker, verify_payload=True, prefixes=recorder)
+    assert list(recorder.prefixes) == [70]
+
+
 def test_admit_view_passes_the_verified_prefix(tmp_path):
     path = tmp_path / "p.bin"
     path.write_bytes(b"H" * 64 + b"A" * 16)

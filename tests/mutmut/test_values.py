@@ -85,6 +85,18 @@ def test_the_payload_reader_is_streamed(artifact):
     assert rejection(_payload, c)["field"] == "values.q.blocks[0].d"
 
 
+@pytest.mark.parametrize("native", [False, True])
+def test_values_resumed_inside_a_tensor_count_blocks_from_its_start(artifact, native):
+    """A verified prefix inside q (Note [Verified prefix]): blocks before it are not scanned again,
+    and a bad value after it is named by its block in q and its byte in the file."""
+    c, data = artifact([(64, struct.pack("<H", 0x7E00)), (64 + 40, struct.pack("<H", 0xFC00))])
+    c._native_values = native
+    c._verified_prefix = runtime.VerifiedPrefix(84, hashlib.sha256(data[:84]))
+    assert rejection(_payload, c) == diag(
+        "PAYLOAD_VALUE", "values.q.blocks[2].d", "q: block 2 of Q4_1, field d, is -Inf (f16 0xfc00) at byte 104",
+        "finite", "-Inf (f16 0xfc00)", "V:4:4", 104)
+
+
 def test_a_bad_field_is_named_at_its_own_byte(artifact):
     c, _ = artifact([(64 + 22, struct.pack("<H", 0x7C01))])  # block 1 starts at 84; its m at +2
     assert rejection(_payload, c)["offset"] == 86

@@ -81,9 +81,11 @@ class Context:
 
     def __init__(self, view: ArtifactView, path: str, require_status: str | None = None, reader=None,
                  payload_reader=None, native_values: bool | str = False, only: frozenset[str] | None = None,
-                 owned_keys: frozenset[str] = frozenset(), verified_prefix: VerifiedPrefix | None = None) -> None:
+                 owned_keys: frozenset[str] = frozenset(), verified_prefix: VerifiedPrefix | None = None,
+                 prefixes: PrefixRecorder | None = None) -> None:
         """`only`: the tensors this file holds of a bundle's inventory (Note [Bundle stages]); the rest
-        are other shards' facts. `owned_keys`: metadata keys a bundle stage owns (split keys)."""
+        are other shards' facts. `owned_keys`: metadata keys a bundle stage owns (split keys).
+        `verified_prefix`, `prefixes`: Note [Verified prefix]."""
         self.view = view
         self.only = only
         self.owned_keys = owned_keys
@@ -94,6 +96,7 @@ class Context:
         self._payload_reader = payload_reader  # the same, for the whole file the payload stage streams
         self._native_values = native_values  # value rules scanned by charter._native (the C++ engine); "both"
         self._verified_prefix = verified_prefix  # where the payload stage may start (Note [Verified prefix])
+        self._prefixes = prefixes  # where the payload stage records its state as it streams
 
     def read(self, offset: int, length: int) -> bytes:
         """Bytes of the artifact outside the header (store manifests); a short read is a rejection."""
@@ -520,15 +523,21 @@ class Context:
             pos = self._stream(f, whole, start, v.header_end)
             pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
             for t in sorted(v.tensors, key=lambda t: t.start):
-                if t.start < start:
+                inside = t.start < start  # the prefix ends in this tensor, or after it
+                if inside and t.end <= start:
                     continue
-                pos = self._stream(f, whole, pos, t.start, zero_at=(padding_at or "") if zero else None)
-                digest = hashlib.sha256() if t.name in wanted else None
-                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name))
+                if not inside:
+                    pos = self._stream(f, whole, pos, t.start, zero_at=(padding_at or "") if zero else None)
+                digest = None
+                if t.name in wanted:
+                    digest = prefix.tensor_sha256.copy() if inside else hashlib.sha256()
+                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name), origin=t.start)
                 if digest is not None and digest.hexdigest() != wanted[t.name][0]:
                     self.mismatch(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}", wanted[t.name][0],
                                   digest.hexdigest(), wanted[t.name][1], t.start)
-            self._stream(f, whole, pos, v.file_size, zero_at=(padding_at or "") if zero else None)
+            pos = self._stream(f, whole, pos, v.file_size, zero_at=(padding_at or "") if zero else None)
+            if self._prefixes is not None:
+                self._prefixes.reached(pos, pos, whole, None)
         if file_sha256 is not None and whole.hexdigest() != file_sha256:
             self.mismatch(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256", file_sha256, whole.hexdigest(),
                           at)
@@ -554,20 +563,23 @@ class Context:
             _RULES[key] = tensor_rules(v.tensors, rules, v.format, _block_bytes(v.format), self._native_values)
         return dict(_RULES[key])
 
-    def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None) -> int:
+    def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None,
+                origin: int | None = None) -> int:
         """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
-        `values` (the tensor's value rule, the range its extent), every block's values are finite."""
+        `values` (the tensor's value rule, `origin` its extent's start), every block's values are
+        finite. With a PrefixRecorder, reads stop at each position it asks for, to record the state there."""
         f.seek(start)
-        pos = start
+        pos, base, recorder = start, start if origin is None else origin, self._prefixes
         step = values.chunk_bytes(PAYLOAD_CHUNK) if values is not None else PAYLOAD_CHUNK
         while pos < end:
-            chunk = f.read(min(step, end - pos))
+            stop = end if recorder is None else recorder.reached(pos, end, whole, also)
+            chunk = f.read(min(step, stop - pos))
             if not chunk:
                 self.fail(Code.PAYLOAD_DIGEST, "file", f"file ended at {pos}, before {end}", None, end, pos, pos)
             if values is not None:
-                bad = values.first_bad(chunk, (pos - start) // values.block_bytes)
+                bad = values.first_bad(chunk, (pos - base) // values.block_bytes)
                 if bad is not None:
-                    self.fail(*values.finding(bad, start))
+                    self.fail(*values.finding(bad, base))
             if whole is not None:
                 whole.update(chunk)
             if also is not None:
@@ -592,16 +604,44 @@ class VerifiedPrefix:
     ~~~~~~~~~~~~~~~~~~~~~~~~
     The mutation battery admits hundreds of value mutants of one file, each differing from the
     conforming file in a few bytes of one tensor, and the payload stage would stream every byte
-    before that tensor again (SmolLM2: 98 MB hashed per mutant on average half-way). A caller that
-    knows the bytes before `end` (a tensor's start) are those of a file this same checker's payload
-    stage admitted over this same view may say so: the stage then starts at `end`, with `sha256`
-    the whole-file digest state of those bytes. Nothing before `end` is checked again (the
+    before that change again (SmolLM2: 98 MB hashed per mutant on average half-way). A caller that
+    knows the bytes before `end` are those of a file this same checker's payload stage admitted
+    over this same view may say so: the stage then starts at `end`, with `sha256` the whole-file
+    digest state of those bytes and, when `end` falls inside a tensor, `tensor_sha256` that
+    tensor's digest state (if its digest is pinned). Nothing before `end` is checked again (the
     header's and padding's bytes, earlier tensors' digests and values); everything from `end` on
-    is checked as always. A wrong claim makes a wrong verdict: only the battery makes it, for
-    mutants whose header and earlier bytes it holds unchanged (charter.mutation.run)."""
+    is checked as always. Inside a tensor, `end` must be a whole number of value blocks from its
+    start (the value rules scan whole blocks). A wrong claim makes a wrong verdict: only the
+    battery makes it, for mutants whose header and earlier bytes it holds unchanged, or whose
+    checker differs only in the file digest it pins, with the prefix at the file's end
+    (charter.mutation.run).
+
+    The battery gets its prefixes from one payload pass over the conforming file, with a
+    PrefixRecorder asking for the positions its mutants change first: the stage records its state
+    there as it streams, and the prefixes are the caller's to use only if that pass admitted."""
 
     end: int
-    sha256: object  # a hashlib sha256 object over the file's bytes [0, end), copied before use
+    sha256: object  # a hashlib sha256 object over the file's bytes [0, end) (None: no file digest pinned)
+    tensor_sha256: object = None  # over the bytes before `end` of the tensor it falls inside, if pinned
+
+
+class PrefixRecorder:
+    """The positions a payload pass records a VerifiedPrefix at (Note [Verified prefix]): every
+    one it streams through (its reads stop there); none before a verified prefix it resumed from."""
+
+    def __init__(self, positions) -> None:
+        self._wanted = sorted(set(positions), reverse=True)  # the next one last
+        self.prefixes: dict[int, VerifiedPrefix] = {}
+
+    def reached(self, pos: int, end: int, whole, tensor) -> int:
+        """Record the state at `pos` if it is wanted; where the read from `pos` to `end` must stop."""
+        wanted = self._wanted
+        while wanted and wanted[-1] < pos:
+            wanted.pop()  # before where the pass began
+        if wanted and wanted[-1] == pos:
+            wanted.pop()
+            self.prefixes[pos] = VerifiedPrefix(pos, whole and whole.copy(), tensor and tensor.copy())
+        return min(wanted[-1], end) if wanted else end
 
 
 class _ReaderFile:
@@ -774,17 +814,17 @@ def _report(path: str, checker) -> AdmissionReport:
 def admit_view(view: ArtifactView, path: str, checker, *, verify_payload: bool = False,
                require_status: str | None = None, reader=None, payload_reader=None,
                native_values: bool | str = False, verified_prefix: VerifiedPrefix | None = None,
-               header_admitted: bool = False) -> AdmissionReport:
+               prefixes: PrefixRecorder | None = None, header_admitted: bool = False) -> AdmissionReport:
     """The stages after the reader, over an already parsed view (`path` serves payload, companions
     and, unless `reader` is given, store manifests; `payload_reader`, if given, serves payload;
     `native_values`: the value rules run in C++, as for the C++ engine ("both": in C++ and numpy,
-    compared: charter.admission.values.BOTH); `verified_prefix`: Note
+    compared: charter.admission.values.BOTH); `verified_prefix`, `prefixes`: Note
     [Verified prefix]; `header_admitted`: the caller's word that this checker admitted this view's
     header stages before, with the same options and companions (Note [Admitted header] in
     charter.mutation.run): they are recorded as passed without running)."""
     report = _report(path, checker)
     ctx = Context(view, path, require_status, reader, payload_reader, native_values,
-                  verified_prefix=verified_prefix)
+                  verified_prefix=verified_prefix, prefixes=prefixes)
     for stage, check in checker.STAGES:
         if stage == Stage.PAYLOAD.value and not verify_payload:
             report.record(stage, "skipped")

@@ -13,6 +13,7 @@ library (`prepare_cpp`, charter.engines.library).
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import dataclasses
 import gc
@@ -33,7 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from charter import engines
 from charter.admission.report import AdmissionReport
-from charter.admission.runtime import VerifiedPrefix, admit, admit_view
+from charter.admission.runtime import PrefixRecorder, VerifiedPrefix, _block_bytes, admit, admit_view
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
@@ -79,7 +80,7 @@ class Battery:
     tensor_memo: dict = dataclasses.field(default_factory=dict)  # resolved tensor rows (resolve_artifact)
     pieces: Pieces = dataclasses.field(default_factory=Pieces)  # compiled checker pieces (assemble)
     accepted: AcceptedStrings = dataclasses.field(default_factory=AcceptedStrings)  # the header's string arrays
-    prefixes: dict[int, VerifiedPrefix] | None = None  # tensor start -> its verified prefix (verified_prefixes)
+    prefixes: dict[int, VerifiedPrefix] | None = None  # its end -> a verified prefix (verified_prefixes)
     checker_text: str = ""  # the unchanged checker's text, as rendered for `checker`
     shared_header: bool = True  # False: value mutants run the header stages again (Note [Admitted header])
     cpp_conforming: engines.Verdict | None = None  # the C++ checker's verdict on the conforming header
@@ -359,26 +360,29 @@ def payload_scans(b: Battery) -> bool | str:
     return BOTH if b.engines == "both" else False
 
 
-def verified_prefixes(b: Battery) -> dict[int, VerifiedPrefix]:
-    """The verified prefix (Note [Verified prefix] in charter.admission.runtime) at every tensor
-    start of the conforming file, if the unchanged checker's payload stage admits it; else none,
-    and every value mutant streams its whole file."""
+def verified_prefixes(b: Battery, mutants: list[Mutant]) -> dict[int, VerifiedPrefix]:
+    """The verified prefixes (Note [Verified prefix] in charter.admission.runtime) of the
+    conforming file where `mutants` start to differ from it (each value mutant's first changed
+    value block, and the file's end for a contract mutant changing only the file digest), recorded
+    by the unchanged checker's payload stage in one pass, if it admits the file; else none, and
+    every mutant streams its whole file."""
+    recorder = PrefixRecorder([*_first_blocks(b, mutants), b.view.file_size])
     report = admit_view(b.view, str(b.artifact_path), b.checker, require_status=b.require_status,
-                        verify_payload=True)
-    if report.diagnostic is not None:
-        return {}
-    starts = sorted({t.start for t in b.view.tensors})
-    out, digest, pos = {}, hashlib.sha256(), 0
-    with open(b.artifact_path, "rb") as f:
-        for start in starts:
-            while pos < start:
-                chunk = f.read(min(1 << 20, start - pos))
-                if not chunk:
-                    return out
-                digest.update(chunk)
-                pos += len(chunk)
-            out[start] = VerifiedPrefix(start, digest.copy())
-    return out
+                        verify_payload=True, prefixes=recorder)
+    return {} if report.diagnostic is not None else recorder.prefixes
+
+
+def _first_blocks(b: Battery, mutants: list[Mutant]):
+    """Where each value mutant's first patch's value block starts: a whole number of blocks from
+    its tensor's start, as the payload stage may resume there."""
+    block_bytes, tensors = _block_bytes(b.plan.format), sorted(b.view.tensors, key=lambda t: t.start)
+    starts = [t.start for t in tensors]
+    for m in mutants:
+        if value_ops.is_value_mutant(m):
+            first = min(m.make()[2])
+            t = tensors[bisect.bisect_right(starts, first) - 1]
+            size = block_bytes(t.codec)
+            yield t.start + (first - t.start) // size * size
 
 
 def header_admitted(b: Battery, buf, size: int) -> bool:
@@ -406,8 +410,22 @@ def prefix_for(b: Battery, buf, size: int, patches: dict[int, bytes]) -> Verifie
     if not b.prefixes or not patches or size != b.view.file_size or buf != b.raw_header:
         return None
     first = min(patches)
-    starts = [s for s in b.prefixes if s <= first]
-    return b.prefixes[max(starts)] if starts else None
+    ends = [end for end in b.prefixes if end <= first]
+    return b.prefixes[max(ends)] if ends else None
+
+
+def _digest_only(b: Battery, prediction: Prediction) -> VerifiedPrefix | None:
+    """The prefix at the file's end for a contract mutant whose checker differs from the unchanged
+    one only in the file digest it pins (Note [Verified prefix]): its payload stage compares that
+    digest and nothing else differs. `prediction.changed` holds the payload check it replaced."""
+    pinned = next((c for c in b.checks if isinstance(c, checks.Payload)), None)
+    if not b.prefixes or pinned is None or pinned.file_sha256 is None:
+        return None
+    changed = [c for c in prediction.changed if c != pinned]
+    if len(changed) != 1 or not isinstance(changed[0], checks.Payload) or changed[0].file_sha256 is None \
+            or dataclasses.replace(changed[0], file_sha256=pinned.file_sha256, at=pinned.at) != pinned:
+        return None
+    return b.prefixes.get(b.view.file_size)
 
 
 def whole_file_reader(b: Battery, header: bytes, view: ArtifactView, patches: dict[int, bytes]):
@@ -491,9 +509,10 @@ def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None, defer
     plan, prediction = step.plan, step.prediction
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan, b.pieces)
+    payload = prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
-                        verify_payload=prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD,
-                        native_values=payload_scans(b))
+                        verify_payload=payload, native_values=payload_scans(b),
+                        verified_prefix=_digest_only(b, prediction) if payload else None)
     d = report.diagnostic
     said_by = (d and d.stage, d and d.code, d and d.field)
     if b.engines == "both" and defer_cpp:
@@ -726,8 +745,9 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
 
 def prepare(b: Battery, mutants: list[Mutant]) -> None:
     """What the workers share of running `mutants`, worked out once before they fork."""
-    if b.prefixes is None and any(value_ops.is_value_mutant(m) for m in mutants):
-        b.prefixes = verified_prefixes(b) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
+    if b.prefixes is None and any(value_ops.is_value_mutant(m) or m.target.endswith("payload.file_sha256")
+                                  for m in mutants):
+        b.prefixes = verified_prefixes(b, mutants) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
 
 
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
