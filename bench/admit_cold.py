@@ -3,7 +3,8 @@ and its peer.
 
 Run:  .venv/bin/python bench/admit_cold.py [--repeat 15]
 
-Each round runs these processes one after another (interleaved, so load drifts hit all alike):
+Each round runs these processes one after another (interleaved, so load drifts hit all alike; each
+round starts with the next one, so none always runs right after another):
   floor        python -c: read the file's header (its 1.79 MB up to the data offset) and sha256 it:
                what any admission of this file must at least do, interpreter start-up included.
   gguf         python -c: gguf.GGUFReader(FILE), gguf-py's reader (parses and maps everything).
@@ -82,9 +83,11 @@ def main() -> int:
             raise SystemExit(f"--engine {engine} does not run the committed checker: {said}")
     print(f"file: {path.name}, header {data_offset:,} bytes; load average before: {_load()}")
     samples: dict[str, list[float]] = {name: [] for name in cmds}
+    names = list(cmds)
     for round_ in range(args.repeat + 1):
-        for name, cmd in cmds.items():
-            seconds = wall(cmd, env)
+        # each round starts one command later: none always follows gguf's 2 s of work
+        for name in names[round_ % len(names):] + names[:round_ % len(names)]:
+            seconds = wall(cmds[name], env)
             if round_:  # the first round writes the bytecode caches
                 samples[name].append(seconds)
     med = {name: statistics.median(s) for name, s in samples.items()}

@@ -132,3 +132,18 @@ def test_admit_locate_and_freeze_each_have_their_own_command_module():
         if path.name != "__main__.py":
             assert not re.search(r"^\s*(from charter\.cli import|import charter\.cli|from charter import cli)",
                                  path.read_text("utf-8"), flags=re.M), path
+
+
+@pytest.mark.parametrize("handler", [False, True])
+def test_the_command_exits_with_its_code_and_output_and_runs_exit_handlers(tmp_path, handler):
+    """charter.cli.entry ends the process without the interpreter's teardown only when nothing is
+    left to run at exit: the output is flushed, the code kept, an atexit handler still runs."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: artifact\n", "utf-8")
+    script = ("import atexit, sys\nfrom charter.cli import entry\n"
+              + ("atexit.register(print, 'handler ran')\n" if handler else "")
+              + f"sys.argv = ['charter', 'check', {str(bad)!r}]\nentry()\n")
+    proc = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert "bad.yaml" in proc.stdout + proc.stderr
+    assert ("handler ran" in proc.stdout) is handler

@@ -1,5 +1,3 @@
-import sys
+from charter.cli import entry
 
-from charter.cli import main
-
-sys.exit(main())
+entry()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from charter.admission import runtime
+from charter.admission import runtime, stores
 from charter.admission.runtime import Context, Rejected, _json_type, _same_bits, _show
 from charter.language import align_up as _align_up
 from charter.language import expand as _expand
@@ -693,8 +693,8 @@ def test_codecs_check_each_tensor_with_a_row_header():
 
 def test_store_checks_delegate(monkeypatch):
     calls = []
-    monkeypatch.setattr(runtime.stores, "expert_major", lambda *a: calls.append(("em",) + a))
-    monkeypatch.setattr(runtime.stores, "ple_rows", lambda *a: calls.append(("ple",) + a))
+    monkeypatch.setattr(stores, "expert_major", lambda *a: calls.append(("em",) + a))
+    monkeypatch.setattr(stores, "ple_rows", lambda *a: calls.append(("ple",) + a))
     c = ctx(view())
     assert c.expert_major_store(name="experts", tensor="t", fields=("f",), components=("c",), at=AT) is None
     assert c.ple_store(name="ple", tensor="u", fields=("g",), head_rows=7, at=AT2) is None
@@ -1119,8 +1119,8 @@ def test_a_shard_reports_its_first_missing_tensor_in_contract_order():
 
 def test_stores_are_checked_in_the_shard_that_holds_their_tensor(monkeypatch):
     calls = []
-    monkeypatch.setattr(runtime.stores, "expert_major", lambda *a: calls.append(("em",) + a[1:]))
-    monkeypatch.setattr(runtime.stores, "ple_rows", lambda *a: calls.append(("ple",) + a[1:]))
+    monkeypatch.setattr(stores, "expert_major", lambda *a: calls.append(("em",) + a[1:]))
+    monkeypatch.setattr(stores, "ple_rows", lambda *a: calls.append(("ple",) + a[1:]))
     shard = Context(view(), "/nonexistent/s.safetensors", only=frozenset({"t"}))
     assert shard.expert_major_store(name="experts", tensor="t", fields=(), components=(), at=AT) is None
     assert shard.expert_major_store(name="other", tensor="u", fields=(), components=(), at=AT) is None

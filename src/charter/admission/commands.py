@@ -55,7 +55,7 @@ def run_admit(args) -> int:
         from charter.bundles.commands import run_admit_bundle
 
         return run_admit_bundle(args)
-    from charter.regions.commands import is_regions_contract
+    from charter.regions import is_regions_contract
 
     if is_regions_contract(args.contract):
         from charter.regions.commands import run_admit_regions

@@ -40,7 +40,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from charter.admission import stores
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
 from charter.diagnostics import CharterError, Code, Diagnostic, Finding, Location, Stage, code_for
@@ -459,13 +458,17 @@ class Context:
                       f"{v.file_size - end} bytes after the last extent, more than alignment padding",
                       trailing_at, align_up(end, step), v.file_size, end)
 
-    # --- stores (charter.admission.stores) ----------------------------------------------------
+    # --- stores (charter.admission.stores, imported only for a contract that has them) ------------
 
     def expert_major_store(self, *, name: str, tensor: str, fields, components, at: str | None) -> None:
+        from charter.admission import stores
+
         if self._holds(tensor):
             stores.expert_major(self, name, tensor, fields, components, at)
 
     def ple_store(self, *, name: str, tensor: str, fields, head_rows, at: str | None) -> None:
+        from charter.admission import stores
+
         if self._holds(tensor):
             stores.ple_rows(self, name, tensor, fields, head_rows, at)
 

@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from itertools import repeat
 from operator import add, itemgetter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFHeader, GGUFValueType, parse_gguf, read_gguf
 from charter.formats.records import gc_paused
-from charter.formats.safetensors import SafetensorsHeader, parse_safetensors, read_safetensors
 from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
+
+if TYPE_CHECKING:  # the safetensors reader is imported by the views that need it, never for a GGUF
+    from charter.formats.safetensors import SafetensorsHeader
 
 
 class MetaEntry(NamedTuple):
@@ -86,6 +88,8 @@ def read_view(path: str, fmt: str, max_header_bytes: int = MAX_HEADER_BYTES) -> 
         require_format(*head, fmt)
     if fmt == "gguf":
         return gguf_view(read_gguf(path, max_header_bytes=max_header_bytes))
+    from charter.formats.safetensors import read_safetensors
+
     return safetensors_view(read_safetensors(path))
 
 
@@ -95,6 +99,8 @@ def parse_view(buf, file_size: int, fmt: str, accepted=None) -> ArtifactView:
     require_format(buf[:SNIFF_BYTES], file_size, fmt)
     if fmt == "gguf":
         return gguf_view(parse_gguf(buf, file_size, accepted=accepted))
+    from charter.formats.safetensors import parse_safetensors
+
     return safetensors_view(parse_safetensors(buf, file_size))
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 import os
 
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.formats.safetensors import MAX_HEADER_BYTES
 
 SNIFF_BYTES = 16
 READABLE = ("gguf", "safetensors")
@@ -107,6 +106,8 @@ def read_head(path) -> tuple[bytes, int] | None:
 
 def _may_be_damaged(fmt: str, head: bytes) -> bool:
     """Whether a file of no known format may be a damaged `fmt` file (Note [Format sniff])."""
+    from charter.formats.safetensors import MAX_HEADER_BYTES  # a GGUF admission never imports that reader
+
     return fmt == "gguf" or len(head) < 8 or int.from_bytes(head[:8], "little") <= MAX_HEADER_BYTES
 
 
@@ -114,6 +115,8 @@ def describe(found: str, head: bytes) -> str:
     """What a sniffed file is, for a message."""
     if found != "unknown":
         return _WHAT[found]
+    from charter.formats.safetensors import MAX_HEADER_BYTES
+
     n = int.from_bytes(head[:8], "little")
     return (f"no format charter knows (it starts {head[:8].hex(' ')}: no GGUF magic, and as a safetensors header "
             f"length {n} is over the {MAX_HEADER_BYTES}-byte limit)")

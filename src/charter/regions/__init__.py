@@ -10,3 +10,17 @@ capture.py      the llama.cpp capture adapter (opt-in `capture` extra)
 battery.py      the region mutation battery (`charter mutate --contract <regions contract>`)
 commands.py     `charter admit --contract <regions contract>`
 """
+
+import re
+from pathlib import Path
+
+_KIND = re.compile(r"^kind:\s*regions\s*(#.*)?$", re.M)
+
+
+def is_regions_contract(path: str) -> bool:
+    """Whether the file at `path` declares `kind: regions` (here, not in commands.py: `charter
+    admit` asks this of every contract it is given, and imports no more than it needs)."""
+    try:
+        return _KIND.search(Path(path).read_text(encoding="utf-8", errors="replace")[:65536]) is not None
+    except OSError:
+        return False

@@ -22,15 +22,11 @@ it breaks.
 
 from __future__ import annotations
 
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from charter.admission.report import _SCHEMA_CONFIG, AdmissionReport
-
-KIND = re.compile(r"^kind:\s*regions\s*(#.*)?$", re.M)
-
 
 @dataclass(frozen=True)
 class RegionsAdmission:
@@ -45,13 +41,6 @@ class RegionsAdmission:
     """the regions contract's status (a claim boundary, docs/contracts.md#status)"""
     owned: bool | None
     """every tensor owned once; null when the admission rejected the file first"""
-
-
-def is_regions_contract(path: str) -> bool:
-    try:
-        return KIND.search(Path(path).read_text(encoding="utf-8", errors="replace")[:65536]) is not None
-    except OSError:
-        return False
 
 
 def run_admit_regions(args) -> int:
