@@ -540,7 +540,7 @@ class Context:
                                   digest.hexdigest(), wanted[t.name][1], t.start)
             pos = self._stream(f, whole, pos, v.file_size, zero_at=(padding_at or "") if zero else None)
             if self._prefixes is not None:
-                self._prefixes.reached(pos, pos, whole, None)
+                self._prefixes.record(pos, whole, None)
         if file_sha256 is not None and whole.hexdigest() != file_sha256:
             self.mismatch(Code.PAYLOAD_FILE_DIGEST, "payload.file_sha256", file_sha256, whole.hexdigest(),
                           at)
@@ -569,10 +569,10 @@ class Context:
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None,
                 origin: int | None = None) -> int:
         """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
-        `values` (the tensor's value rule, `origin` its extent's start), every block's values are
+        `values` (the tensor's value rule) and `origin` (its extent's start), every block's values are
         finite. With a PrefixRecorder, reads stop at each position it asks for, to record the state there."""
         f.seek(start)
-        pos, base, recorder = start, start if origin is None else origin, self._prefixes
+        pos, recorder = start, self._prefixes
         step = values.chunk_bytes(PAYLOAD_CHUNK) if values is not None else PAYLOAD_CHUNK
         while pos < end:
             stop = end if recorder is None else recorder.reached(pos, end, whole, also)
@@ -580,9 +580,9 @@ class Context:
             if not chunk:
                 self.fail(Code.PAYLOAD_DIGEST, "file", f"file ended at {pos}, before {end}", None, end, pos, pos)
             if values is not None:
-                bad = values.first_bad(chunk, (pos - base) // values.block_bytes)
+                bad = values.first_bad(chunk, (pos - origin) // values.block_bytes)
                 if bad is not None:
-                    self.fail(*values.finding(bad, base))
+                    self.fail(*values.finding(bad, origin))
             if whole is not None:
                 whole.update(chunk)
             if also is not None:
@@ -636,15 +636,19 @@ class PrefixRecorder:
         self._wanted = sorted(set(positions), reverse=True)  # the next one last
         self.prefixes: dict[int, VerifiedPrefix] = {}
 
-    def reached(self, pos: int, end: int, whole, tensor) -> int:
-        """Record the state at `pos` if it is wanted; where the read from `pos` to `end` must stop."""
+    def record(self, pos: int, whole, tensor) -> None:
+        """Record the state at `pos` (the whole file's digest, the tensor's) if it is wanted."""
         wanted = self._wanted
         while wanted and wanted[-1] < pos:
             wanted.pop()  # before where the pass began
         if wanted and wanted[-1] == pos:
             wanted.pop()
             self.prefixes[pos] = VerifiedPrefix(pos, whole and whole.copy(), tensor and tensor.copy())
-        return min(wanted[-1], end) if wanted else end
+
+    def reached(self, pos: int, end: int, whole, tensor) -> int:
+        """record() at `pos`; where a read from `pos` to `end` must stop."""
+        self.record(pos, whole, tensor)
+        return min(self._wanted[-1], end) if self._wanted else end
 
 
 class _ReaderFile:
