@@ -81,6 +81,9 @@ def run_mutate(args) -> int:
         return 2
     if args.jobs is None:
         args.jobs = os.cpu_count() or 1
+    from charter.mutation.malloc import keep_freed_buffers
+
+    keep_freed_buffers()  # Note [Header-sized buffers]: before the battery is loaded and its workers fork
     out = current()
     if out.format != "json" or args.report is not None:
         return _run_mutate(args)
