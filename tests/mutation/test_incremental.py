@@ -382,3 +382,34 @@ def test_a_call_is_rendered_once_per_text_of_its_check(monkeypatch):
     other = dataclasses.replace(values[0], key="k2")
     statement = build.render_call(other)
     assert build._CALLS == {(text_of(other), None): (statement, ())}
+
+
+def test_workers_fork_before_meanwhile_runs():
+    """run.in_workers(meanwhile=...): its work is this process's, done once the workers have forked
+    (with one worker, before the first mutant)."""
+    state = {"prefixes": None}
+
+    def record():
+        state["prefixes"] = "recorded"
+
+    seen = run_module.in_workers(4, lambda i: (i, state["prefixes"]), jobs=2, pack=lambda x: x, meanwhile=record)
+    assert seen == [(i, None) for i in range(4)] and state["prefixes"] == "recorded"
+    state["prefixes"] = None
+    assert run_module.in_workers(2, lambda i: state["prefixes"], pack=lambda x: x, meanwhile=record) == ["recorded"] * 2
+
+
+def test_mutants_that_resume_run_second_with_their_own_verdicts(smollm2_battery, tmp_path):
+    """The verdict cache's fused run records the verified prefixes while its first workers run the
+    other mutants, then runs the value and file-digest mutants: each verdict as a plain run's."""
+    from charter.mutation.cache import VerdictCache, run_cached
+
+    mutants = all_mutants(smollm2_battery)
+    digest = [m for m in mutants if m.target.endswith("payload.file_sha256")]
+    sample = [m for m in mutants if value_ops.is_value_mutant(m)][::15] + digest + mutants[::60]
+    assert digest and all(map(run_module.resumes, digest))
+    b = dataclasses.replace(smollm2_battery, prefixes=None)
+    got, _ = run_cached(b, sample, list(range(len(sample))), VerdictCache(b, tmp_path, "python"), None, read=False,
+                        jobs=2, fused=True)
+    assert b.prefixes and b.view.file_size in b.prefixes
+    plain = dataclasses.replace(smollm2_battery, prefixes={})
+    assert got == [run_module.picklable(run_module.run_mutant(plain, m)) for m in sample]

@@ -332,13 +332,7 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     if remembered:
         looked = [_stored(cache, b, mutants[i], key) for i, key in zip(positions, known)]
     else:
-        if fused:
-            run.prepare(b, [mutants[i] for i in positions])
-        report = (lambda n, total, lk: lk.outcome and not lk.pending and progress(n, total, lk.outcome)) \
-            if progress else None
-        with run.frozen_heap():
-            looked = run.in_workers(len(positions), lambda j: cache.lookup(b, mutants[positions[j]], read, fused, cpp),
-                                    jobs, report, pack=lambda lk: lk)  # outcomes come picklable
+        looked = _looked(b, mutants, positions, cache, read, jobs, fused, cpp, progress)
     cache.remember_run(run_id, [lk.key for lk in looked])
     todo = [i for i, lk in zip(positions, looked) if lk.outcome is None]
     checkers = {id(mutants[i]): lk.checker for i, lk in zip(positions, looked) if lk.checker is not None} \
@@ -357,6 +351,32 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
         out.append(outcome)
     cache.save(bound=3 * max(len(mutants), 1))
     return out, sum(lk.reused for lk in looked)
+
+
+def _looked(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache, read: bool,
+            jobs: int, fused: bool, cpp: bool, progress) -> list[Looked]:
+    """Every mutant at `positions` looked up (and run, if `fused`) in `jobs` workers. Fused, the
+    mutants that resume from a verified prefix (run.resumes) go second, in workers forked once
+    the prefixes are recorded: the first workers run the others meanwhile, where the recording
+    pass (a sha256 of the whole file) would keep a core idle."""
+    total = len(positions)
+    later = [i for i in positions if fused and run.resumes(mutants[i])]
+
+    def look(some: list[int], done: int, meanwhile=None) -> list[Looked]:
+        report = (lambda n, _, lk: lk.outcome and not lk.pending and progress(done + n, total, lk.outcome)) \
+            if progress else None
+        return run.in_workers(len(some), lambda j: cache.lookup(b, mutants[some[j]], read, fused, cpp),
+                              jobs, report, pack=lambda lk: lk, meanwhile=meanwhile)  # outcomes come picklable
+
+    if not later:
+        with run.frozen_heap():
+            return look(positions, 0)
+    first = [i for i in positions if not run.resumes(mutants[i])]
+    with run.frozen_heap():
+        found = dict(zip(first, look(first, 0, lambda: run.prepare(b, [mutants[i] for i in later]))))
+    with run.frozen_heap():  # the prefixes recorded meanwhile are frozen for the second workers to share
+        found.update(zip(later, look(later, len(first))))
+    return [found[i] for i in positions]
 
 
 def _stored(cache: VerdictCache, b: run.Battery, m: Mutant, key: str | None) -> Looked:

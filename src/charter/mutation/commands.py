@@ -224,7 +224,7 @@ def _run_mutate(args) -> int:
     for line in report.failures(outcomes):
         print(line)
     print(report.table(outcomes))
-    print(f"{report.summary_line(summary)} in {elapsed:.1f}s ({len(outcomes) / max(elapsed, 1e-9):.0f} mutants/s)")
+    print(f"{report.summary_line(summary)} in {elapsed:.2f}s ({len(outcomes) / max(elapsed, 1e-9):.0f} mutants/s)")
     if verdicts is None:
         print(f"no verdict cache: the artifact is larger than {WHOLE_FILE_PASS_MAX >> 30} GiB")
     else:

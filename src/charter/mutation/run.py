@@ -745,22 +745,31 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
 
 def prepare(b: Battery, mutants: list[Mutant]) -> None:
     """What the workers share of running `mutants`, worked out once before they fork."""
-    if b.prefixes is None and any(value_ops.is_value_mutant(m) or m.target.endswith("payload.file_sha256")
-                                  for m in mutants):
+    if b.prefixes is None and any(map(resumes, mutants)):
         b.prefixes = verified_prefixes(b, mutants) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
 
 
+def resumes(m: Mutant) -> bool:
+    """Whether `m` may run from a verified prefix (prepare): a value mutant, or the contract mutant
+    of the file digest. The others can run while the prefixes are recorded (run_cached)."""
+    return value_ops.is_value_mutant(m) or m.target.endswith("payload.file_sha256")
+
+
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
-               progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable) -> list:
+               progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable,
+               meanwhile: Callable[[], None] | None = None) -> list:
     """`pack(one(i))` for i in range(count), in that order; `jobs` > 1 forks workers that share
     everything `one` closes over (a battery, its checkers, its mutants), and report each result
     to `progress` as it arrives. By default results are outcomes without their mutant function
-    (picklable)."""
+    (picklable). `meanwhile()` runs in this process once the workers have forked (first, with one
+    worker): work they need not share."""
     global _ONE, _PACK
     results: list = [None] * count
     _ONE, _PACK = one, pack
     try:
         if jobs <= 1:
+            if meanwhile:
+                meanwhile()
             done = ((i, pack(one(i))) for i in range(count))
             for n, (i, outcome) in enumerate(done, 1):
                 results[i] = outcome
@@ -769,7 +778,10 @@ def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
         else:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(jobs, initializer=default_signals) as pool:
-                for n, (i, outcome) in enumerate(pool.imap_unordered(_work, range(count), chunksize=8), 1):
+                arriving = pool.imap_unordered(_work, range(count), chunksize=8)
+                if meanwhile:
+                    meanwhile()
+                for n, (i, outcome) in enumerate(arriving, 1):
                     results[i] = outcome
                     if progress:
                         progress(n, count, outcome)
