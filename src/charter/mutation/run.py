@@ -17,7 +17,6 @@ import bisect
 import contextlib
 import dataclasses
 import gc
-import hashlib
 import itertools
 import multiprocessing
 import operator
@@ -409,9 +408,8 @@ def prefix_for(b: Battery, buf, size: int, patches: dict[int, bytes]) -> Verifie
     one and no patch starts before the prefix ends."""
     if not b.prefixes or not patches or size != b.view.file_size or buf != b.raw_header:
         return None
-    first = min(patches)
-    ends = [end for end in b.prefixes if end <= first]
-    return b.prefixes[max(ends)] if ends else None
+    end = max(filter(min(patches).__ge__, b.prefixes), default=None)  # the prefixes' ends, filtered in C
+    return None if end is None else b.prefixes[end]
 
 
 def _digest_only(b: Battery, prediction: Prediction) -> VerifiedPrefix | None:
