@@ -405,7 +405,7 @@ def test_mutants_that_resume_run_second_with_their_own_verdicts(smollm2_battery,
 
     mutants = all_mutants(smollm2_battery)
     digest = [m for m in mutants if m.target.endswith("payload.file_sha256")]
-    sample = [m for m in mutants if value_ops.is_value_mutant(m)][::15] + digest + mutants[::60]
+    sample = [m for m in mutants if value_ops.is_value_mutant(m)][::40] + digest + mutants[::150]
     assert digest and all(map(run_module.resumes, digest))
     b = dataclasses.replace(smollm2_battery, prefixes=None)
     got, _ = run_cached(b, sample, list(range(len(sample))), VerdictCache(b, tmp_path, "python"), None, read=False,
