@@ -379,9 +379,11 @@ def _first_blocks(b: Battery, mutants: list[Mutant]):
     for m in mutants:
         if value_ops.is_value_mutant(m):
             first = min(m.make()[2])
-            t = tensors[bisect.bisect_right(starts, first) - 1]
-            size = block_bytes(t.codec)
-            yield t.start + (first - t.start) // size * size
+            at = bisect.bisect_right(starts, first) - 1
+            if at >= 0:  # (value mutants patch tensors: a patch before them has no block to resume at)
+                t = tensors[at]
+                size = block_bytes(t.codec)
+                yield t.start + (first - t.start) // size * size
 
 
 def header_admitted(b: Battery, buf, size: int) -> bool:
