@@ -8,6 +8,7 @@ the data section is preserved, so extents keep their meaning.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import math
 import struct
@@ -27,6 +28,7 @@ from charter.formats.gguf import (
     TensorInfo,
     serialize_gguf_header,
 )
+from charter.memo import IdMemo
 from charter.mutation import oracle
 from charter.language import INT_RANGES, align_up
 from charter.mutation.mutant import Expect, Mutant
@@ -91,17 +93,10 @@ def mutants(h: GGUFHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mutant]:
 
 
 def representatives(h: GGUFHeader, plan: ArtifactPlan) -> list[int]:
-    """Tensor operators run on the first and last tensor of every contract row (a `{i}` pattern
-    states one fact for every index; its first and last members exercise it), and on every tensor
-    the contract does not state (there are none in an admitted artifact)."""
+    """Tensor operators run on the first and last tensor of every contract row (oracle.row_ends),
+    and on every tensor the contract does not state (there are none in an admitted artifact)."""
     index = {t.name: i for i, t in enumerate(h.tensors)}
-    chosen: list[int] = []
-    for row in plan.tensor_rows.value:
-        members = [t.name for t in plan.tensors if t.location == row.location and t.role == row.role]
-        for name in dict.fromkeys(members[:1] + members[-1:]):
-            if name in index and index[name] not in chosen:
-                chosen.append(index[name])
-    return chosen
+    return [index[name] for name in oracle.row_ends(plan) if name in index]
 
 
 def _controls(h: GGUFHeader) -> Iterator[Mutant]:
@@ -380,10 +375,11 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
     if h.alignment > 1:
         yield Mutant("artifact", target, "offset +1", Expect.of(Code.CONTAINER_OFFSET, f"{target}.offset"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + 1)))
-    shifted = [(x.name, x.start + (h.alignment if i == index else 0), x.end + (h.alignment if i == index else 0))
-               for i, x in enumerate(h.tensors)]
-    following = [x.start for x in h.tensors if x.start > t.start + h.alignment]
-    room = (min(following) if following else h.file_size) - t.start - h.alignment
+    spans, starts = _extents(h)
+    shifted = spans.copy()
+    shifted[index] = (t.name, t.start + h.alignment, t.end + h.alignment)
+    following = bisect.bisect_right(starts, t.start + h.alignment)  # the first start past the shifted one
+    room = (starts[following] if following < len(starts) else h.file_size) - t.start - h.alignment
     expect = (Expect.of(Code.CONTAINER_EXTENT, f"{target}.offset") if t.end + h.alignment > h.file_size
               else _headers_short(plan, t, room)
               or oracle.layout(shifted, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()))
@@ -391,6 +387,12 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
                  lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + h.alignment)))
     if t.ggml_type.row_header:
         yield _header_short(h, t, plan)
+
+
+# A header's extents (name, start, end) in header order, and their starts sorted: read once per
+# header, not once per tensor (each tensor's "offset +alignment" mutant shifts one of them).
+_extents = IdMemo(lambda h: ([(x.name, x.start, x.end) for x in h.tensors], sorted(x.start for x in h.tensors)),
+                  bound=1)
 
 
 def _header_short(h: GGUFHeader, t: TensorInfo, plan: ArtifactPlan) -> Mutant:

@@ -84,6 +84,20 @@ class Ownership:
         return None
 
 
+def row_ends(plan: ArtifactPlan) -> list[str]:
+    """The first and the last tensor of every contract row, each name once, in row order: where
+    tensor operators run (a `{i}` pattern states one fact for every index; its first and last
+    members exercise it). One pass over the plan's tensors, not one per row."""
+    members: dict[tuple, list[str]] = {}  # a row's (location, role) -> its tensors' names, in plan order
+    for t in plan.tensors:
+        members.setdefault((t.location, t.role), []).append(t.name)
+    ends: dict[str, None] = {}
+    for row in plan.tensor_rows.value:
+        names = members.get((row.location, row.role), [])
+        ends.update(dict.fromkeys(names[:1] + names[-1:]))
+    return list(ends)
+
+
 def tensor_geometry(dims: tuple[int, ...], gtype: GGMLType, offset: int, data_offset: int, file_size: int,
                     name: str) -> Expect | None:
     """What the GGUF reader rejects about one tensor record, in the order it reads it."""

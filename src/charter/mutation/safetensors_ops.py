@@ -64,13 +64,7 @@ def mutants(h: SafetensorsHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mu
 
 def _representatives(names: list[str], plan: ArtifactPlan) -> list[str]:
     present = set(names)
-    chosen: list[str] = []
-    for row in plan.tensor_rows.value:
-        members = [t.name for t in plan.tensors if t.location == row.location and t.role == row.role]
-        for name in dict.fromkeys(members[:1] + members[-1:]):
-            if name in present and name not in chosen:
-                chosen.append(name)
-    return chosen
+    return [name for name in oracle.row_ends(plan) if name in present]
 
 
 def _header(h: SafetensorsHeader, raw: bytes, data_len: int) -> Iterator[Mutant]:
