@@ -372,9 +372,8 @@ def _looked(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: 
         with run.frozen_heap():
             return look(positions, 0)
     first = [i for i in positions if not run.resumes(mutants[i])]
-    with run.frozen_heap():
+    with run.frozen_heap():  # one collection for both: the prefixes recorded meanwhile are few objects
         found = dict(zip(first, look(first, 0, lambda: run.prepare(b, [mutants[i] for i in later]))))
-    with run.frozen_heap():  # the prefixes recorded meanwhile are frozen for the second workers to share
         found.update(zip(later, look(later, len(first))))
     return [found[i] for i in positions]
 
