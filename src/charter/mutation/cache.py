@@ -332,7 +332,16 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     if remembered:
         looked = [_stored(cache, b, mutants[i], key) for i, key in zip(positions, known)]
     else:
-        looked = _looked(b, mutants, positions, cache, read, jobs, fused, cpp, progress)
+        report = (lambda n, total, lk: lk.outcome and not lk.pending and progress(n, total, lk.outcome)) \
+            if progress else None
+        looking = [mutants[i] for i in positions]
+
+        def look(j: int) -> Looked:
+            return cache.lookup(b, looking[j], read, fused, cpp)
+
+        with run.frozen_heap():  # outcomes come picklable; fused, the verified prefixes are recorded on the way
+            looked = run.in_phases(b, looking, look, jobs, report, pack=lambda lk: lk) if fused else \
+                run.in_workers(len(looking), look, jobs, report, pack=lambda lk: lk)
     cache.remember_run(run_id, [lk.key for lk in looked])
     todo = [i for i, lk in zip(positions, looked) if lk.outcome is None]
     checkers = {id(mutants[i]): lk.checker for i, lk in zip(positions, looked) if lk.checker is not None} \
@@ -351,31 +360,6 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
         out.append(outcome)
     cache.save(bound=3 * max(len(mutants), 1))
     return out, sum(lk.reused for lk in looked)
-
-
-def _looked(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache, read: bool,
-            jobs: int, fused: bool, cpp: bool, progress) -> list[Looked]:
-    """Every mutant at `positions` looked up (and run, if `fused`) in `jobs` workers. Fused, the
-    mutants that resume from a verified prefix (run.resumes) go second, in workers forked once
-    the prefixes are recorded: the first workers run the others meanwhile, where the recording
-    pass (a sha256 of the whole file) would keep a core idle."""
-    total = len(positions)
-    later = [i for i in positions if fused and run.resumes(mutants[i])]
-
-    def look(some: list[int], done: int, meanwhile=None) -> list[Looked]:
-        report = (lambda n, _, lk: lk.outcome and not lk.pending and progress(done + n, total, lk.outcome)) \
-            if progress else None
-        return run.in_workers(len(some), lambda j: cache.lookup(b, mutants[some[j]], read, fused, cpp),
-                              jobs, report, pack=lambda lk: lk, meanwhile=meanwhile)  # outcomes come picklable
-
-    if not later:
-        with run.frozen_heap():
-            return look(positions, 0)
-    first = [i for i in positions if not run.resumes(mutants[i])]
-    with run.frozen_heap():  # one collection for both: the prefixes recorded meanwhile are few objects
-        found = dict(zip(first, look(first, 0, lambda: run.prepare(b, [mutants[i] for i in later]))))
-        found.update(zip(later, look(later, len(first))))
-    return [found[i] for i in positions]
 
 
 def _stored(cache: VerdictCache, b: run.Battery, m: Mutant, key: str | None) -> Looked:

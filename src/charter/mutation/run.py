@@ -738,20 +738,44 @@ def default_signals() -> None:
 def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
         progress: Callable[[int, int, Outcome], None] | None = None) -> list[Outcome]:
     """Outcomes in mutant order; `jobs` > 1 forks workers that share the parsed battery."""
-    prepare(b, mutants)
     with frozen_heap():
-        return in_workers(len(mutants), lambda i: run_mutant(b, mutants[i]), jobs, progress)
+        return in_phases(b, mutants, lambda i: run_mutant(b, mutants[i]), jobs, progress)
+
+
+def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], jobs: int = 1,
+              progress: Callable | None = None, pack: Callable = picklable) -> list:
+    """`in_workers` over `mutants`, with the verified prefixes (verified_prefixes) recorded on
+    the way: the mutants that resume from one (resumes) run second, in workers forked once the
+    prefixes are recorded; the first workers run the others while this process records them, where
+    that pass (a sha256 of the whole file) would keep a core idle."""
+    later = [i for i, m in enumerate(mutants) if resumes(m)] if b.prefixes is None else []
+    if not later:
+        return in_workers(len(mutants), one, jobs, progress, pack)
+    resuming = set(later)
+    first = [i for i in range(len(mutants)) if i not in resuming]
+
+    def phase(some: list[int], done: int, meanwhile=None) -> list:
+        report = (lambda n, _, result: progress(done + n, len(mutants), result)) if progress else None
+        return in_workers(len(some), lambda j: one(some[j]), jobs, report, pack, meanwhile)
+
+    out: list = [None] * len(mutants)
+    for i, result in zip(first, phase(first, 0, lambda: prepare(b, [mutants[i] for i in later]))):
+        out[i] = result
+    for i, result in zip(later, phase(later, len(first))):
+        out[i] = result
+    return out
 
 
 def prepare(b: Battery, mutants: list[Mutant]) -> None:
-    """What the workers share of running `mutants`, worked out once before they fork."""
+    """What the workers running `mutants` share, worked out once before they fork (in_phases:
+    while the workers of the other mutants run)."""
     if b.prefixes is None and any(map(resumes, mutants)):
         b.prefixes = verified_prefixes(b, mutants) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
 
 
 def resumes(m: Mutant) -> bool:
     """Whether `m` may run from a verified prefix (prepare): a value mutant, or the contract mutant
-    of the file digest. The others can run while the prefixes are recorded (run_cached)."""
+    of the file digest. The others can run while the prefixes are recorded (in_phases)."""
     return value_ops.is_value_mutant(m) or m.target.endswith("payload.file_sha256")
 
 
