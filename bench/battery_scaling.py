@@ -74,7 +74,8 @@ def write_gguf(path: Path, tensors: int) -> Path:
 
 
 def freeze(artifact: Path, out: Path, cid: str, env: dict) -> Path:
-    subprocess.run([*CHARTER, "freeze", str(artifact), "--id", cid, "-o", str(out)], check=True, env=env,
+    """The contract frozen from `artifact` (rewritten if a kept folder holds an earlier one)."""
+    subprocess.run([*CHARTER, "freeze", str(artifact), "--id", cid, "-o", str(out), "--force"], check=True, env=env,
                    capture_output=True, text=True)
     return out / "artifacts" / f"{cid}.yaml"
 

@@ -1,8 +1,10 @@
-"""charter.memo.IdMemo (Note [Identity memo]): a value per object, never another object's."""
+"""charter.memo.IdMemo and BaseMemo (Note [Identity memo]): a value per object, never another object's."""
 
 from __future__ import annotations
 
-from charter.memo import IdMemo
+import pytest
+
+from charter.memo import BaseMemo, IdMemo
 
 
 def test_a_value_is_made_once_per_object():
@@ -54,3 +56,66 @@ def test_a_table_unlike_the_last_is_looked_up_whole():
     assert memo.each(rows[::-1]) == list(range(40))[::-1] and len(made) == 40  # every position differs
     shifted = [("new",), *rows[:-1]]
     assert memo.each(shifted) == ["new", *range(39)] and len(made) == 41
+
+
+def _base_memo():
+    """A BaseMemo of each object's first element, and the lists it was asked to make."""
+    calls = []
+
+    def make(objs):
+        calls.append(list(objs))
+        for o in objs:
+            if o[0] == "bad":
+                raise ValueError(o)
+        return [o[0] for o in objs]
+
+    return BaseMemo(make), calls
+
+
+def test_a_base_memo_makes_only_what_the_first_table_does_not_hold_there():
+    memo, calls = _base_memo()
+    rows = [(i,) for i in range(5)]
+    got = memo.map(rows)
+    assert got == [0, 1, 2, 3, 4] and calls == [rows]
+    got.append("a caller's own list")  # the base's values are not the caller's
+    assert memo.map(tuple(rows)) == [0, 1, 2, 3, 4] and calls[1:] == [[], []]
+    calls.clear()
+    assert memo.map([rows[0], (10,), rows[2], (30,), rows[4]]) == [0, 10, 2, 30, 4]
+    assert calls == [[(10,), (30,)], []]  # the positions that differ, in one call, in order
+    calls.clear()
+    assert memo.map([rows[0], (1,), *rows[2:]]) == [0, 1, 2, 3, 4] and calls == [[(1,)], []]  # equal, not the same
+    calls.clear()
+    assert memo.map([rows[1], rows[0], *rows[2:]]) == [1, 0, 2, 3, 4] and calls == [[rows[1], rows[0]], []]
+    calls.clear()
+    assert memo.map(rows[:3]) == [0, 1, 2] and calls == [[], []]  # shorter
+    calls.clear()
+    assert memo.map([*rows, (5,), (6,)]) == [0, 1, 2, 3, 4, 5, 6] and calls == [[], [(5,), (6,)]]  # longer
+    calls.clear()
+    assert memo.map(rows) == [0, 1, 2, 3, 4] and calls == [[], []]  # the base stays the first table
+
+
+def test_a_base_memo_makes_a_moved_tail_in_one_call():
+    memo, calls = _base_memo()
+    rows = [(i,) for i in range(5)]
+    memo.map(rows)
+    calls.clear()
+    tail = [(12,), (13,), (14,), (15,)]
+    assert memo.map([*rows[:2], *tail]) == [0, 1, 12, 13, 14, 15] and calls == [tail]  # one longer
+    calls.clear()
+    assert memo.map([*rows[:2], *tail[:2]]) == [0, 1, 12, 13] and calls == [tail[:2]]  # one shorter
+    calls.clear()
+    assert memo.map([rows[0], (11,), rows[2], *tail[1:]]) == [0, 11, 2, 13, 14, 15]
+    assert calls == [[(11,), (13,), (14,)], [(15,)]]  # not a tail: position by position, then the rest
+
+
+def test_a_base_memo_raises_for_the_first_object_that_fails():
+    memo, calls = _base_memo()
+    with pytest.raises(ValueError):
+        memo.map([("bad", 0)])
+    rows = [(i,) for i in range(4)]
+    assert memo.map(rows) == [0, 1, 2, 3]  # a table that failed is no base
+    with pytest.raises(ValueError, match="'bad', 1"):
+        memo.map([rows[0], ("bad", 1), rows[2], ("bad", 2)])
+    with pytest.raises(ValueError, match="'bad', 3"):
+        memo.map([*rows, ("bad", 3), ("bad", 4)])
+    assert memo.map(rows) == [0, 1, 2, 3]

@@ -12,7 +12,9 @@ row's dims, a 1.7 MB vocabulary). A memo holds at most `bound` entries and forge
 once past it: a battery's working set is one contract and one header. A table asked for whole
 (`each`) is compared with the last one asked for, position by position: a mutant's table is its
 neighbour's but for a row or two, so only the rows at other positions are looked up (all of them,
-in C, when there are more than a few).
+in C, when there are more than a few). A table whose objects are mostly seen once, where a
+neighbour's are not (the records a mutant's header moved), is mapped by a BaseMemo instead: the
+first table's values where the very object sits at the same position, nothing else kept.
 """
 
 from __future__ import annotations
@@ -68,3 +70,31 @@ class IdMemo(Generic[T, V]):
     def clear(self) -> None:
         self._kept.clear()
         self._last = ((), [])
+
+
+class BaseMemo(Generic[T, V]):
+    """`make(objs)`, a value per object made in order, reusing the values of the first table it
+    was given (its base) where `objs` holds the base's very object at the same position (Note
+    [Identity memo]); nothing else is kept. `make` takes a list: a table of objects seen once is
+    made in one call, not one per object."""
+
+    __slots__ = ("_make", "_base")
+
+    def __init__(self, make: Callable[[list[T]], list[V]]) -> None:
+        self._make = make
+        self._base: tuple[list[T], list[V]] | None = None  # the objects are kept: their ids stay theirs
+
+    def map(self, objs: list[T] | tuple[T, ...]) -> list[V]:
+        if self._base is None:
+            values = self._make(list(objs))
+            self._base = (list(objs), values)
+            return values.copy()
+        base_objs, base_values = self._base
+        shared = min(len(objs), len(base_objs))
+        differ = list(compress(count(), map(is_not, objs, base_objs)))  # within the base's length, in C
+        if differ and len(differ) == shared - differ[0]:  # a tail moved (a record added, deleted or grown)
+            return base_values[:differ[0]] + self._make(list(objs[differ[0]:]))
+        values = base_values[:shared]
+        for i, value in zip(differ, self._make([objs[i] for i in differ])):
+            values[i] = value
+        return values + self._make(list(objs[shared:]))

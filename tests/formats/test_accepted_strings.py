@@ -209,3 +209,40 @@ def test_only_a_changed_record_is_read_again(header, monkeypatch, name, changed)
     monkeypatch.setattr(gguf, "_read_tensor_info", lambda cur, i, seen: read.append(i) or checked(cur, i, seen))
     assert _outcome(variant, size, accepted) == plain
     assert read == [index]
+
+
+@pytest.mark.parametrize("name, changed", [("unchanged", []), ("another dim of a middle record", ["middle"]),
+                                           ("another offset of the last record", ["last"])])
+def test_only_a_changed_record_is_finished_again(header, monkeypatch, name, changed):
+    """Note [Finished records]: under the conforming file size, alignment and data start, the
+    records the fast path hands back unchanged keep the conforming table's tensor infos."""
+    from charter.formats import gguf
+
+    buf, size = header
+    finished = []
+    real = gguf._finish_records
+    monkeypatch.setattr(gguf, "_finish_records", lambda *a: finished.extend(r[0] for r in a[-1]) or real(*a))
+    accepted = AcceptedStrings()
+    conforming = parse_gguf(buf, size, accepted=accepted)
+    assert finished == [t.name for t in conforming.tensors]
+    variant = _table_variants(buf, size)[name]
+    plain = _outcome(variant, size, None)
+    finished.clear()
+    assert _outcome(variant, size, accepted) == plain  # the last record moved ends past the file
+    names = {"middle": conforming.tensors[len(conforming.tensors) // 2].name, "last": conforming.tensors[-1].name}
+    assert finished == [names[c] for c in changed]
+    if plain[0] == "read":
+        h = parse_gguf(variant, size, accepted=accepted)
+        assert all(a is b for a, b in zip(h.tensors, conforming.tensors) if a.name not in finished)
+
+
+def test_the_memos_of_the_last_few_keys_are_kept():
+    from charter.memo import BaseMemo
+
+    accepted = AcceptedStrings()
+    kept = [accepted.memo(k, lambda: BaseMemo(list)) for k in range(AcceptedStrings.MEMOS)]
+    assert accepted.memo(0, lambda: pytest.fail("made again")) is kept[0]  # now the most recently used
+    accepted.memo("another", lambda: BaseMemo(list))  # the least recently used (1) is forgotten
+    assert accepted.memo(0, lambda: pytest.fail("made again")) is kept[0]
+    assert accepted.memo(2, lambda: pytest.fail("made again")) is kept[2]
+    assert accepted.memo(1, lambda: BaseMemo(list)) is not kept[1]

@@ -21,7 +21,7 @@ from charter.contract.load import contract_from_document
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.formats.gguf import AcceptedStrings
-from charter.admission.view import parse_view
+from charter.admission.view import parse_view, read_view
 from charter.mutation import expect, facts, run as run_module, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.run import all_mutants, load_battery
@@ -362,6 +362,50 @@ def test_the_tensor_facts_a_mutant_changes_are_the_name_by_name_comparisons(requ
         assert facts._changed_tensors(conforming, mutant) == want, m.id
         seen["by position" if mutant.names == conforming.names else "by name"] += 1
     assert seen["by position"] and seen["by name"], seen
+
+
+@pytest.mark.parametrize("which", ["frozen_battery", "smollm2_battery"])
+def test_the_facts_compared_at_the_moved_entries_are_those_compared_whole(request, which, monkeypatch):
+    """charter.mutation.facts: a mutant header holding the conforming view's tensor entries but at a
+    few positions changes the facts that comparing every fact finds; most header mutants do."""
+    b = request.getfixturevalue(which)
+    modulus = b.view.alignment or 1
+    conforming = facts.facts_of(b.view, b.raw_header, modulus)
+    moved_entries = facts._moved_entries
+    seen = {"at moved entries": 0, "whole": 0}
+    header_mutants = [m for m in all_mutants(b, "artifact") if m.make is not None and not value_ops.is_value_mutant(m)]
+    for m in header_mutants[::4 if which == "smollm2_battery" else 1]:
+        made = m.make()
+        try:
+            view = parse_view(made[0], made[1], b.plan.format, b.accepted)
+        except CharterError:
+            continue
+        args = (conforming, b.raw_header, b.view.file_size, b.plan.format, b.accepted, modulus, made, view)
+        fast = facts.changed(*args)
+        monkeypatch.setattr(facts, "_moved_entries", lambda *a: None)
+        assert fast == facts.changed(*args), m.id
+        monkeypatch.setattr(facts, "_moved_entries", moved_entries)
+        seen["whole" if moved_entries(conforming, view) is None else "at moved entries"] += 1
+    assert seen["at moved entries"] > seen["whole"] > 0, seen
+
+
+def test_a_mutant_view_holds_the_conforming_entries_where_nothing_moved(frozen_battery):
+    """Note [Finished records]: the battery's view is its first parse, so a mutant's view shares its
+    tensor entries wherever the mutant's header kept the record in place."""
+    b = frozen_battery
+    assert b.view == read_view(str(b.artifact_path), b.plan.format)
+    read = 0
+    for m in [m for m in all_mutants(b, "artifact") if m.operator == "dim[0] +1"]:
+        buf, size = m.make()[:2]
+        try:
+            view = parse_view(buf, size, b.plan.format, b.accepted)
+        except CharterError:  # the last tensor grown past the file's end
+            continue
+        assert view == parse_view(buf, size, b.plan.format)
+        shared = [a is c for a, c in zip(view.tensors, b.view.tensors)]
+        assert shared.count(False) == 1, m.id
+        read += 1
+    assert read > 1
 
 
 def test_a_call_is_rendered_once_per_text_of_its_check(monkeypatch):

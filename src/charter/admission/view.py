@@ -12,9 +12,11 @@ from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
-from charter.formats.gguf import MAX_HEADER_BYTES, GGUFHeader, GGUFValueType, parse_gguf, read_gguf
+from charter.formats.gguf import MAX_HEADER_BYTES, AcceptedStrings, GGUFHeader, GGUFValueType, parse_gguf, \
+    read_gguf
 from charter.formats.records import gc_paused
 from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
+from charter.memo import BaseMemo
 
 if TYPE_CHECKING:  # the safetensors reader is imported by the views that need it, never for a GGUF
     from charter.formats.safetensors import SafetensorsHeader
@@ -98,7 +100,7 @@ def parse_view(buf, file_size: int, fmt: str, accepted=None) -> ArtifactView:
     (a charter.formats.gguf.AcceptedStrings) shares string arrays between such parses."""
     require_format(buf[:SNIFF_BYTES], file_size, fmt)
     if fmt == "gguf":
-        return gguf_view(parse_gguf(buf, file_size, accepted=accepted))
+        return gguf_view(parse_gguf(buf, file_size, accepted=accepted), accepted)
     from charter.formats.safetensors import parse_safetensors
 
     return safetensors_view(parse_safetensors(buf, file_size))
@@ -114,18 +116,23 @@ def _gguf_entry(key: str, kv) -> MetaEntry:
     return MetaEntry(key, _TYPE_NAMES[vtype], value, element, offset, value_offset - 4, value_offset)
 
 
+def _tensor_entries(infos: list) -> list[TensorEntry]:
+    new = tuple.__new__  # a named tuple from its fields, without the call's argument binding
+    return [new(TensorEntry, (name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset))
+            for name, dims, gtype, offset, nbytes, info_offset, data_start in infos]
+
+
 def _safetensors_entry(key: str, value: str) -> MetaEntry:
     return MetaEntry(key, "string", value, None, 8, 8, 8)
 
 
 @gc_paused()
-def gguf_view(h: GGUFHeader) -> ArtifactView:
+def gguf_view(h: GGUFHeader, accepted: AcceptedStrings | None = None) -> ArtifactView:
+    """The view of a parsed header; with `accepted` (a battery's parses), the entry of a tensor info
+    of the first table viewed is made once (Note [Finished records] in charter.formats.gguf)."""
     meta = LazyMeta(h.kvs, _gguf_entry)
-    new = tuple.__new__  # a named tuple from its fields, without the call's argument binding
-    tensors = tuple(
-        new(TensorEntry, (name, dims, gtype.name, data_start + offset, data_start + offset + nbytes, info_offset))
-        for name, dims, gtype, offset, nbytes, info_offset, data_start in h.tensors
-    )
+    tensors = tuple(_tensor_entries(h.tensors) if accepted is None else
+                    accepted.memo("entries", lambda: BaseMemo(_tensor_entries)).map(h.tensors))
     return ArtifactView("gguf", h.version, h.alignment, None, h.header_end, h.data_offset, h.file_size, meta,
                         tensors, h)
 

@@ -102,11 +102,13 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import hashlib
 import math
 import mmap
 import os
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from itertools import repeat
@@ -115,7 +117,7 @@ from typing import ClassVar, NamedTuple
 from charter.diagnostics import CharterError, Code, Diagnostic
 from charter.floatbits import f32_bits, f32_from_bits
 from charter.formats.ggml_types import GGML_TYPES, REMOVED, GGMLType, codec_bytes, ggml_type
-from charter.memo import IdMemo
+from charter.memo import BaseMemo, IdMemo
 from charter.formats.records import gc_paused
 
 MAGIC = b"GGUF"
@@ -369,17 +371,30 @@ def _moved(records: list[tuple], shift: int) -> list[tuple]:
 
 class AcceptedStrings:
     """String arrays and tensor info tables the fast path accepted, by element count, for parses of
-    headers that differ from one another in a few bytes (Note [Accepted string arrays])."""
+    headers that differ from one another in a few bytes (Note [Accepted string arrays]); and the
+    memos of what is made from their records (Note [Finished records])."""
 
-    __slots__ = ("_by_count", "_tables")
+    __slots__ = ("_by_count", "_tables", "_memos")
 
     PER_COUNT = 4  # arrays kept per element count: a header has a few string arrays, not many
     TABLES = 4  # tensor info tables kept, each of another record count
+    MEMOS = 8  # memos kept, the least recently used forgotten first
 
     def __init__(self) -> None:
         self._by_count: dict[int, list[bytes]] = {}
         # count -> (bytes, records where they were read, where each ends from the start, names, the start)
         self._tables: dict[int, tuple] = {}
+        self._memos: dict[object, BaseMemo] = {}
+
+    def memo(self, key, make: Callable[[], BaseMemo]) -> BaseMemo:
+        """The memo kept under `key` for these parses, made if there is none."""
+        memo = self._memos.pop(key, None)
+        if memo is None:
+            memo = make()
+            while len(self._memos) >= self.MEMOS:
+                del self._memos[next(iter(self._memos))]
+        self._memos[key] = memo
+        return memo
 
     def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int]:
         """The most leading records, at most `count` tensor infos at `start` ending by `end`, that
@@ -568,7 +583,7 @@ def parse_gguf(buf, file_size: int, *, max_header_bytes: int = MAX_HEADER_BYTES,
     raw_infos = _read_tensor_infos(cur, tensor_count)
     header_end = cur.pos
     start = data_offset(header_end, alignment, tensor_count)
-    tensors = _finish_tensors(raw_infos, cur.file_size, alignment, start)
+    tensors = _finish_tensors(raw_infos, cur.file_size, alignment, start, cur.accepted if FAST_PATHS else None)
     return GGUFHeader(
         version,
         tensor_count,
@@ -1111,9 +1126,28 @@ def _tensor_type(type_id: int, field: str, at: int) -> GGMLType:
     _fail(Code.CONTAINER_TENSOR_TYPE, field, why, at, "a known ggml type", type_id)
 
 
-def _finish_tensors(raw_infos: list[tuple], file_size: int, alignment: int, data_start: int) -> list[TensorInfo]:
+def _finish_tensors(raw_infos: list[tuple], file_size: int, alignment: int, data_start: int,
+                    accepted: AcceptedStrings | None = None) -> list[TensorInfo]:
     """Each record's offset, now that the data section's start is known: aligned, and the
-    extent inside the file."""
+    extent inside the file, checked in record order.
+
+    Note [Finished records]
+    ~~~~~~~~~~~~~~~~~~~~~~~
+    A battery parses thousands of headers that differ from the conforming one in a record or two,
+    and the fast path hands back the very record tuples it read before for every record that did
+    not move (Note [Accepted string arrays]). Finishing a record is a function of the record and
+    of the file size, alignment and data start alone, so with `accepted`, under the same three, a
+    record of the first table finished (the conforming one, in a battery) is that table's
+    TensorInfo wherever a later table holds the very record at the same position
+    (charter.memo.BaseMemo); the others are finished in record order, so the first record that
+    fails is still the one reported (the reused ones passed)."""
+    finish = functools.partial(_finish_records, file_size, alignment, data_start)
+    if accepted is not None:
+        return accepted.memo((file_size, alignment, data_start), lambda: BaseMemo(finish)).map(raw_infos)
+    return finish(raw_infos)
+
+
+def _finish_records(file_size: int, alignment: int, data_start: int, raw_infos: list[tuple]) -> list[TensorInfo]:
     out = []
     for name, dims, gtype, offset, nbytes, start, off_at in raw_infos:
         if offset % alignment or data_start + offset + nbytes > file_size:

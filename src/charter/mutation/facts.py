@@ -5,12 +5,18 @@ The mutant's header is parsed by charter's own reader and its facts compared wit
 conforming file's: whatever a check can read of a parsed header is one of these facts, so a
 fact left equal is read as the conforming file's. A mutant the reader refuses changes
 EVERYTHING; one that differs from the conforming file at all also changes ("file",).
+
+Most mutant headers hold the conforming view's very tensor entries but at a position or two
+(Note [Finished records] in charter.formats.gguf): when the data start, the file size and the
+tensor count are the conforming ones and the entries at those positions keep their names, every
+tensor fact is compared at those positions alone (a shared entry holds equal facts), the others
+as always (_moved_entries).
 """
 
 from __future__ import annotations
 
-from itertools import compress, repeat
-from operator import attrgetter, ne, sub
+from itertools import compress, count, repeat
+from operator import attrgetter, is_not, ne, sub
 from typing import NamedTuple
 
 from charter.admission.view import ArtifactView, parse_view
@@ -32,6 +38,7 @@ class Facts(NamedTuple):
     names: tuple[str, ...]
     shapes: tuple[tuple[int, ...], ...]
     codecs: tuple[str, ...]
+    view: ArtifactView  # what they were read from
 
     def tensor_facts(self) -> dict[str, tuple]:
         """(shape, codec) by name, of the first tensor of a name, as the checks find it."""
@@ -43,21 +50,30 @@ def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None 
     the only way the layout stage reads the data offset; `held`: the conforming file's keys
     (None: this is it), as the key set check reads them (charter.contract.checks.reads)."""
     d = view.data_offset
-    held = frozenset(view.meta) if held is None else held
     tensors = view.tensors
     names = tuple(map(_NAME, tensors))
+    out = _header_facts(view, buf, frozenset(view.meta) if held is None else held)
+    out[("tensor-list",)] = names
+    out[("extents",)] = (tuple(map(sub, map(_START, tensors), repeat(d))), tuple(map(sub, map(_END, tensors), repeat(d))),
+                         view.file_size - d, d % modulus)
+    return Facts(out, names, tuple(map(_SHAPE, tensors)), tuple(map(_CODEC, tensors)), view)
+
+
+def _header_facts(view: ArtifactView, buf, held: frozenset[str]) -> dict[Fact, object]:
+    """The facts that are not the tensors' (_TENSOR_FACTS)."""
     out: dict[Fact, object] = {
         ("format",): view.format, ("version",): view.version, ("alignment",): view.alignment,
         ("header_aligned",): view.header_len_aligned, ("keys",): tuple(k for k in view.meta if k not in held),
-        ("tensor-list",): names,
-        ("extents",): (tuple(map(sub, map(_START, tensors), repeat(d))), tuple(map(sub, map(_END, tensors), repeat(d))),
-                       view.file_size - d, d % modulus),
     }
     out.update((("meta", key), record) for key, record in _records(view, buf).items())
-    return Facts(out, names, tuple(map(_SHAPE, tensors)), tuple(map(_CODEC, tensors)))
+    return out
+
+
+_TENSOR_FACTS = frozenset({("tensor-list",), ("extents",)})  # and each ("tensor", name)
 
 
 _NAME, _START, _END, _SHAPE, _CODEC = (attrgetter(f) for f in ("name", "start", "end", "shape", "codec"))
+_SHAPE_AND_CODEC = attrgetter("shape", "codec")
 
 
 def _records(view: ArtifactView, buf) -> dict[str, object]:
@@ -87,10 +103,36 @@ def changed(conforming: Facts, raw_header: bytes, file_size: int, fmt: str, acce
             view = None
     if view is None:
         return EVERYTHING
-    mutant = facts_of(view, buf, modulus, _held(conforming))
-    was, now = conforming.general, mutant.general
-    return frozenset({FILE, *(f for f in was.keys() | now.keys() if was.get(f, _ABSENT) != now.get(f, _ABSENT)),
-                      *zip(repeat("tensor"), _changed_tensors(conforming, mutant))})
+    moved = _moved_entries(conforming, view)
+    was = conforming.general
+    if moved is None:
+        mutant = facts_of(view, buf, modulus, _held(conforming))
+        return frozenset({FILE, *_differing(was, mutant.general, was.keys() | mutant.general.keys()),
+                          *zip(repeat("tensor"), _changed_tensors(conforming, mutant))})
+    now = _header_facts(view, buf, _held(conforming))
+    mine, theirs = moved
+    extents = [*map(_START, mine), *map(_END, mine)] != [*map(_START, theirs), *map(_END, theirs)]
+    tensors = compress(map(_NAME, mine), map(ne, map(_SHAPE_AND_CODEC, mine), map(_SHAPE_AND_CODEC, theirs)))
+    return frozenset({FILE, *_differing(was, now, (was.keys() - _TENSOR_FACTS) | now.keys()),
+                      *([("extents",)] if extents else []), *zip(repeat("tensor"), tensors)})
+
+
+def _differing(was: dict, now: dict, facts) -> list[Fact]:
+    return [f for f in facts if was.get(f, _ABSENT) != now.get(f, _ABSENT)]
+
+
+def _moved_entries(conforming: Facts, view: ArtifactView) -> tuple[list, list] | None:
+    """The tensor entries of `view` that are not the conforming view's, and the conforming ones at
+    their positions, if it has as many, the same data start and file size, each of those keeps its
+    name, and the conforming names are distinct (so the tensor facts compare by position, as in
+    _changed_tensors); else None."""
+    theirs, mine = conforming.view.tensors, view.tensors
+    if len(mine) != len(theirs) or view.data_offset != conforming.view.data_offset \
+            or view.file_size != conforming.view.file_size or not _distinct(conforming):
+        return None
+    at = list(compress(count(), map(is_not, mine, theirs)))  # in C, as below
+    moved = list(map(mine.__getitem__, at)), list(map(theirs.__getitem__, at))
+    return moved if list(map(_NAME, moved[0])) == list(map(_NAME, moved[1])) else None
 
 
 def _changed_tensors(conforming: Facts, mutant: Facts) -> set[str]:

@@ -125,7 +125,9 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
     accepted = AcceptedStrings()
-    parse_view(raw, view.file_size, plan.format, accepted)  # the conforming table first: mutants' records are its
+    # the conforming table parsed first, and its view the battery's: the records, tensor infos and
+    # entries of a mutant's header are its own where nothing moved (Note [Finished records])
+    view = parse_view(raw, view.file_size, plan.format, accepted)
     return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text,
                    model_plan=model_plan, tensor_memo=memo, accepted=accepted)
 
