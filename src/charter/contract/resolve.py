@@ -19,6 +19,7 @@ from charter.formats.safetensors import DTYPE_BITS
 from charter.formats.values import INTEGER_ELEMENTS, VALUE_FIELDS
 from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
 from charter.language import expand
+from charter.memo import IdMemo
 from charter.contract import braces, expr
 from charter.contract.load import LoadedContract
 from charter.contract.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
@@ -253,10 +254,9 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
     values = _value_rules(c, a, tensors)
     bounds = _value_bounds(c, a, env, tensors)
     c.finish()
-    raw = loaded.doc.source.encode("utf-8")
     return ArtifactPlan(
         id=a.id, status_fact=Located(a.status.value, c.at("status")), model=a.model, format=a.format,
-        spec_path=loaded.doc.file, spec_sha256=hashlib.sha256(raw).hexdigest(),
+        spec_path=loaded.doc.file, spec_sha256=_source_sha256(loaded.doc.source),
         version=_located(c, version, "container", "version"),
         alignment=_located(c, alignment, "container", "alignment"),
         header_aligned=_located(c, a.container.header_aligned, "container", "header_aligned"),
@@ -274,6 +274,11 @@ def resolve_artifact(loaded: LoadedContract, model: ModelPlan, memo: dict | None
         source=PinnedSource(a.source.package, a.source.path, a.source.sha256, a.source.size) if a.source else None,
         values=values, bounds=bounds,
     )
+
+
+# A contract text's digest, once per text object: a battery's contract mutants resolve documents
+# that keep the contract's own text (Note [Identity memo] in charter.memo).
+_source_sha256 = IdMemo(lambda source: hashlib.sha256(source.encode("utf-8")).hexdigest(), bound=8)
 
 
 def _value_rules(c: _Collector, a: ArtifactContract, tensors: tuple[TensorCheck, ...]) -> tuple[ValueRule, ...]:

@@ -176,8 +176,11 @@ class VerdictCache:
             return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False, checker)
         seen = run.run_seen(b, m, made, step, defer_cpp=cpp)
         ran = made is not None and seen.outcome.verdict is not Verdict.ERROR  # an error is never stored
-        return Looked(key, _frozen(self.changed(b, made, seen.view)) if ran else None, run.picklable(seen.outcome),
-                      False, seen.pending and seen.pending.key, seen.pending)
+        changed = _frozen(self.changed(b, made, seen.view)) if ran else None
+        outcome = run.picklable(seen.outcome)
+        # its entry made here, in the worker, unless the C++ half is still to run
+        entry = self.entry(b, m, key, outcome, changed) if key is not None and seen.pending is None else None
+        return Looked(key, changed, outcome, False, seen.pending and seen.pending.key, seen.pending, entry)
 
     def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:
         """The stored outcome of `key`, if it is valid for `m`."""
@@ -205,17 +208,25 @@ class VerdictCache:
     def remember_run(self, run_id: str, keys: list[str | None]) -> None:
         self._runs = {run_id: keys, **{k: v for k, v in self._runs.items() if k != run_id}}
 
-    def put(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome, changed: list | None = None) -> None:
-        """Store `outcome` under `key`; `changed` (as lookup gives it), else the stored entry's,
-        else worked out again (the mutant is made)."""
+    def put(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome, changed: list | None = None,
+            entry: dict | None = None) -> None:
+        """Store `outcome` under `key`: its `entry` if made already, else as `entry` makes it."""
+        entry = entry if entry is not None else self.entry(b, m, key, outcome, changed)
+        if entry is not None:
+            self._fresh[key] = entry
+
+    def entry(self, b: run.Battery, m: Mutant, key: str, outcome: Outcome, changed: list | None = None
+              ) -> dict | None:
+        """What is stored of `outcome` under `key` (None: an error, never stored), with `changed` (as
+        lookup gives it), else the stored entry's, else worked out again (the mutant is made)."""
         if outcome.verdict is Verdict.ERROR:
-            return
+            return None
         if changed is None:
             changed = self._stored_changed(key)
         if changed is None:
             changed = _frozen(self.changed(b, _made(m))) if m.side == "artifact" else []
-        self._fresh[key] = {"outcome": outcome.to_json(), "changed": changed,
-                            "judged_by": self.judged_by(m, _thawed(changed), outcome)}
+        return {"outcome": outcome.to_json(), "changed": changed,
+                "judged_by": self.judged_by(m, _thawed(changed), outcome)}
 
     def _stored_changed(self, key: str) -> list | None:
         """The facts a stored entry says its mutant changes (a function of the key), if readable."""
@@ -301,8 +312,9 @@ def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
 class Looked(NamedTuple):
     """A mutant as the cache found it: its key, the facts it changes (an artifact mutant that ran,
     or is to run), its outcome (None: still to run), whether that outcome is a stored one, the C++
-    checker key of a contract mutant's plan when asked for (None: its checker never runs), and what
-    is left of its run with both engines (run.CppPending: `outcome` is then the Python engine's)."""
+    checker key of a contract mutant's plan when asked for (None: its checker never runs), what
+    is left of its run with both engines (run.CppPending: `outcome` is then the Python engine's),
+    and the entry to store of an outcome that ran where it was looked up (VerdictCache.entry)."""
 
     key: str | None
     changed: list | None
@@ -310,6 +322,7 @@ class Looked(NamedTuple):
     reused: bool
     checker: str | None = None
     pending: run.CppPending | None = None
+    entry: dict | None = None
 
 
 def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cache: VerdictCache | None,
@@ -356,7 +369,7 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
     for i, lk in zip(positions, looked):
         outcome = lk.outcome if lk.outcome is not None and lk.pending is None else ran[i]
         if lk.key is not None:
-            cache.put(b, mutants[i], lk.key, outcome, lk.changed)
+            cache.put(b, mutants[i], lk.key, outcome, lk.changed, lk.entry)
         out.append(outcome)
     cache.save(bound=3 * max(len(mutants), 1))
     return out, sum(lk.reused for lk in looked)

@@ -54,8 +54,8 @@ def facts_of(view: ArtifactView, buf, modulus: int, held: frozenset[str] | None 
     names = tuple(map(_NAME, tensors))
     out = _header_facts(view, buf, frozenset(view.meta) if held is None else held)
     out[("tensor-list",)] = names
-    out[("extents",)] = (tuple(map(sub, map(_START, tensors), repeat(d))), tuple(map(sub, map(_END, tensors), repeat(d))),
-                         view.file_size - d, d % modulus)
+    starts, ends = (tuple(map(sub, map(f, tensors), repeat(d))) for f in (_START, _END))
+    out[("extents",)] = (starts, ends, view.file_size - d, d % modulus)
     return Facts(out, names, tuple(map(_SHAPE, tensors)), tuple(map(_CODEC, tensors)), view)
 
 
