@@ -128,8 +128,9 @@ def _safetensors_entry(key: str, value: str) -> MetaEntry:
 
 @gc_paused()
 def gguf_view(h: GGUFHeader, accepted: AcceptedStrings | None = None) -> ArtifactView:
-    """The view of a parsed header; with `accepted` (a battery's parses), the entry of a tensor info
-    of the first table viewed is made once (Note [Finished records] in charter.formats.gguf)."""
+    """The view of a parsed header; with `accepted` (a battery's parses), a tensor info the first
+    table viewed holds at the same position keeps that table's entry (Note [Finished records] in
+    charter.formats.gguf)."""
     meta = LazyMeta(h.kvs, _gguf_entry)
     tensors = tuple(_tensor_entries(h.tensors) if accepted is None else
                     accepted.memo("entries", lambda: BaseMemo(_tensor_entries)).map(h.tensors))

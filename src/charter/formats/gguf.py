@@ -1148,6 +1148,7 @@ def _finish_tensors(raw_infos: list[tuple], file_size: int, alignment: int, data
 
 
 def _finish_records(file_size: int, alignment: int, data_start: int, raw_infos: list[tuple]) -> list[TensorInfo]:
+    """_finish_tensors' records, each finished."""
     out = []
     for name, dims, gtype, offset, nbytes, start, off_at in raw_infos:
         if offset % alignment or data_start + offset + nbytes > file_size:
