@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import fnmatch
+import functools
 from collections.abc import Iterator
 from enum import Enum
 from typing import Any, get_args
@@ -109,15 +110,23 @@ def _matches(text: str, generic: str, pattern: str) -> bool:
 
 
 def equivalence(side: str, path: Path, new_value: Any) -> str | None:
-    text = dotted(path)
-    generic = _pattern_path(path)
-    for s, pattern, reason in EQUIVALENT:
-        if s in (side, "*") and _matches(text, generic, pattern):
-            return reason
+    text, reason = _by_path(side, path)
+    if reason is not None:
+        return reason
     for s, pattern, value, reason in RELAXATIONS:
         if s == side and text == pattern and new_value == value:
             return reason
     return None
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _by_path(side: str, path: Path) -> tuple[str, str | None]:
+    """The leaf's dotted path and the EQUIVALENT reason its path matches, once per leaf (every
+    operator of a leaf asks)."""
+    text = dotted(path)
+    generic = _pattern_path(path)
+    return text, next((reason for s, pattern, reason in EQUIVALENT
+                       if s in (side, "*") and _matches(text, generic, pattern)), None)
 
 
 def leaves(data: Any, path: Path = ()) -> Iterator[tuple[Path, Any]]:
