@@ -39,6 +39,7 @@ import types
 
 from charter.codegen.driver import render_checker_view
 from charter.codegen.python.build import CheckerView, build, table_name
+from charter.contract.checks import Check
 from charter.contract.plan import ArtifactPlan
 
 # A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py); a
@@ -54,11 +55,12 @@ class Pieces:
         self.rows: dict[str, object] = {}
         self.views: dict[tuple[CheckerView, str], tuple[types.CodeType, ...]] = {}
 
-    def checker(self, plan: ArtifactPlan, header: str, name: str) -> types.ModuleType:
+    def checker(self, plan: ArtifactPlan, header: str, name: str, checks: list[Check] | None = None
+                ) -> types.ModuleType:
         """The module of `plan`'s checker, as `exec(compile(render_checker_text(plan, header)))`
-        would build it."""
+        would build it; `checks`: checks_of(plan), if worked out already."""
         tables: list[list[str]] = []
-        view = build(plan, tables)
+        view = build(plan, tables, checks)
         codes = self.views.get((view, header))
         if codes is None:
             if len(self.views) >= _VIEWS:

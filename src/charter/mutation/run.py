@@ -141,13 +141,15 @@ def _checker_header(plan: ArtifactPlan) -> str:
     return f"# in-memory checker for {plan.id}"
 
 
-def checker_module(plan: ArtifactPlan, pieces: Pieces | None = None, text: str | None = None) -> types.ModuleType:
+def checker_module(plan: ArtifactPlan, pieces: Pieces | None = None, text: str | None = None,
+                   checks: list[Check] | None = None) -> types.ModuleType:
     """The generated checker of `plan` (`text`, else rendered), executed in memory (never written to
     disk); with `pieces`, rendered and executed without what it shares with the checkers executed
-    before (Note [Incremental battery] in charter.mutation.assemble)."""
+    before (Note [Incremental battery] in charter.mutation.assemble), from `checks` if the caller
+    has checks_of(plan) already."""
     name = f"charter_battery_{plan.id.replace('-', '_').replace('.', '_')}"
     if pieces is not None:
-        return pieces.checker(plan, _checker_header(plan), name)
+        return pieces.checker(plan, _checker_header(plan), name, checks)
     text = checker_text(plan) if text is None else text
     module = types.ModuleType(name)
     exec(compile(text, module.__name__, "exec"), module.__dict__)
@@ -481,6 +483,7 @@ class ContractStep:
     outcome: Outcome | None = None
     plan: ArtifactPlan | None = None
     prediction: Prediction | None = None
+    checks: list[Check] | None = None  # checks_of(plan), worked out once for the prediction and the checker
 
 
 def contract_step(b: Battery, m: Mutant) -> ContractStep:
@@ -493,9 +496,10 @@ def contract_step(b: Battery, m: Mutant) -> ContractStep:
         outcome = judge(refused, False, "spec", d.code.value if d else None, d.field if d else None,
                         "refused by the contract language: " + (d.render() if d else ""))
         return ContractStep(dataclasses.replace(outcome, enforced_by=f"contract loading ({d.code.value if d else '?'})"))
-    prediction = predict(b.checks, checks_of(plan), b.view, b.require_status, b.artifact_path.parent, b.artifact_path)
+    after = checks_of(plan)
+    prediction = predict(b.checks, after, b.view, b.require_status, b.artifact_path.parent, b.artifact_path)
     if prediction.changed:
-        return ContractStep(plan=plan, prediction=prediction)
+        return ContractStep(plan=plan, prediction=prediction, checks=after)
     if m.equivalent:
         return ContractStep(Outcome(m, Verdict.EQUIVALENT, detail=m.equivalent))
     if m.target.startswith("model:"):
@@ -510,7 +514,7 @@ def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None, defer
         return Seen(step.outcome)
     plan, prediction = step.plan, step.prediction
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
-    checker = checker_module(plan, b.pieces)
+    checker = checker_module(plan, b.pieces, checks=step.checks)
     payload = prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD
     report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
                         verify_payload=payload, native_values=payload_scans(b),

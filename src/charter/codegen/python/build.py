@@ -33,12 +33,15 @@ class CheckerView:
     stages: tuple[StageView, ...]
 
 
-def build(plan: ArtifactPlan, tables: list[list[str]] | None = None) -> CheckerView:
+def build(plan: ArtifactPlan, tables: list[list[str]] | None = None, checks: list[Check] | None = None
+          ) -> CheckerView:
     """The checker's view; with `tables`, each table argument is rendered as a name
     (`table_name(i)`) and its row literals appended to `tables`: the mutation battery binds that
     name to the rows' values instead of rendering, then parsing, a table per mutant (Note
-    [Incremental battery] in charter.mutation.assemble)."""
-    stages = stage_views(((c.stage, render_call(c, tables)) for c in checks_of(plan)), lit)
+    [Incremental battery] in charter.mutation.assemble); `checks`: checks_of(plan), if the caller
+    has them."""
+    checks = checks_of(plan) if checks is None else checks
+    stages = stage_views(((c.stage, render_call(c, tables)) for c in checks), lit)
     return CheckerView(py_docstring(f"{plan.format} artifact contract {plan.id}"), lit(plan.id), lit(plan.model),
                        lit(plan.spec_path), lit(plan.format), lit(plan.status),
                        lit(plan.source._asdict() if plan.source else None), stages)
