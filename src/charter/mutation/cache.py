@@ -354,7 +354,8 @@ def run_cached(b: run.Battery, mutants: list[Mutant], positions: list[int], cach
 
         with run.frozen_heap():  # outcomes come picklable; fused, the verified prefixes are recorded on the way
             looked = run.in_phases(b, looking, look, jobs, report, pack=lambda lk: lk) if fused else \
-                run.in_workers(len(looking), look, jobs, report, pack=lambda lk: lk)
+                run.in_workers(len(looking), look, jobs, report, pack=lambda lk: lk,
+                               chunk=run.neighbours(len(looking), jobs))
     cache.remember_run(run_id, [lk.key for lk in looked])
     todo = [i for i, lk in zip(positions, looked) if lk.outcome is None]
     checkers = {id(mutants[i]): lk.checker for i, lk in zip(positions, looked) if lk.checker is not None} \

@@ -756,13 +756,14 @@ def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], j
     that pass (a sha256 of the whole file) would keep a core idle."""
     later = [i for i, m in enumerate(mutants) if resumes(m)] if b.prefixes is None else []
     if not later:
-        return in_workers(len(mutants), one, jobs, progress, pack)
+        return in_workers(len(mutants), one, jobs, progress, pack, chunk=neighbours(len(mutants), jobs))
     resuming = set(later)
     first = [i for i in range(len(mutants)) if i not in resuming]
 
     def phase(some: list[int], done: int, meanwhile=None) -> list:
         report = (lambda n, _, result: progress(done + n, len(mutants), result)) if progress else None
-        return in_workers(len(some), lambda j: one(some[j]), jobs, report, pack, meanwhile)
+        return in_workers(len(some), lambda j: one(some[j]), jobs, report, pack, meanwhile,
+                          chunk=neighbours(len(some), jobs))
 
     out: list = [None] * len(mutants)
     for i, result in zip(first, phase(first, 0, lambda: prepare(b, [mutants[i] for i in later]))):
@@ -787,12 +788,12 @@ def resumes(m: Mutant) -> bool:
 
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
                progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable,
-               meanwhile: Callable[[], None] | None = None) -> list:
+               meanwhile: Callable[[], None] | None = None, chunk: int = 8) -> list:
     """`pack(one(i))` for i in range(count), in that order; `jobs` > 1 forks workers that share
-    everything `one` closes over (a battery, its checkers, its mutants), and report each result
-    to `progress` as it arrives. By default results are outcomes without their mutant function
-    (picklable). `meanwhile()` runs in this process once the workers have forked (first, with one
-    worker): work they need not share."""
+    everything `one` closes over (a battery, its checkers, its mutants), each taking `chunk`
+    consecutive items at a time, and report each result to `progress` as it arrives. By default
+    results are outcomes without their mutant function (picklable). `meanwhile()` runs in this
+    process once the workers have forked (first, with one worker): work they need not share."""
     global _ONE, _PACK
     results: list = [None] * count
     _ONE, _PACK = one, pack
@@ -808,7 +809,7 @@ def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
         else:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(jobs, initializer=default_signals) as pool:
-                arriving = pool.imap_unordered(_work, range(count), chunksize=_chunk(count, jobs))
+                arriving = pool.imap_unordered(_work, range(count), chunksize=chunk)
                 if meanwhile:
                     meanwhile()
                 for n, (i, outcome) in enumerate(arriving, 1):
@@ -820,11 +821,12 @@ def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
     return results
 
 
-def _chunk(count: int, jobs: int) -> int:
-    """How many consecutive mutants a worker takes at a time: neighbours (one leaf's, one row's)
-    share what the first of them builds in the worker's memos, so a worker that runs them all builds
-    it once (the 100-tensor battery 1.63 -> 1.33 s against 8 per task, medians of 5 interleaved); at
-    most 128, as the last task may end the run alone."""
+def neighbours(count: int, jobs: int) -> int:
+    """How many consecutive mutants of an artifact battery a worker takes at a time: neighbours
+    (one leaf's, one row's) share what the first of them builds in the worker's memos, so a worker
+    that runs them all builds it once (the 100-tensor battery 1.63 -> 1.33 s against 8 per task,
+    medians of 5 interleaved); at most 128, as the last task may end the run alone. Not for a
+    bundle battery, whose mutants cost tens of milliseconds each (26 s with 8, 28-30 s with 92)."""
     return max(8, min(128, count // (jobs * 8)))
 
 
