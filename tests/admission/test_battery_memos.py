@@ -35,7 +35,7 @@ def test_value_rules_are_selected_again_when_the_rules_or_the_tensors_change(vie
                              (view, everything, True), (view, everything, False)]:
         ctx = runtime.Context(v, str(smollm2_path), native_values=native)
         got = ctx._value_rules(rules)
-        want = tensor_rules(v.tensors, rules, v.format, runtime._block_bytes(v.format), native)
+        want = tensor_rules(v.tensors, rules, v.format, runtime.block_bytes_of(v.format), native)
         assert _selection(got) == _selection(want)
         got.clear()  # the caller owns what it gets (bounds are added to it)
         assert ctx._value_rules(rules).keys() == want.keys()

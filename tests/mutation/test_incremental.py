@@ -227,7 +227,7 @@ def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_batte
     sample = mutants[::40] + [m for m in values if m.expect is None] + values[::40]
     fast = dataclasses.replace(b, accepted=AcceptedStrings(), prefixes=run_module.verified_prefixes(b, values))
     plain = dataclasses.replace(b, accepted=_Forgetful(), prefixes={}, shared_header=False)
-    block_bytes = runtime._block_bytes(b.plan.format)
+    block_bytes = runtime.block_bytes_of(b.plan.format)
     for m in values:  # each resumes at the start of the value block it changes first
         header, size, patches = m.make()
         t = next(t for t in b.view.tensors if t.start <= min(patches) < t.end)

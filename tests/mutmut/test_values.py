@@ -189,7 +189,7 @@ def test_the_payload_reader_reads_on_from_where_it_was():
 
 
 def test_a_safetensors_element_is_its_dtype_in_whole_bytes():
-    width = runtime._block_bytes("safetensors")
+    width = runtime.block_bytes_of("safetensors")
     assert [width(d) for d in ("F32", "BF16", "F64", "U8")] == [4, 2, 8, 1]
     assert type(width("F32")) is int
 

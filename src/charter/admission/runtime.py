@@ -563,7 +563,7 @@ class Context:
         if key not in _RULES:  # a battery's value mutants share the header: select once per engine
             if len(_RULES) >= 4:  # pragma: no mutate -- cost only: how many selections are kept
                 _RULES.clear()
-            _RULES[key] = tensor_rules(v.tensors, rules, v.format, _block_bytes(v.format), self._native_values)
+            _RULES[key] = tensor_rules(v.tensors, rules, v.format, block_bytes_of(v.format), self._native_values)
         return dict(_RULES[key])
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None,
@@ -674,7 +674,7 @@ class _ReaderFile:
         return data
 
 
-def _block_bytes(fmt: str):
+def block_bytes_of(fmt: str):
     """codec -> bytes per block (GGUF: the ggml type's block; safetensors: one element)."""
     if fmt == "gguf":
         from charter.formats.ggml_types import GGML_TYPES_BY_NAME

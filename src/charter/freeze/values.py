@@ -22,14 +22,14 @@ def _literal(name: str) -> str:
 
 
 def value_policy(path: Path, fmt: str) -> dict:
-    from charter.admission.runtime import PAYLOAD_CHUNK, _block_bytes
+    from charter.admission.runtime import PAYLOAD_CHUNK, block_bytes_of
     from charter.admission.values import tensor_rules
     from charter.admission.view import read_view
     from charter.formats.values import VALUE_FIELDS
 
     view = read_view(str(path), fmt)
     fields = VALUE_FIELDS[fmt]
-    rules = tensor_rules(view.tensors, (("default", ("*",), True, None),), fmt, _block_bytes(fmt))
+    rules = tensor_rules(view.tensors, (("default", ("*",), True, None),), fmt, block_bytes_of(fmt))
     no_rule = [t.name for t in view.tensors if t.codec not in fields]
     bad = []
     with open(path, "rb") as f:

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ValidationError
 
 from charter import engines
 from charter.admission.report import AdmissionReport
-from charter.admission.runtime import PrefixRecorder, VerifiedPrefix, _block_bytes, admit, admit_view
+from charter.admission.runtime import PrefixRecorder, VerifiedPrefix, admit, admit_view, block_bytes_of
 from charter.admission.view import ArtifactView, parse_view, read_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
@@ -118,16 +118,19 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     model = cs.contracts[plan.model]
     text = checker_text(plan)
     checker = checker_module(plan, text=text)
-    baseline = admit(str(artifact_path), checker, require_status=plan.status)
-    if not baseline.admitted:
-        raise BrokenBaseline(baseline)
-    view = read_view(str(artifact_path), plan.format)
+    try:
+        view = read_view(str(artifact_path), plan.format)
+    except CharterError:  # the reader's rejection, as the unchanged checker reports it
+        raise BrokenBaseline(admit(str(artifact_path), checker, require_status=plan.status)) from None
     with open(artifact_path, "rb") as f:
         raw = f.read(view.data_offset)
     accepted = AcceptedStrings()
     # the conforming table parsed first, and its view the battery's: the records, tensor infos and
     # entries of a mutant's header are its own where nothing moved (Note [Finished records])
     view = parse_view(raw, view.file_size, plan.format, accepted)
+    baseline = admit_view(view, str(artifact_path), checker, require_status=plan.status)
+    if not baseline.admitted:
+        raise BrokenBaseline(baseline)
     return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text,
                    model_plan=model_plan, tensor_memo=memo, accepted=accepted)
 
@@ -378,7 +381,7 @@ def verified_prefixes(b: Battery, mutants: list[Mutant]) -> dict[int, VerifiedPr
 def _first_blocks(b: Battery, mutants: list[Mutant]):
     """Where each value mutant's first patch's value block starts: a whole number of blocks from
     its tensor's start, as the payload stage may resume there."""
-    block_bytes, tensors = _block_bytes(b.plan.format), sorted(b.view.tensors, key=lambda t: t.start)
+    block_bytes, tensors = block_bytes_of(b.plan.format), sorted(b.view.tensors, key=lambda t: t.start)
     starts = [t.start for t in tensors]
     for m in mutants:
         if value_ops.is_value_mutant(m):

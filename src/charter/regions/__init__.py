@@ -12,7 +12,6 @@ commands.py     `charter admit --contract <regions contract>`
 """
 
 import re
-from pathlib import Path
 
 _KIND = re.compile(r"^kind:\s*regions\s*(#.*)?$", re.M)
 
@@ -21,6 +20,8 @@ def is_regions_contract(path: str) -> bool:
     """Whether the file at `path` declares `kind: regions` (here, not in commands.py: `charter
     admit` asks this of every contract it is given, and imports no more than it needs)."""
     try:
-        return _KIND.search(Path(path).read_text(encoding="utf-8", errors="replace")[:65536]) is not None
+        with open(path, "rb") as f:
+            head = f.read(65536).decode("utf-8", errors="replace")  # `kind` is a top-level key near the top
     except OSError:
         return False
+    return _KIND.search(head) is not None

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from charter.admission.report import _SCHEMA_CONFIG, AdmissionReport
 
+
 @dataclass(frozen=True)
 class RegionsAdmission:
     """`charter admit --contract REGIONS --format json`: the admission, then the ownership check."""
