@@ -448,9 +448,56 @@ def test_workers_fork_before_meanwhile_runs():
     assert run_module.in_workers(2, lambda i: state["prefixes"], pack=lambda x: x, meanwhile=record) == ["recorded"] * 2
 
 
+def test_idle_work_runs_here_while_no_result_waits():
+    """run.in_workers(idle=...): this process does its own work while the workers' results are not
+    in, until idle says none is left; the results are the workers' own, in order."""
+    import os
+    import time
+
+    calls = []
+
+    def idle() -> bool:
+        calls.append(os.getpid())
+        return len(calls) < 3
+
+    def slow(i: int) -> tuple[int, int]:
+        time.sleep(0.05)
+        return i, os.getpid()
+
+    got = run_module.in_workers(4, slow, jobs=2, pack=lambda x: x, chunk=1, idle=idle)
+    assert [i for i, _ in got] == list(range(4)) and os.getpid() not in {pid for _, pid in got}
+    assert calls == [os.getpid()] * 3
+
+
+def test_resuming_mutants_run_here_once_the_prefixes_are_recorded(smollm2_battery):
+    """run.in_phases: the other mutants run in the workers; the resuming ones (value mutants, the
+    file digest's) only once the prefixes are recorded, most of them in this process while the
+    workers finish, each exactly once."""
+    import os
+    import time
+
+    mutants = all_mutants(smollm2_battery)
+    resuming = [m for m in mutants if run_module.resumes(m)][::5]
+    others = [m for m in mutants if not run_module.resumes(m)][:300]
+    sample = others + resuming
+    b = dataclasses.replace(smollm2_battery, prefixes=None)
+
+    def one(i: int) -> tuple[int, int, bool]:
+        if not run_module.resumes(sample[i]):
+            time.sleep(0.002)  # the workers stay busy past the prefix pass
+        return i, os.getpid(), b.prefixes is not None
+
+    got = run_module.in_phases(b, sample, one, jobs=2, pack=lambda x: x)
+    assert [i for i, _, _ in got] == list(range(len(sample)))
+    here = {i for i, pid, _ in got if pid == os.getpid()}
+    assert here and here <= set(range(len(others), len(sample)))
+    assert all(recorded for i, _, recorded in got if i >= len(others))
+
+
 def test_mutants_that_resume_run_second_with_their_own_verdicts(smollm2_battery, tmp_path):
     """The verdict cache's fused run records the verified prefixes while its first workers run the
-    other mutants, then runs the value and file-digest mutants: each verdict as a plain run's."""
+    other mutants, then runs the value and file-digest mutants (here and in workers forked after):
+    each verdict as a plain run's."""
     from charter.mutation.cache import VerdictCache, run_cached
 
     mutants = all_mutants(smollm2_battery)

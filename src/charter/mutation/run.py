@@ -725,8 +725,8 @@ _ONE: Callable[[int], object] | None = None  # the mutant runner that forked wor
 _PACK: Callable[[object], object] | None = None  # what a worker sends back of its result
 
 
-def _work(index: int) -> tuple[int, object]:
-    return index, _PACK(_ONE(index))
+def _work(indices: range) -> list[tuple[int, object]]:
+    return [(i, _PACK(_ONE(i))) for i in indices]
 
 
 def picklable(o: Outcome) -> Outcome:
@@ -754,25 +754,44 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
 def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], jobs: int = 1,
               progress: Callable | None = None, pack: Callable = picklable) -> list:
     """`in_workers` over `mutants`, with the verified prefixes (verified_prefixes) recorded on
-    the way: the mutants that resume from one (resumes) run second, in workers forked once the
-    prefixes are recorded; the first workers run the others while this process records them, where
-    that pass (a sha256 of the whole file) would keep a core idle."""
+    the way: the mutants that resume from one (resumes) run once the prefixes are recorded. The
+    first workers run the others while this process records them, where that pass (a sha256 of the
+    whole file) would keep a core idle; then this process runs the resuming mutants itself while
+    those workers finish (a worker done early would idle too), and workers forked after the pass
+    run whatever of them is left."""
     later = [i for i, m in enumerate(mutants) if resumes(m)] if b.prefixes is None else []
-    if not later:
-        return in_workers(len(mutants), one, jobs, progress, pack, chunk=neighbours(len(mutants), jobs))
-    resuming = set(later)
-    first = [i for i in range(len(mutants)) if i not in resuming]
-
-    def phase(some: list[int], done: int, meanwhile=None) -> list:
-        report = (lambda n, _, result: progress(done + n, len(mutants), result)) if progress else None
-        return in_workers(len(some), lambda j: one(some[j]), jobs, report, pack, meanwhile,
-                          chunk=neighbours(len(some), jobs))
-
     out: list = [None] * len(mutants)
-    for i, result in zip(first, phase(first, 0, lambda: prepare(b, [mutants[i] for i in later]))):
+    done = [0]
+
+    def arrived(i: int, result) -> None:
         out[i] = result
-    for i, result in zip(later, phase(later, len(first))):
-        out[i] = result
+        done[0] += 1
+        if progress:
+            progress(done[0], len(mutants), result)
+
+    def phase(some: list[int], meanwhile=None, idle=None) -> None:
+        in_workers(len(some), lambda j: one(some[j]), jobs, None, pack, meanwhile, chunk=neighbours(len(some), jobs),
+                   idle=idle, arrived=lambda j, result: arrived(some[j], result))
+
+    if not later:
+        phase(list(range(len(mutants))))
+        return out
+    resuming = set(later)
+    waiting = iter(later)
+
+    def run_one_here() -> bool:
+        """One resuming mutant, in this process; False when none is left or none resumes cheaply."""
+        i = next(waiting, None) if b.prefixes else None
+        if i is None:
+            return False
+        arrived(i, pack(one(i)))
+        return True
+
+    phase([i for i in range(len(mutants)) if i not in resuming],
+          lambda: prepare(b, [mutants[i] for i in later]), run_one_here if jobs > 1 else None)
+    rest = list(waiting)
+    if rest:
+        phase(rest)
     return out
 
 
@@ -791,34 +810,56 @@ def resumes(m: Mutant) -> bool:
 
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
                progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable,
-               meanwhile: Callable[[], None] | None = None, chunk: int = 8) -> list:
+               meanwhile: Callable[[], None] | None = None, chunk: int = 8, idle: Callable[[], bool] | None = None,
+               arrived: Callable[[int, object], None] | None = None) -> list:
     """`pack(one(i))` for i in range(count), in that order; `jobs` > 1 forks workers that share
     everything `one` closes over (a battery, its checkers, its mutants), each taking `chunk`
-    consecutive items at a time, and report each result to `progress` as it arrives. By default
-    results are outcomes without their mutant function (picklable). `meanwhile()` runs in this
-    process once the workers have forked (first, with one worker): work they need not share."""
+    consecutive items at a time, and report each result to `progress` as it arrives (and to
+    `arrived(i, result)`). By default results are outcomes without their mutant function
+    (picklable). `meanwhile()` runs in this process once the workers have forked (first, with one
+    worker): work they need not share. Then, while no result is waiting, `idle()` does a piece of
+    this process's own work, until it says there is none left."""
     global _ONE, _PACK
     results: list = [None] * count
     _ONE, _PACK = one, pack
+
+    def receive(n: int, i: int, outcome) -> None:
+        results[i] = outcome
+        if arrived:
+            arrived(i, outcome)
+        if progress:
+            progress(n, count, outcome)
+
     try:
         if jobs <= 1:
             if meanwhile:
                 meanwhile()
-            done = ((i, pack(one(i))) for i in range(count))
-            for n, (i, outcome) in enumerate(done, 1):
-                results[i] = outcome
-                if progress:
-                    progress(n, count, outcome)
+            for i in range(count):
+                receive(i + 1, i, pack(one(i)))
         else:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(jobs, initializer=default_signals) as pool:
-                arriving = pool.imap_unordered(_work, range(count), chunksize=chunk)
+                # chunks as tasks of one item each: a chunked imap's results cannot be polled (idle)
+                arriving = pool.imap_unordered(_work, [range(a, min(a + chunk, count)) for a in range(0, count, chunk)])
                 if meanwhile:
                     meanwhile()
-                for n, (i, outcome) in enumerate(arriving, 1):
-                    results[i] = outcome
-                    if progress:
-                        progress(n, count, outcome)
+                busy = idle is not None
+
+                def next_results() -> list[tuple[int, object]]:
+                    """The next chunk's results; while none is waiting, a piece of `idle` work."""
+                    nonlocal busy
+                    while busy:
+                        try:
+                            return arriving.next(timeout=0)
+                        except multiprocessing.TimeoutError:
+                            busy = idle()
+                    return arriving.next()
+
+                n = 0
+                while n < count:
+                    for i, outcome in next_results():
+                        n += 1
+                        receive(n, i, outcome)
     finally:
         _ONE, _PACK = None, None
     return results
