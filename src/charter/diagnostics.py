@@ -261,7 +261,10 @@ class Code(str, Enum):
 
     @property
     def stage(self) -> Stage:
-        return _stage_of(self)
+        stage = _STAGE_OF.get(self)
+        if stage is None:
+            stage = _STAGE_OF[self] = _stage_of(self)
+        return stage
 
 
 _PREFIX_STAGE = {
@@ -280,6 +283,9 @@ _PREFIX_STAGE = {
     "POLICY_": Stage.POLICY,
     "PAYLOAD_": Stage.PAYLOAD,
 }
+
+
+_STAGE_OF: dict[Code, Stage] = {}  # each code's stage, found once (a battery asks for tens of thousands)
 
 
 def _stage_of(code: Code) -> Stage:

@@ -28,7 +28,6 @@ from charter.formats.gguf import (
     TensorInfo,
     serialize_gguf_header,
 )
-from charter.memo import IdMemo
 from charter.mutation import oracle
 from charter.language import INT_RANGES, align_up
 from charter.mutation.mutant import Expect, Mutant
@@ -85,8 +84,10 @@ def mutants(h: GGUFHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mutant]:
     for kv in h.kvs.values():
         yield from _kv_mutants(h, raw, kv, own)
     yield from _key_set(h, own)
+    moves = oracle.ShiftedLayout([(t.name, t.start, t.end) for t in h.tensors], h.data_offset, h.file_size,
+                                 value_of(plan.alignment), plan.layout.policy())
     for index in representatives(h, plan):
-        yield from _tensor_mutants(h, raw, index, h.tensors[index], own, plan)
+        yield from _tensor_mutants(h, raw, index, h.tensors[index], own, plan, moves)
     yield from _tensor_set(h, own)
     yield from _boundary(h, plan)
     yield from _layout_mutants(h, plan)
@@ -336,7 +337,7 @@ def _replace_tensor(h: GGUFHeader, index: int, **changes) -> list[TensorInfo]:
 
 
 def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: oracle.Ownership,
-                    plan: ArtifactPlan) -> Iterator[Mutant]:
+                    plan: ArtifactPlan, moves: oracle.ShiftedLayout) -> Iterator[Mutant]:
     target = f"tensors.{t.name}"
     excluded = own.excluded(t.name)
     missing = Expect.of(Code.TENSOR_MISSING, target)
@@ -375,24 +376,15 @@ def _tensor_mutants(h: GGUFHeader, raw: bytes, index: int, t: TensorInfo, own: o
     if h.alignment > 1:
         yield Mutant("artifact", target, "offset +1", Expect.of(Code.CONTAINER_OFFSET, f"{target}.offset"),
                      lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + 1)))
-    spans, starts = _extents(h)
-    shifted = spans.copy()
-    shifted[index] = (t.name, t.start + h.alignment, t.end + h.alignment)
+    starts = moves.starts
     following = bisect.bisect_right(starts, t.start + h.alignment)  # the first start past the shifted one
     room = (starts[following] if following < len(starts) else h.file_size) - t.start - h.alignment
     expect = (Expect.of(Code.CONTAINER_EXTENT, f"{target}.offset") if t.end + h.alignment > h.file_size
-              else _headers_short(plan, t, room)
-              or oracle.layout(shifted, h.data_offset, h.file_size, value_of(plan.alignment), plan.layout.policy()))
+              else _headers_short(plan, t, room) or moves.moved(index, h.alignment))
     yield Mutant("artifact", target, "offset +alignment", expect,
                  lambda: rebuild(h, tensors=_replace_tensor(h, index, offset=t.offset + h.alignment)))
     if t.ggml_type.row_header:
         yield _header_short(h, t, plan)
-
-
-# A header's extents (name, start, end) in header order, and their starts sorted: read once per
-# header, not once per tensor (each tensor's "offset +alignment" mutant shifts one of them).
-_extents = IdMemo(lambda h: ([(x.name, x.start, x.end) for x in h.tensors], sorted(x.start for x in h.tensors)),
-                  bound=1)
 
 
 def _header_short(h: GGUFHeader, t: TensorInfo, plan: ArtifactPlan) -> Mutant:
