@@ -763,15 +763,16 @@ def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], j
     out: list = [None] * len(mutants)
     done = [0]
 
-    def arrived(i: int, result) -> None:
-        out[i] = result
+    def arrived(result) -> None:
         done[0] += 1
         if progress:
             progress(done[0], len(mutants), result)
 
     def phase(some: list[int], meanwhile=None, idle=None) -> None:
-        in_workers(len(some), lambda j: one(some[j]), jobs, None, pack, meanwhile, chunk=neighbours(len(some), jobs),
-                   idle=idle, arrived=lambda j, result: arrived(some[j], result))
+        results = in_workers(len(some), lambda j: one(some[j]), jobs, lambda _, __, result: arrived(result), pack,
+                             meanwhile, chunk=neighbours(len(some), jobs), idle=idle)
+        for i, result in zip(some, results):
+            out[i] = result
 
     if not later:
         phase(list(range(len(mutants))))
@@ -784,7 +785,8 @@ def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], j
         i = next(waiting, None) if b.prefixes else None
         if i is None:
             return False
-        arrived(i, pack(one(i)))
+        out[i] = pack(one(i))
+        arrived(out[i])
         return True
 
     phase([i for i in range(len(mutants)) if i not in resuming],
@@ -810,23 +812,21 @@ def resumes(m: Mutant) -> bool:
 
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
                progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable,
-               meanwhile: Callable[[], None] | None = None, chunk: int = 8, idle: Callable[[], bool] | None = None,
-               arrived: Callable[[int, object], None] | None = None) -> list:
+               meanwhile: Callable[[], None] | None = None, chunk: int = 8,
+               idle: Callable[[], bool] | None = None) -> list:
     """`pack(one(i))` for i in range(count), in that order; `jobs` > 1 forks workers that share
     everything `one` closes over (a battery, its checkers, its mutants), each taking `chunk`
-    consecutive items at a time, and report each result to `progress` as it arrives (and to
-    `arrived(i, result)`). By default results are outcomes without their mutant function
-    (picklable). `meanwhile()` runs in this process once the workers have forked (first, with one
-    worker): work they need not share. Then, while no result is waiting, `idle()` does a piece of
-    this process's own work, until it says there is none left."""
+    consecutive items at a time, and report each result to `progress` as it arrives. By default
+    results are outcomes without their mutant function (picklable). `meanwhile()` runs in this
+    process once the workers have forked (first, with one worker): work they need not share. Then,
+    while no result is waiting, `idle()` does a piece of this process's own work, until it says
+    there is none left."""
     global _ONE, _PACK
     results: list = [None] * count
     _ONE, _PACK = one, pack
 
     def receive(n: int, i: int, outcome) -> None:
         results[i] = outcome
-        if arrived:
-            arrived(i, outcome)
         if progress:
             progress(n, count, outcome)
 
@@ -839,8 +839,10 @@ def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
         else:
             ctx = multiprocessing.get_context("fork")
             with ctx.Pool(jobs, initializer=default_signals) as pool:
-                # chunks as tasks of one item each: a chunked imap's results cannot be polled (idle)
-                arriving = pool.imap_unordered(_work, [range(a, min(a + chunk, count)) for a in range(0, count, chunk)])
+                # each chunk one task: with a chunksize, imap_unordered's results come from a generator,
+                # which cannot be asked whether one is waiting (idle)
+                chunks = [range(a, min(a + chunk, count)) for a in range(0, count, chunk)]
+                arriving = pool.imap_unordered(_work, chunks)
                 if meanwhile:
                     meanwhile()
                 busy = idle is not None
