@@ -484,7 +484,7 @@ def test_resuming_mutants_run_here_once_the_prefixes_are_recorded(smollm2_batter
 
     def one(i: int) -> tuple[int, int, bool]:
         if not run_module.resumes(sample[i]):
-            time.sleep(0.002)  # the workers stay busy past the prefix pass
+            time.sleep(0.005)  # the workers stay busy well past the prefix pass (0.07 s alone)
         return i, os.getpid(), b.prefixes is not None
 
     got = run_module.in_phases(b, sample, one, jobs=2, pack=lambda x: x)

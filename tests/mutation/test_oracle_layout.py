@@ -31,8 +31,8 @@ def moved_everywhere(spans, data_offset: int, file_size: int, alignment: int | N
 
 
 def generated(rng: random.Random, count: int, step: int, packed: bool) -> tuple[list, int, int]:
-    """Extents of `count` tensors after a data offset, in a shuffled header order; packed (each
-    at the aligned end of the one before) or with aligned gaps."""
+    """Extents of `count` tensors after a data offset (some empty), packed (each at the aligned end
+    of the one before) or with aligned gaps, in extent order or (some) shuffled."""
     data_offset = step * rng.randint(1, 4)
     spans, cursor = [], data_offset
     for k in range(count):

@@ -283,7 +283,8 @@ def _check_text_digest(c: checks.Check) -> str:
     return sha256(checks.text_of(c))
 
 
-_ROW_DIGEST = IdMemo(lambda row: hashlib.sha256(repr(row).encode()).digest())  # a resolved tensor row's
+# A resolved tensor row -> the sha256 of its repr (Note [Identity memo]).
+_ROW_DIGEST = IdMemo(lambda row: hashlib.sha256(repr(row).encode()).digest())
 # A check -> the digest of its text: each of the contract's checks hashed once per battery, not once
 # per mutant that removes it. A few kept: a mutant's checks hold its whole tensor table.
 _check_digest = IdMemo(_check_text_digest, bound=64)

@@ -165,8 +165,9 @@ class ShiftedLayout:
     break no rule: then only the moved one can break alignment, order, overlap or packing, the
     first break is beside it or where it was, and the last extent is it or the last of the others.
     Sorting every extent again per mutant made generation quadratic in the tensor count (0.65 s at
-    1,000 tensors, 3.4 s at 3,000). A header that breaks a rule itself, or a packed move whose
-    extent where it was is still in place (an unaligned first extent), is judged by `layout`."""
+    1,000 tensors, 3.4 s at 3,000). A header that breaks a rule itself is judged by `layout`, and
+    so is a packed layout where the extent now at the moved one's place is still where packing puts
+    it (an unaligned first extent can be)."""
 
     def __init__(self, spans: list[tuple[str, int, int]], data_offset: int, file_size: int,
                  alignment: int | None, policy: dict) -> None:
