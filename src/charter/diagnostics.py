@@ -8,6 +8,7 @@ Note [Ordered admission] in charter.admission.
 
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from enum import Enum
@@ -261,10 +262,7 @@ class Code(str, Enum):
 
     @property
     def stage(self) -> Stage:
-        stage = _STAGE_OF.get(self)
-        if stage is None:
-            stage = _STAGE_OF[self] = _stage_of(self)
-        return stage
+        return _stage_of(self)
 
 
 _PREFIX_STAGE = {
@@ -285,9 +283,7 @@ _PREFIX_STAGE = {
 }
 
 
-_STAGE_OF: dict[Code, Stage] = {}  # each code's stage, found once (a battery asks for tens of thousands)
-
-
+@functools.cache  # found once per code: a battery asks tens of thousands of times
 def _stage_of(code: Code) -> Stage:
     for prefix, stage in _PREFIX_STAGE.items():
         if code.value.startswith(prefix):

@@ -70,7 +70,7 @@ from charter import __version__, atomic
 from charter.contract import checks
 from charter.diagnostics import ADMISSION_STAGES, Stage
 from charter.memo import IdMemo
-from charter.mutation import facts, locations, run, value_ops
+from charter.mutation import facts, run, value_ops
 from charter.mutation.digests import charter_sources, edited, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
@@ -136,9 +136,8 @@ class VerdictCache:
         if step.outcome is not None:
             return ["decided", json.dumps(step.outcome.to_json(), sort_keys=True)]
         p = step.prediction
-        cited = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
-                                  dropped=m.operator.startswith("drop"))
-        pieces = ["checked", _digest(p.changed), repr(p.expect), _header(step.plan), repr(sorted(cited))]
+        pieces = ["checked", _digest(p.changed), repr(p.expect), _header(step.plan),
+                  repr(sorted(run.cited_locations(b, m)))]
         if p.expect is not None and p.expect.stage is Stage.PAYLOAD:
             pieces.append(self._payload)
         if any(isinstance(c, checks.Exclude) for c in p.changed):

@@ -36,24 +36,9 @@ BINDINGS = {("tokenizer", "stop_ids"): ("tokenizer", "stop"), ("tokenizer", "log
             ("tokenizer", "ids"): ("tokenizer", "tokens")}
 
 
-def allowed(artifact: Document, model: Document, side: str, leaf: Path, dropped: bool = False) -> frozenset[str]:
+def allowed(artifact: Document, model: Document, side: str, leaf: Path, dropped: bool = False) -> set[str]:
     """Every location (as text) a diagnostic may cite after the leaf `side:leaf` changed (or,
-    with `dropped`, was removed); once per leaf of the documents (the verdict cache's key and the
-    battery's check of the cited location both ask, and a leaf that names a constant walks every
-    string of both documents)."""
-    key = (id(artifact), id(model), side, tuple(leaf), dropped)
-    kept = _ALLOWED.get(key)
-    if kept is None or kept[0] is not artifact or kept[1] is not model:
-        if len(_ALLOWED) >= 64:  # pragma: no mutate -- cost only: how many leaves are kept
-            _ALLOWED.clear()
-        kept = _ALLOWED[key] = (artifact, model, frozenset(_allowed(artifact, model, side, leaf, dropped)))
-    return kept[2]
-
-
-_ALLOWED: dict[tuple, tuple[Document, Document, frozenset[str]]] = {}
-
-
-def _allowed(artifact: Document, model: Document, side: str, leaf: Path, dropped: bool) -> set[str]:
+    with `dropped`, was removed)."""
     docs = {"artifact": artifact, "model": model}
     out = set(ancestors(docs[side], leaf))
     if dropped and side == "artifact" and leaf[:1] and leaf[0] in CLOSED_BY:

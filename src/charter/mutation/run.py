@@ -84,6 +84,7 @@ class Battery:
     shared_header: bool = True  # False: value mutants run the header stages again (Note [Admitted header])
     cpp_conforming: engines.Verdict | None = None  # the C++ checker's verdict on the conforming header
     cpp_reference: object = None  # the conforming header parsed once for the C++ checkers (cpp_reference)
+    cited: dict = dataclasses.field(default_factory=dict)  # (side, leaf, dropped) -> cited_locations()
 
     @property
     def require_status(self) -> str:
@@ -554,14 +555,24 @@ def _cited(b: Battery, outcome: Outcome, d) -> Outcome:
     if outcome.verdict is not Verdict.KILLED or d is None:
         return outcome
     m = outcome.mutant
-    where = locations.allowed(b.loaded.doc, b.model.doc, m.target.split(":", 1)[0], m.leaf,
-                              dropped=m.operator.startswith("drop"))
+    where = cited_locations(b, m)
     cited = str(d.location) if d.location is not None else None
     if cited in where:
         return outcome
     return dataclasses.replace(outcome, verdict=Verdict.REGRESSION,
                                detail=f"cites {cited or 'no contract location'}, not the changed fact "
                                       f"({' or '.join(sorted(where)) or 'unlocated'}); {outcome.detail}")
+
+
+def cited_locations(b: Battery, m: Mutant) -> frozenset[str]:
+    """The locations a diagnostic may cite after contract mutant `m` (charter.mutation.locations.
+    allowed), once per leaf and operator kind: the verdict cache's key and _cited both ask, and a
+    leaf that names a constant walks every string of both documents."""
+    side, dropped = m.target.split(":", 1)[0], m.operator.startswith("drop")
+    key = (side, m.leaf, dropped)
+    if key not in b.cited:
+        b.cited[key] = frozenset(locations.allowed(b.loaded.doc, b.model.doc, side, m.leaf, dropped=dropped))
+    return b.cited[key]
 
 
 def _cpp_contract_disagreement(b: Battery, m: Mutant, plan: ArtifactPlan, report) -> str | None:
