@@ -18,6 +18,7 @@ import contextlib
 import dataclasses
 import gc
 import itertools
+import mmap
 import multiprocessing
 import operator
 import os
@@ -34,7 +35,7 @@ from pydantic import BaseModel, ValidationError
 from charter import engines
 from charter.admission.report import AdmissionReport
 from charter.admission.runtime import PrefixRecorder, VerifiedPrefix, admit, admit_view, block_bytes_of
-from charter.admission.view import ArtifactView, parse_view, read_view
+from charter.admission.view import ArtifactView, parse_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
 from charter.formats.gguf import AcceptedStrings
@@ -119,21 +120,30 @@ def load_battery(cs: ContractSet, contract_id: str, artifact_path: Path) -> Batt
     model = cs.contracts[plan.model]
     text = checker_text(plan)
     checker = checker_module(plan, text=text)
-    try:
-        view = read_view(str(artifact_path), plan.format)
-    except CharterError:  # the reader's rejection, as the unchanged checker reports it
-        raise BrokenBaseline(admit(str(artifact_path), checker, require_status=plan.status)) from None
-    with open(artifact_path, "rb") as f:
-        raw = f.read(view.data_offset)
     accepted = AcceptedStrings()
-    # the conforming table parsed first, and its view the battery's: the records, tensor infos and
-    # entries of a mutant's header are its own where nothing moved (Note [Finished records])
-    view = parse_view(raw, view.file_size, plan.format, accepted)
+    try:
+        view, raw = _conforming_header(artifact_path, plan.format, accepted)
+    except (CharterError, OSError, ValueError):  # the reader's rejection, as the unchanged checker reports it
+        raise BrokenBaseline(admit(str(artifact_path), checker, require_status=plan.status)) from None
     baseline = admit_view(view, str(artifact_path), checker, require_status=plan.status)
     if not baseline.admitted:
         raise BrokenBaseline(baseline)
     return Battery(artifact_path, loaded, model, plan, checks_of(plan), checker, view, raw, checker_text=text,
                    model_plan=model_plan, tensor_memo=memo, accepted=accepted)
+
+
+def _conforming_header(path: Path, fmt: str, accepted: AcceptedStrings) -> tuple[ArtifactView, bytes]:
+    """The conforming file's view and its header's bytes, from one parse of the mapped file. Its
+    table is the first `accepted` holds, and its view the battery's: the records, tensor infos and
+    entries of a mutant's header are its own where nothing moved (Note [Finished records])."""
+    with open(path, "rb") as f:
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    try:
+        view = parse_view(mapped, len(mapped), fmt, accepted)
+        return view, mapped[:view.data_offset]
+    finally:
+        with contextlib.suppress(BufferError):  # a live traceback holds a view; freed later
+            mapped.close()
 
 
 def checker_text(plan: ArtifactPlan) -> str:
