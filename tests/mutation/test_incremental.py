@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import operator
 import types
 from pathlib import Path
 
@@ -73,8 +74,8 @@ def _contract_mutants(b, every: int = 1):
 
 def _full(b, artifact_data: dict, model_data: dict):
     """The whole pipeline, as the battery ran it before Note [Incremental battery]."""
-    def reload(original, data):
-        doc = dataclasses.replace(original.doc, data=copy.deepcopy(data))
+    def reload(original, data):  # the mutant's own document (its locations), its data copied whole
+        doc = dataclasses.replace(run_module.mutant_document(original.doc, data), data=copy.deepcopy(data))
         return run_module.LoadedContract(contract_from_document(doc), doc, original.path)
 
     artifact, model = reload(b.loaded, artifact_data), reload(b.model, model_data)
@@ -105,6 +106,23 @@ def test_a_mutant_contract_shares_the_unchanged_rows(frozen_battery):
     contract = run_module._reload(b.loaded, m.make()[0]).contract
     assert contract.tensors[2].name != b.loaded.contract.tensors[2].name
     assert contract.tensors[1] is b.loaded.contract.tensors[1]
+
+
+def test_a_dropped_row_leaves_every_later_row_where_it_is_written(frozen_battery):
+    """A drop mutant's later rows were located one row up, so each resolved, rendered and compiled
+    again (3.9 ms a mutant at 1,000 rows): now each is the contract's own row object."""
+    b = frozen_battery
+    m = next(m for m in all_mutants(b, "contract") if m.leaf == ("tensors", 2) and m.operator == "drop item")
+    doc, original = run_module.mutant_document(b.loaded.doc, m.make()[0]), b.loaded.doc
+    assert doc.where(("tensors", 2, "name")) == original.where(("tensors", 3, "name"))
+    assert doc.where(("tensors", 1, "name")) == original.where(("tensors", 1, "name"))
+    last = len(original.data["tensors"]) - 1
+    assert ("tensors", last) not in doc.locations and ("tensors", last - 1) in doc.locations
+    renumbered = {(*p[:1], p[1] - (p[1] > 2), *p[2:]) if p[:1] == ("tensors",) and len(p) > 1 else p: loc
+                  for p, loc in original.locations.items() if p[:2] != ("tensors", 2)}
+    assert dict(doc.locations) == renumbered and len(doc.locations) == len(renumbered)
+    rows = run_module._resolve(b, *m.make()).tensor_rows.value
+    assert all(map(operator.is_, rows, b.plan.tensor_rows.value[:2] + b.plan.tensor_rows.value[3:]))
 
 
 @pytest.mark.parametrize("which, every", [("frozen_battery", 1), ("smollm2_battery", 3)])

@@ -46,7 +46,7 @@ from charter.contract.plan import (
     TokenizerPlan,
     ValueRule,
 )
-from charter.contract.yamlload import dotted
+from charter.contract.yamlload import DroppedItem, dotted
 from charter.formats.stores import expertmajor, ple
 
 MAX_EXPANDED_TENSORS = 1_000_000
@@ -622,6 +622,8 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
     resolved without error, into names no other row has). None otherwise, and then the loop does it
     all, reporting what it finds."""
     items = a.tensors
+    if len(items) == len(base.items) - 1:
+        return _dropped(c, items, base)
     if len(items) != len(base.items):
         return None
     differs = list(itertools.compress(itertools.count(), map(operator.is_not, items, base.items)))
@@ -645,6 +647,20 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
         del c.diagnostics[errors:]
         return None
     return base.out[:start] + checks + base.out[end:], base.rows[:j] + (row,) + base.rows[j + 1:]
+
+
+def _dropped(c: _Collector, items, base: _Base):
+    """_splice's answer for `base`'s rows but one, dropped from a document that locates every later
+    row where it is written (DroppedItem): the loop would place each row where `base` placed it, at
+    the location it had there, without error; None for any other list."""
+    moved = c.loaded.doc.locations
+    if not (isinstance(moved, DroppedItem) and moved.at == ("tensors",)):
+        return None
+    j = moved.index
+    if not (all(map(operator.is_, items[:j], base.items)) and all(map(operator.is_, items[j:], base.items[j + 1:]))):
+        return None
+    start, end = base.spans[j]
+    return base.out[:start] + base.out[end:], base.rows[:j] + base.rows[j + 1:]
 
 
 def _row_memo(memo: dict | None, env: dict, model: ModelPlan, fmt: str) -> dict:

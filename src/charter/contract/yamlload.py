@@ -40,6 +40,7 @@ both parsers on every contract, invalid contract and contract hazard the reposit
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ class Document:
     """Plain data plus where each value came from (`locations[path]`)."""
 
     data: Any
-    locations: dict[Path_, Location]
+    locations: Mapping[Path_, Location]  # a dict, but a mutant's (DroppedItem)
     source: str
     file: str
     parsed_by: str = "pure"  # which parser's events built it (Note [Two parsers])
@@ -102,6 +103,42 @@ class Document:
                 return self.locations[path]
             path = path[:-1]
         return self.locations.get((), Location(self.file, 1, 1))
+
+
+
+class DroppedItem(Mapping):
+    """The locations of a document whose list at path `at` lost its item `index` (a mutation
+    battery's "drop item" mutant shares the rest of the data): every later item is located where
+    it is written, as a parse of the edited text would locate it, so what it resolves to is what
+    it resolved to before (charter.contract.resolve._splice)."""
+
+    def __init__(self, base: Mapping[Path_, Location], at: Path_, index: int) -> None:
+        self.base, self.at, self.index = base, at, index
+
+    def _written(self, path: Path_) -> Path_:
+        """Where `path` of this document is written in the original one."""
+        n = len(self.at)
+        if len(path) > n and path[:n] == self.at and path[n] >= self.index:
+            return (*self.at, path[n] + 1, *path[n + 1:])
+        return path
+
+    def __getitem__(self, path: Path_) -> Location:
+        return self.base[self._written(path)]
+
+    def __contains__(self, path: object) -> bool:
+        return isinstance(path, tuple) and self._written(path) in self.base
+
+    def __iter__(self) -> Iterator[Path_]:
+        n = len(self.at)
+        for path in self.base:
+            if len(path) > n and path[:n] == self.at and path[n] >= self.index:
+                if path[n] > self.index:
+                    yield (*self.at, path[n] - 1, *path[n + 1:])
+            else:
+                yield path
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def libyaml_available() -> bool:

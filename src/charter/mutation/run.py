@@ -50,7 +50,7 @@ from charter.contract.contractset import ContractSet
 from charter.contract.load import LoadedContract, contract_from_document, refusal
 from charter.contract.plan import ArtifactPlan, ModelPlan, value_of
 from charter.contract.resolve import resolve_artifact, resolve_model
-from charter.contract.yamlload import Document
+from charter.contract.yamlload import Document, DroppedItem
 
 
 # The largest artifact the battery reads whole before its first mutant, for verified prefixes (a
@@ -662,12 +662,27 @@ def _reload(original: LoadedContract, data: dict) -> LoadedContract:
     the shared subtrees and Pydantic validates only what changed (Note [Incremental battery])."""
     if data is original.doc.data:
         return original
-    doc = Document(data, original.doc.locations, original.doc.source, original.doc.file)
+    doc = mutant_document(original.doc, data)
     contract = _revalidated_items(original, doc)
     if contract is None:
         shared = _validated_where_shared(data, original.doc.data, original.contract)
         contract = contract_from_document(dataclasses.replace(doc, data=shared))
     return LoadedContract(contract, doc, original.path)
+
+
+def mutant_document(original: Document, data) -> Document:
+    """The document of a mutant's `data`: the original's locations by path, but where one item of a
+    top-level list is dropped, whose later items keep their own (DroppedItem: a 1,000-row drop
+    mutant then resolves, renders and compiles no row again; each row located one row up did)."""
+    old, locations = original.data, original.locations
+    if isinstance(data, dict) and isinstance(old, dict) and data.keys() == old.keys():
+        changed = [k for k in data if data[k] is not old[k]]
+        new, was = (data[changed[0]], old[changed[0]]) if len(changed) == 1 else (None, None)
+        if isinstance(new, list) and isinstance(was, list) and len(new) == len(was) - 1:
+            j = next(itertools.compress(itertools.count(), map(operator.is_not, new, was)), len(new))
+            if all(map(operator.is_, new[j:], was[j + 1:])):
+                locations = DroppedItem(locations, (changed[0],), j)
+    return Document(data, locations, original.source, original.file)
 
 
 def _revalidated_items(original: LoadedContract, doc: Document):
