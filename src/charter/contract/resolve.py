@@ -536,8 +536,8 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
     is not evaluated again (its dims, counts and names depend on nothing else), and when one row
     differs from the first list resolved, only that row is resolved and spliced in."""
     kept = _row_memo(memo, env, model, a.format)
-    done, placed, base = kept["rows"], kept["placed"], kept.get("base")
-    spliced = _splice(c, a, env, model, base, done, placed) if base is not None else None
+    base = kept.get("base")
+    spliced = _splice(c, a, env, model, base, kept) if base is not None else None
     if spliced is not None:
         return spliced
     out: list[TensorCheck] = []
@@ -545,7 +545,7 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
     seen: dict[str, Location] = {}
     errors_before = len(c.diagnostics)
     for i, t in enumerate(a.tensors):
-        placed_row = _place(c, a, t, i, env, model, done, placed, MAX_EXPANDED_TENSORS - len(out))
+        placed_row = _place(c, a, t, i, env, model, kept, MAX_EXPANDED_TENSORS - len(out))
         if placed_row is None:
             continue
         if placed_row is _TOO_MANY:
@@ -568,14 +568,17 @@ def _expand_tensors(c: _Collector, a: ArtifactContract, env: dict, model: ModelP
 _TOO_MANY = object()
 
 
-def _place(c: _Collector, a: ArtifactContract, t, i: int, env: dict, model: ModelPlan, done: dict, placed: dict,
-           room: int):
+def _place(c: _Collector, a: ArtifactContract, t, i: int, env: dict, model: ModelPlan, memo: dict, room: int):
     """(row, its checks) of tensor row `i`, None when an error drops it, _TOO_MANY when it expands
-    to more names than `room`; rows without error are kept in `done` and `placed` (_row_memo)."""
-    kept = placed.get((i, id(t)))
-    if kept is not None and kept[0] is t:
-        return (kept[1], kept[2]) if len(kept[2]) <= room else _TOO_MANY
+    to more names than `room`; rows without error are kept in `memo` (_row_memo)."""
+    if not t.repeat and t.layer_kind is None and not any(isinstance(dim, str) for dim in t.shape):
+        memo = memo["free"]
+    done, placed = memo["rows"], memo["placed"]
     path = ("tensors", i)
+    loc = c.at(*path)
+    kept = placed.get((i, id(t)))
+    if kept is not None and kept[0] is t and kept[1].location == loc:
+        return (kept[1], kept[2]) if len(kept[2]) <= room else _TOO_MANY
     parts = done.get(id(t))
     if parts is None or parts[0] is not t:
         errors = len(c.diagnostics)
@@ -588,7 +591,6 @@ def _place(c: _Collector, a: ArtifactContract, t, i: int, env: dict, model: Mode
     _, template, counts, shape, total = parts
     if total > room:
         return _TOO_MANY
-    loc = c.at(*path)
     row = TensorRow(template, counts, t.role, shape, t.codec, loc)
     checks = tuple(TensorCheck(name, t.role, shape, t.codec, loc) for name in _expand_counts(template, dict(counts)))
     if done.get(id(t)) is parts:
@@ -614,8 +616,7 @@ class _Base:
             at += n
 
 
-def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, base: _Base, done: dict,
-            placed: dict):
+def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, base: _Base, memo: dict):
     """What the loop of _expand_tensors returns, and reports, when the rows are `base`'s (same count,
     by identity), or are but one, which is dropped with its errors, or kept, with or without errors,
     with names no other row has: the loop would report that row's errors alone (every other row
@@ -634,8 +635,7 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
     (j,) = differs
     start, end = base.spans[j]
     errors = len(c.diagnostics)
-    placed_row = _place(c, a, items[j], j, env, model, done, placed,
-                        MAX_EXPANDED_TENSORS - len(base.out) + (end - start))
+    placed_row = _place(c, a, items[j], j, env, model, memo, MAX_EXPANDED_TENSORS - len(base.out) + (end - start))
     if placed_row is None:  # dropped, its errors reported
         return base.out[:start] + base.out[end:], base.rows[:j] + base.rows[j + 1:]
     if placed_row is _TOO_MANY:
@@ -665,18 +665,22 @@ def _dropped(c: _Collector, items, base: _Base):
 
 def _row_memo(memo: dict | None, env: dict, model: ModelPlan, fmt: str) -> dict:
     """The rows resolved under these constants: `rows`, `placed` and, once a list resolved without
-    error, `base` (fresh dicts without memo). The memo keeps the few sets of constants used last, so
-    a mutant of a model constant does not make the next mutant resolve every row again. Constants
-    compare by repr, so 1, 1.0 and True are different constants."""
+    error, `base` (fresh dicts without memo); under `free`, those of the rows that read no constant
+    (no expression, repeat or layer kind: a frozen contract's every row), kept for every set of
+    constants, so a mutant of a model constant resolves only the rows that read one. The memo keeps
+    the few sets of constants used last, so such a mutant does not make the next mutant resolve
+    every row again. Constants compare by repr, so 1, 1.0 and True are different constants."""
     if memo is None:
-        return {"rows": {}, "placed": {}}
+        return {"rows": {}, "placed": {}, "free": {"rows": {}, "placed": {}}}
+    free = memo.setdefault("free", {}).setdefault(fmt, {"rows": {}, "placed": {}})
+    recent = memo.setdefault("constants", {})
     key = (repr(sorted(env.items())), model.layer_kinds, fmt)
-    kept = memo.pop(key, None)
+    kept = recent.pop(key, None)
     if kept is None:
-        kept = {"rows": {}, "placed": {}}
-        while len(memo) >= _MEMO_CONSTANTS:
-            del memo[next(iter(memo))]  # the least recently used
-    memo[key] = kept
+        kept = {"rows": {}, "placed": {}, "free": free}
+        while len(recent) >= _MEMO_CONSTANTS:
+            del recent[next(iter(recent))]  # the least recently used
+    recent[key] = kept
     return kept
 
 
