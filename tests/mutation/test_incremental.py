@@ -465,6 +465,16 @@ def test_a_call_is_rendered_once_per_text_of_its_check(monkeypatch):
     assert build._CALLS == {(text_of(other), None): (statement, ())}
 
 
+@pytest.mark.parametrize("count, chunk, jobs", [(0, 8, 2), (5, 8, 2), (3445, 128, 2), (30961, 128, 2), (100, 8, 4)])
+def test_tasks_take_every_item_once_and_shrink_toward_the_end(count, chunk, jobs):
+    """The last tasks may end a run alone: none is longer than a quarter of a worker's share of
+    what is left when it is handed out (or one item)."""
+    tasks = run_module.tasks(count, chunk, jobs)
+    assert [i for task in tasks for i in task] == list(range(count))
+    assert all(1 <= len(t) <= chunk and (len(t) == 1 or len(t) * 4 * jobs <= count - t.start) for t in tasks)
+    assert count < 4 * jobs * chunk or len(tasks[0]) == chunk
+
+
 def test_workers_fork_before_meanwhile_runs():
     """run.in_workers(meanwhile=...): its work is this process's, done once the workers have forked
     (with one worker, before the first mutant)."""

@@ -5,6 +5,7 @@ differ, so the equality tests bite."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 
@@ -58,6 +59,24 @@ def test_an_unchecked_leaf_reruns_almost_nothing(specs, tiny, tmp_path, capsys):
     assert _battery(capsys, specs, tiny, tmp_path / "full.json", "--no-cache", *PART) == everything
     assert (tmp_path / "rerun.json").read_bytes() == (tmp_path / "full.json").read_bytes()
     assert ran <= everything * 0.05, (ran, everything)
+    (stored,) = (tmp_path / "cache").glob("charter/*/verdicts/*.json")
+    text = stored.read_text("utf-8")  # each entry as JSON from where its mutant ran
+    assert text == json.dumps(json.loads(text)) + "\n" and len(json.loads(text)["entries"]) >= everything
+
+
+def test_a_saved_cache_is_what_json_dumps_writes_fresh_entries_first(tmp_path):
+    from charter.mutation import cache
+
+    c = cache.VerdictCache.__new__(cache.VerdictCache)  # the store alone: no battery
+    c.path, c._runs = tmp_path / "verdicts.json", {"run": ["new"]}
+    c._fresh = {"new": json.dumps({"outcome": {"detail": "\u00e9 \"q\""}, "changed": [["file"]]})}
+    c._entries = {"old": {"outcome": None, "changed": []}, "new": {"stale": True}}
+    c.save(bound=2)
+    assert c.path.read_text("utf-8") == json.dumps({"format": cache._FORMAT, "entries": {
+        "new": {"outcome": {"detail": "\u00e9 \"q\""}, "changed": [["file"]]},
+        "old": {"outcome": None, "changed": []}}, "runs": {"run": ["new"]}}) + "\n"
+    c.save(bound=1)
+    assert list(json.loads(c.path.read_text("utf-8"))["entries"]) == ["new"]
 
 
 KEY_SET = ("  extra_keys: reject\n", "  extra_keys: allow\n")  # metadata: the key set loosened
