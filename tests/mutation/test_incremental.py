@@ -141,13 +141,14 @@ def test_mutant_plans_and_refusals_are_the_whole_pipelines(request, which, every
 
 
 def _reference_prediction(before, after, view, status, beside):
-    """expect.predict as it was, keying every check of both sides for every mutant."""
+    """expect.predict as it was, keying every check of both sides for every mutant, and comparing
+    every tensor of a changed table (no unchanged table given: expect._tensors compares all)."""
     old = {expect._key(c) for c in before}
     new = {expect._key(c) for c in after}
     added = [c for c in after if expect._key(c) not in old]
     removed = [c for c in before if expect._key(c) not in new]
     excluded = next((c.patterns for c in after if type(c).__name__ == "Exclude"), ())
-    previous = {(type(c), expect._store_name(c)): c for c in before}
+    previous = {(type(c), expect._store_name(c)): c for c in before if type(c).__name__ != "Tensors"}
     for c in added:
         e = expect._evaluate(c, view, status, excluded, previous.get((type(c), expect._store_name(c))), beside)
         if e is not None:
@@ -170,6 +171,19 @@ def test_predictions_are_the_whole_comparisons(request, which, every):
         after = checks_of(plan)
         args = (b.view, b.require_status, b.artifact_path.parent)
         assert expect.predict(b.checks, after, *args) == _reference_prediction(b.checks, after, *args), m.id
+
+
+def test_a_changed_table_is_compared_row_by_row_only_against_a_table_that_holds(frozen_battery):
+    b = frozen_battery
+    (before,) = [c.rows for c in b.checks if type(c).__name__ == "Tensors"]
+
+    def wider(row):
+        return row._replace(shape=(row.shape[0] + 1, *row.shape[1:]))
+
+    first = f"tensors.{before[0].template}.shape[0]"
+    failing = (wider(before[0]), *before[1:])  # an unchanged table that fails itself, at its first row
+    for table, unchanged in [(failing, before), ((*failing[:1], wider(before[1]), *before[2:]), failing)]:
+        assert expect._tensors(table, b.view, (), unchanged).field == expect._tensors(table, b.view, ()).field == first
 
 
 class _Recorder:
