@@ -702,10 +702,17 @@ def _revalidated_items(original: LoadedContract, doc: Document):
     if not (isinstance(item, type) and issubclass(item, BaseModel)):
         return None
     key = changed[0]
-    new = data[key]
-    items = list(map(_validated_items(original, key).get, map(id, new)))  # None: not the original's
+    new, old_items = data[key], old[key]
+    if len(new) == len(old_items):  # items in their places: those not the original's found in C
+        fresh = list(itertools.compress(itertools.count(), map(operator.is_not, new, old_items)))
+        items = list(getattr(original.contract, key))
+        for j in fresh:
+            items[j] = None
+    else:
+        items = list(map(_validated_items(original, key).get, map(id, new)))  # None: not the original's
+        fresh = list(itertools.compress(itertools.count(), map(operator.is_, items, itertools.repeat(None))))
     errors = []
-    for j in itertools.compress(itertools.count(), map(operator.is_, items, itertools.repeat(None))):
+    for j in fresh:
         try:
             items[j] = item.model_validate(new[j])
         except ValidationError as exc:
