@@ -53,6 +53,7 @@ class Pieces:
     def __init__(self) -> None:
         self.code: dict[str, types.CodeType] = {}
         self.rows: dict[str, object] = {}
+        self.last: dict[int, tuple[list[str], list]] = {}  # each table's last row literals and values, by index
         self.views: dict[tuple[CheckerView, str], tuple[types.CodeType, ...]] = {}
 
     def checker(self, plan: ArtifactPlan, header: str, name: str, checks: list[Check] | None = None
@@ -70,7 +71,7 @@ class Pieces:
         module = types.ModuleType(name)
         namespace = module.__dict__
         for i, rows in enumerate(tables):  # globals of the stage functions, read when they run
-            namespace[table_name(i)] = self._rows(rows)
+            namespace[table_name(i)] = self._rows(i, rows)
         for code in codes:
             exec(code, namespace)
         return module
@@ -81,11 +82,22 @@ class Pieces:
             code = self.code[text] = compile(text, name, "exec")
         return code
 
-    def _rows(self, literals: list[str]) -> tuple:
-        """The values of a table's row literals, each evaluated once."""
-        values = list(map(self.rows.get, literals, itertools.repeat(_NEW)))
-        for i in itertools.compress(itertools.count(), map(operator.is_, values, itertools.repeat(_NEW))):
-            values[i] = self._row(literals[i])
+    def _rows(self, index: int, literals: list[str]) -> tuple:
+        """The values of table `index`'s row literals, each evaluated once: the last values of that
+        table where the very literal is at the same place (a mutant's table is its neighbour's but
+        for a row or two: Note [Identity memo] in charter.memo), the others looked up in C."""
+        last, values = self.last.get(index, ((), ()))
+        differ = list(itertools.compress(itertools.count(), map(operator.is_not, literals, last))) \
+            if len(literals) == len(last) else None
+        if differ is not None and len(differ) <= _FEW:
+            values = list(values)
+            for i in differ:
+                values[i] = self._row(literals[i])
+        else:
+            values = list(map(self.rows.get, literals, itertools.repeat(_NEW)))
+            for i in itertools.compress(itertools.count(), map(operator.is_, values, itertools.repeat(_NEW))):
+                values[i] = self._row(literals[i])
+        self.last[index] = (literals, values)
         return tuple(values)
 
     def _row(self, literal: str) -> object:
@@ -96,6 +108,7 @@ class Pieces:
 
 _VIEWS = 1 << 12  # the views kept: one per distinct checker but its tables (a few kB each)
 _NEW = object()  # a row literal not evaluated before (a row's value may be None)
+_FEW = 16  # rows a table may differ in from the last to be looked up alone
 
 
 def _top_level(text: str) -> list[str]:
