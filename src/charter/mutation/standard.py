@@ -102,7 +102,25 @@ def to_json(outcomes: list[Outcome], meta: dict) -> str:
         "config": config,
         "files": dict(sorted(files.items())),
     }
-    return json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return _written(report)
+
+
+def _written(report: dict) -> str:
+    """The report as JSON, indented by two, keys sorted, but each mutant on one line: a line per
+    mutant to read and diff, and written by json's C encoder (indented, all of a 31,000-mutant
+    report took 1.8 s in Python's)."""
+    mutants = [f["mutants"] for f in report["files"].values()]
+    marks = [f"@charter-mutants-{i}@" for i in range(len(mutants))]
+    outline = {**report, "files": {path: {**f, "mutants": mark} for (path, f), mark in
+                                   zip(report["files"].items(), marks)}}
+    text = json.dumps(outline, indent=2, sort_keys=True, ensure_ascii=False)
+    if any(text.count(f'"{mark}"') != 1 for mark in marks):  # a source text holding a mark: all in Python
+        return json.dumps(report, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    encode = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+    for mark, rows in zip(marks, mutants):
+        lines = ",\n".join(f"        {encode(row)}" for row in rows)
+        text = text.replace(f'"{mark}"', f"[\n{lines}\n      ]" if rows else "[]", 1)
+    return text + "\n"
 
 
 def from_json(text: str) -> tuple[list[Outcome], dict]:
