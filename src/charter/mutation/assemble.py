@@ -13,10 +13,13 @@ the whole pipeline would:
   shared subtrees, or only the changed items of a list are validated and the contract's own
   validators run over the result (charter.mutation.run._reload);
 * the model is resolved once, and each tensor row once per set of constants (charter.contract.
-  resolve, `memo`, which keeps the last few sets); a mutant of a leaf outside the rows reuses the
-  contract's rows whole, and each expression is parsed once per text and place;
+  resolve, `memo`, which keeps the last few sets), or once for all if it reads none; a mutant of a
+  leaf outside the rows reuses the contract's rows whole, one of a dropped row the others (each
+  later row is located where it is written: charter.contract.yamlload.DroppedItem), and each
+  expression is parsed once per text and place;
 * the prediction keys the contract's checks once, and a tensor table row by row
-  (charter.mutation.expect._Baseline); the independence of the prediction from the checker is
+  (charter.mutation.expect._Baseline), and compares a changed table's changed rows alone when
+  the unchanged table holds (expect._changed_rows); the independence of the prediction from the checker is
   untouched: it still reads the typed checks and the artifact, never the generated code;
 * the Python renderer escapes each tensor row and each string once (charter.codegen.python.build.
   _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C;
