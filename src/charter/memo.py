@@ -28,7 +28,7 @@ T = TypeVar("T")
 V = TypeVar("V")
 
 _MISS = (None, None)
-_FEW = 16  # positions where a table differs from the last, beyond which its values are looked up in C
+FEW = 16  # positions where a table differs from the last, beyond which its values are looked up in C
 _OBJECT, _VALUE = itemgetter(0), itemgetter(1)
 
 
@@ -55,7 +55,7 @@ class IdMemo(Generic[T, V]):
         kept values looked up in C elsewhere (Note [Identity memo])."""
         last_objs, last_values = self._last
         differ = list(compress(count(), map(is_not, objs, last_objs))) if len(objs) == len(last_objs) else None
-        if differ is not None and len(differ) <= _FEW:
+        if differ is not None and len(differ) <= FEW:
             values = last_values.copy()
             for i in differ:
                 values[i] = self(objs[i])

@@ -105,12 +105,11 @@ class Document:
         return self.locations.get((), Location(self.file, 1, 1))
 
 
-
 class DroppedItem(Mapping):
     """The locations of a document whose list at path `at` lost its item `index` (a mutation
     battery's "drop item" mutant shares the rest of the data): every later item is located where
     it is written, as a parse of the edited text would locate it, so what it resolves to is what
-    it resolved to before (charter.contract.resolve._splice)."""
+    it resolved to before (charter.contract.resolve._dropped)."""
 
     def __init__(self, base: Mapping[Path_, Location], at: Path_, index: int) -> None:
         self.base, self.at, self.index = base, at, index

@@ -19,8 +19,8 @@ the whole pipeline would:
   expression is parsed once per text and place;
 * the prediction keys the contract's checks once, and a tensor table row by row
   (charter.mutation.expect._Baseline), and compares a changed table's changed rows alone when
-  the unchanged table holds (expect._changed_rows); the independence of the prediction from the checker is
-  untouched: it still reads the typed checks and the artifact, never the generated code;
+  the unchanged table holds (expect._changed_rows); the independence of the prediction from the
+  checker is untouched: it still reads the typed checks and the artifact, never the generated code;
 * the Python renderer escapes each tensor row and each string once (charter.codegen.python.build.
   _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C;
 * the checker is rendered with each table argument (`name=(` then one row literal per line)
@@ -44,6 +44,7 @@ from charter.codegen.driver import render_checker_view
 from charter.codegen.python.build import CheckerView, build, table_name
 from charter.contract.checks import Check
 from charter.contract.plan import ArtifactPlan
+from charter.memo import FEW
 
 # A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py); a
 # pattern that starts with a newline is found by a scan for that character, not tried at every one.
@@ -92,7 +93,7 @@ class Pieces:
         last, values = self.last.get(index, ((), ()))
         differ = list(itertools.compress(itertools.count(), map(operator.is_not, literals, last))) \
             if len(literals) == len(last) else None
-        if differ is not None and len(differ) <= _FEW:
+        if differ is not None and len(differ) <= FEW:
             values = list(values)
             for i in differ:
                 values[i] = self._row(literals[i])
@@ -111,7 +112,6 @@ class Pieces:
 
 _VIEWS = 1 << 12  # the views kept: one per distinct checker but its tables (a few kB each)
 _NEW = object()  # a row literal not evaluated before (a row's value may be None)
-_FEW = 16  # rows a table may differ in from the last to be looked up alone
 
 
 def _top_level(text: str) -> list[str]:

@@ -30,7 +30,7 @@ from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 from charter.contract import checks
 from charter.contract.checks import Check
-from charter.memo import IdMemo
+from charter.memo import FEW, IdMemo
 
 
 
@@ -331,14 +331,13 @@ def _changed_rows(table, before, v: ArtifactView, excluded: tuple[str, ...]) -> 
     if len(table) != len(before):
         return None
     at = list(itertools.compress(itertools.count(), map(operator.is_not, table, before)))
-    if len(at) > _FEW_ROWS or any(_expected(table[i]).keys() != _expected(before[i]).keys() for i in at):
+    if len(at) > FEW or any(_expected(table[i]).keys() != _expected(before[i]).keys() for i in at):
         return None
     if not (_HOLDS and _HOLDS[0] is before and _HOLDS[1] is v and _HOLDS[2] == excluded):
         _HOLDS[:] = [before, v, excluded, _tensors(before, v, excluded) is None]
     return [table[i] for i in at] if _HOLDS[3] else None
 
 
-_FEW_ROWS = 16  # rows a table may differ in from the unchanged one to be compared alone
 _HOLDS: list = []  # the last unchanged table, view and exclusions, and whether the table holds over them
 
 
