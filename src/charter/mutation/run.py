@@ -674,15 +674,21 @@ def mutant_document(original: Document, data) -> Document:
     """The document of a mutant's `data`: the original's locations by path, but where one item of a
     top-level list is dropped, whose later items keep their own (DroppedItem: a 1,000-row drop
     mutant then resolves, renders and compiles no row again; each row located one row up did)."""
-    old, locations = original.data, original.locations
-    if isinstance(data, dict) and isinstance(old, dict) and data.keys() == old.keys():
-        changed = [k for k in data if data[k] is not old[k]]
-        new, was = (data[changed[0]], old[changed[0]]) if len(changed) == 1 else (None, None)
-        if isinstance(new, list) and isinstance(was, list) and len(new) == len(was) - 1:
-            j = next(itertools.compress(itertools.count(), map(operator.is_not, new, was)), len(new))
-            if all(map(operator.is_, new[j:], was[j + 1:])):
-                locations = DroppedItem(locations, (changed[0],), j)
+    key, locations = _one_changed(original.data, data), original.locations
+    new, was = (data[key], original.data[key]) if key is not None else (None, None)
+    if isinstance(new, list) and isinstance(was, list) and len(new) == len(was) - 1:
+        j = next(itertools.compress(itertools.count(), map(operator.is_not, new, was)), len(new))
+        if all(map(operator.is_, new[j:], was[j + 1:])):
+            locations = DroppedItem(locations, (key,), j)
     return Document(data, locations, original.source, original.file)
+
+
+def _one_changed(old, data) -> str | None:
+    """The top-level key whose value `data` does not share with `old`, if it is the only one."""
+    if not (isinstance(data, dict) and isinstance(old, dict) and data.keys() == old.keys()):
+        return None
+    changed = [k for k in data if data[k] is not old[k]]
+    return changed[0] if len(changed) == 1 else None
 
 
 def _revalidated_items(original: LoadedContract, doc: Document):
@@ -691,17 +697,14 @@ def _revalidated_items(original: LoadedContract, doc: Document):
     own validators run over the result; a refusal is what validating the whole document says
     (each item's errors at its path). None when anything else changed (Note [Incremental battery])."""
     old, data = original.doc.data, doc.data
-    if not isinstance(data, dict) or data.keys() != old.keys():
-        return None
-    changed = [k for k in data if data[k] is not old[k]]
-    field = type(original.contract).model_fields.get(changed[0]) if len(changed) == 1 else None
+    key = _one_changed(old, data)
+    field = type(original.contract).model_fields.get(key) if key is not None else None
     if field is None or field.metadata or field.alias or get_origin(field.annotation) is not list \
-            or not isinstance(data[changed[0]], list):
+            or not isinstance(data[key], list):
         return None
     (item,) = get_args(field.annotation)
     if not (isinstance(item, type) and issubclass(item, BaseModel)):
         return None
-    key = changed[0]
     new, old_items = data[key], old[key]
     if len(new) == len(old_items):  # items in their places: those not the original's found in C
         fresh = list(itertools.compress(itertools.count(), map(operator.is_not, new, old_items)))
