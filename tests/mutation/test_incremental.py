@@ -186,6 +186,40 @@ def test_a_changed_table_is_compared_row_by_row_only_against_a_table_that_holds(
         assert expect._tensors(table, b.view, (), unchanged).field == expect._tensors(table, b.view, ()).field == first
 
 
+def test_a_changed_table_is_judged_from_its_changed_rows_as_the_whole_table_judges_it():
+    """expect._changed_tensors against the whole comparison, over tables that differ from one that
+    holds in up to three rows: renamed to a missing name, to another row's (before or after it) or
+    to an excluded tensor's, other dims or codec; a file with excluded tensors, one of them stated,
+    and a name stated once but read twice."""
+    import random
+    from types import SimpleNamespace
+
+    from charter.contract.checks import TensorFact
+
+    rng = random.Random(14)
+    stated, unstated = ["x.early", "a", "b", "c", "d"], ["x.1", "x.2"]
+    files = [(n, (2, i + 1)) for i, n in enumerate(stated)] + [(n, (3, 1)) for n in unstated] + [("b", (2, 3))]
+    view = SimpleNamespace(tensors=[SimpleNamespace(name=n, shape=shape, codec="F32") for n, shape in files])
+    before = tuple(TensorFact(n, (), n, (2, i + 1), "F32", None) for i, n in enumerate(stated))
+    excluded = ("x.*",)
+    assert expect._tensors(before, view, excluded) is None
+    found = set()
+    for _ in range(600):
+        table = list(before)
+        for i in rng.sample(range(len(table)), rng.randint(1, 3)):
+            field, value = rng.choice([("template", rng.choice(stated + unstated + ["zz"])),
+                                       ("shape", (2, rng.randint(1, 5))), ("codec", rng.choice(["F32", "F16"]))])
+            table[i] = table[i]._replace(**{field: value})
+        table = tuple(table)
+        want = expect._tensors(table, view, excluded)
+        assert expect._tensors(table, view, excluded, before) == want, table
+        found.add(want and want.code)
+    assert found == {None, Code.TENSOR_MISSING, Code.TENSOR_UNEXPECTED, Code.TENSOR_SHAPE, Code.TENSOR_CODEC}
+    twice = (*before, before[1])  # "a" stated by two rows: the last one's facts are compared
+    wider = (twice[0], twice[1]._replace(shape=(9, 9)), *twice[2:])
+    assert expect._tensors(wider, view, excluded, twice) == expect._tensors(wider, view, excluded) is None
+
+
 class _Recorder:
     """A Context that records every call a checker makes, and raises nothing."""
 

@@ -307,13 +307,10 @@ def _bounds(bounds, v: ArtifactView, artifact: Path | None) -> Expect | None:
 
 
 def _tensors(table, v: ArtifactView, excluded: tuple[str, ...], before=None) -> Expect | None:
-    """`before`: the unchanged contract's table, if any. Where it holds over the artifact and
-    `table` is it but for a few rows that name the same tensors, no tensor is missing or
-    unexpected and the others match as before, so only those rows' tensors are compared (each
-    of 5,600 mutants of a 1,000-row table's dims compared every name)."""
-    changed = _changed_rows(table, before, v, excluded) if before is not None else None
-    if changed is not None:
-        return _differing(functools.reduce(operator.ior, map(_expected, changed), {}), _by_name(v))
+    """`before`: the unchanged contract's table, if any: see _changed_tensors."""
+    found = _changed_tensors(table, before, v, excluded) if before is not None else _WHOLE
+    if found is not _WHOLE:
+        return found
     expected = functools.reduce(operator.ior, _expected.each(table), {})
     actual = _by_name(v)
     for name in expected if not expected.keys() <= actual.keys() else ():  # the set tests run in C
@@ -325,20 +322,47 @@ def _tensors(table, v: ArtifactView, excluded: tuple[str, ...], before=None) -> 
     return _differing(expected, actual)
 
 
-def _changed_rows(table, before, v: ArtifactView, excluded: tuple[str, ...]) -> list | None:
-    """The rows of `table` that are not `before`'s, in order, if they are few, each names the
-    tensors `before`'s row at its place names, and `before` holds; else None."""
+def _changed_tensors(table, before, v: ArtifactView, excluded: tuple[str, ...]):
+    """What _tensors finds for `table` when it is `before` but for a few rows and `before` holds
+    over the artifact, worked out from those rows alone (each of 5,600 mutants of a 1,000-row
+    table's dims compared every name): the tensors of the other rows are there and match, and any
+    other tensor of the file is one of theirs or excluded. So the first missing tensor is among the
+    changed rows' new names, the first unexpected one among the names they no longer state (in file
+    order), and the first that differs among their new names (two changed rows stating one name
+    merge as they do in the whole table). _WHOLE when that does not hold, or a new name is also an
+    unchanged row's (the whole table then says what that makes)."""
     if len(table) != len(before):
-        return None
+        return _WHOLE
     at = list(itertools.compress(itertools.count(), map(operator.is_not, table, before)))
-    if len(at) > FEW or any(_expected(table[i]).keys() != _expected(before[i]).keys() for i in at):
-        return None
+    if len(at) > FEW:
+        return _WHOLE
     if not (_HOLDS and _HOLDS[0] is before and _HOLDS[1] is v and _HOLDS[2] == excluded):
-        _HOLDS[:] = [before, v, excluded, _tensors(before, v, excluded) is None]
-    return [table[i] for i in at] if _HOLDS[3] else None
+        rows = _expected.each(before)
+        stated = functools.reduce(operator.ior, rows, {})
+        alone = len(stated) == sum(map(len, rows))  # no name stated by two rows
+        _HOLDS[:] = [before, v, excluded, stated if alone and _tensors(before, v, excluded) is None else None]
+    stated = _HOLDS[3]
+    if stated is None:
+        return _WHOLE
+    new = functools.reduce(operator.ior, (_expected(table[i]) for i in at), {})
+    old = functools.reduce(operator.ior, (_expected(before[i]) for i in at), {})
+    if any(n in stated and n not in old for n in new):
+        return _WHOLE
+    actual = _by_name(v)
+    for name in new:
+        if name not in actual:
+            return Expect.of(Code.TENSOR_MISSING, f"tensors.{name}")
+    place = _first_place(v)
+    gone = [place[n] for n in old if n not in new and not any(fnmatch.fnmatchcase(n, p) for p in excluded)]
+    if gone:
+        return Expect.of(Code.TENSOR_UNEXPECTED, f"tensors.{v.tensors[min(gone)].name}")
+    return _differing(new, actual)
 
 
-_HOLDS: list = []  # the last unchanged table, view and exclusions, and whether the table holds over them
+_WHOLE = object()  # _changed_tensors: the whole table must be compared
+_HOLDS: list = []  # the last unchanged table, view and exclusions, and its names if it holds over them (else None)
+# The view's tensor names -> where each first is, once per view.
+_first_place = IdMemo(lambda v: {t.name: i for i, t in reversed(list(enumerate(v.tensors)))}, bound=1)
 
 
 def _differing(expected: dict[str, tuple], actual) -> Expect | None:
