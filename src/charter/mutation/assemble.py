@@ -18,8 +18,8 @@ the whole pipeline would:
   later row is located where it is written: charter.contract.yamlload.DroppedItem), and each
   expression is parsed once per text and place;
 * the prediction keys the contract's checks once, and a tensor table row by row
-  (charter.mutation.expect._Baseline), and compares a changed table's changed rows alone when
-  the unchanged table holds (expect._changed_rows); the independence of the prediction from the
+  (charter.mutation.expect._Baseline), and judges a changed table from its changed rows alone
+  when the unchanged table holds (expect._changed_tensors); the independence of the prediction from the
   checker is untouched: it still reads the typed checks and the artifact, never the generated code;
 * the Python renderer escapes each tensor row and each string once (charter.codegen.python.build.
   _tensor_row, charter.codegen.common.python.py_literal), a table's kept rows looked up in C;
