@@ -6,8 +6,10 @@ from __future__ import annotations
 import copy
 import dataclasses
 import operator
+import random
 import types
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -16,7 +18,7 @@ from charter.admission import runtime
 from charter.admission.runtime import admit_view
 from charter.codegen.driver import render_checker_text, render_checker_view
 from charter.codegen.python import build
-from charter.contract.checks import checks_of
+from charter.contract.checks import TensorFact, checks_of
 from charter.contract.contractset import load_set
 from charter.contract.load import contract_from_document
 from charter.contract.resolve import resolve_artifact, resolve_model
@@ -191,11 +193,6 @@ def test_a_changed_table_is_judged_from_its_changed_rows_as_the_whole_table_judg
     holds in up to three rows: renamed to a missing name, to another row's (before or after it) or
     to an excluded tensor's, other dims or codec; a file with excluded tensors, one of them stated,
     and a name stated once but read twice."""
-    import random
-    from types import SimpleNamespace
-
-    from charter.contract.checks import TensorFact
-
     rng = random.Random(14)
     stated, unstated = ["x.early", "a", "b", "c", "d"], ["x.1", "x.2"]
     files = [(n, (2, i + 1)) for i, n in enumerate(stated)] + [(n, (3, 1)) for n in unstated] + [("b", (2, 3))]

@@ -86,7 +86,8 @@ def test_the_report_reads_back_into_the_same_outcomes_and_meta():
 @pytest.mark.parametrize("source", [META["sources"][SPEC], '# "@charter-mutants-0@"\n', "@charter-mutants-0@"])
 def test_the_report_is_indented_json_with_a_line_per_mutant(source):
     """Each mutant on one line, written by json's C encoder (all of it indented took 1.8 s at
-    31,000 mutants); a source holding the placeholder of a mutant list is written all indented."""
+    31,000 mutants); a text that is a mutant list's placeholder is written all indented (one that
+    quotes it is escaped, and no placeholder)."""
     meta = {**META, "sources": {SPEC: source}}
     text = report.to_json(_outcomes(), meta)
     data = json.loads(text)
