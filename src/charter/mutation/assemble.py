@@ -35,8 +35,6 @@ the whole pipeline would:
 
 from __future__ import annotations
 
-import itertools
-import operator
 import re
 import types
 
@@ -44,7 +42,7 @@ from charter.codegen.driver import render_checker_view
 from charter.codegen.python.build import CheckerView, build, table_name
 from charter.contract.checks import Check
 from charter.contract.plan import ArtifactPlan
-from charter.memo import FEW
+from charter.memo import IdMemo
 
 # A top-level statement of a generated Python checker starts at column 0 (generated/python/*.py); a
 # pattern that starts with a newline is found by a scan for that character, not tried at every one.
@@ -57,7 +55,7 @@ class Pieces:
     def __init__(self) -> None:
         self.code: dict[str, types.CodeType] = {}
         self.rows: dict[str, object] = {}
-        self.last: dict[int, tuple[list[str], list]] = {}  # each table's last row literals and values, by index
+        self.tables: dict[int, IdMemo] = {}  # each table's row literal -> value, by the table's index
         self.views: dict[tuple[CheckerView, str], tuple[types.CodeType, ...]] = {}
 
     def checker(self, plan: ArtifactPlan, header: str, name: str, checks: list[Check] | None = None
@@ -89,29 +87,20 @@ class Pieces:
     def _rows(self, index: int, literals: list[str]) -> tuple:
         """The values of table `index`'s row literals, each evaluated once: the last values of that
         table where the very literal is at the same place (a mutant's table is its neighbour's but
-        for a row or two: Note [Identity memo] in charter.memo), the others looked up in C."""
-        last, values = self.last.get(index, ((), ()))
-        differ = list(itertools.compress(itertools.count(), map(operator.is_not, literals, last))) \
-            if len(literals) == len(last) else None
-        if differ is not None and len(differ) <= FEW:
-            values = list(values)
-            for i in differ:
-                values[i] = self._row(literals[i])
-        else:
-            values = list(map(self.rows.get, literals, itertools.repeat(_NEW)))
-            for i in itertools.compress(itertools.count(), map(operator.is_, values, itertools.repeat(_NEW))):
-                values[i] = self._row(literals[i])
-        self.last[index] = (literals, values)
-        return tuple(values)
+        for a row or two), the others looked up in C (IdMemo.each, one per table)."""
+        memo = self.tables.get(index)
+        if memo is None:
+            memo = self.tables[index] = IdMemo(self._row)
+        return tuple(memo.each(literals))
 
     def _row(self, literal: str) -> object:
+        """A row literal's value, evaluated once per text (tables of other checkers hold equal texts)."""
         if literal not in self.rows:
             self.rows[literal] = eval(compile(literal, "<row>", "eval"), {})  # a literal (codegen.common.python)
         return self.rows[literal]
 
 
 _VIEWS = 1 << 12  # the views kept: one per distinct checker but its tables (a few kB each)
-_NEW = object()  # a row literal not evaluated before (a row's value may be None)
 
 
 def _top_level(text: str) -> list[str]:

@@ -929,7 +929,8 @@ def neighbours(count: int, jobs: int) -> int:
     """How many consecutive mutants of an artifact battery a worker takes at a time: neighbours
     (one leaf's, one row's) share what the first of them builds in the worker's memos, so a worker
     that runs them all builds it once (the 100-tensor battery 1.63 -> 1.33 s against 8 per task,
-    medians of 5 interleaved); at most 128, as the last task may end the run alone. Not for a
+    medians of 5 interleaved); at most 128 (tasks shortens those toward the end, where one may end
+    the run alone). Not for a
     bundle battery, whose mutants cost tens of milliseconds each (26 s with 8, 28-30 s with 92)."""
     return max(8, min(128, count // (jobs * 8)))
 
