@@ -77,3 +77,11 @@ def test_equal_digests_are_equal_files_for_one_base():
     assert edited(base, base) == f"{len(base)}+{sha256(b'')}+0+0"
     padded = base + bytes(40)
     assert edited(padded, padded[:-8]) == f"{len(base)}+{sha256(b'')}+0+32"
+
+
+@given(base=_bytes.map(lambda b: b + bytes(len(b) % 5)))
+def test_the_base_itself_has_the_digest_of_its_copy(base):
+    """A value mutant's header is the conforming one, the very object: its digest is found without
+    comparing it with itself, and is the one a copy of it gets by comparison."""
+    copy = bytearray(base)
+    assert edited(base, base) == edited(base, copy)

@@ -176,3 +176,34 @@ def test_an_unedited_rerun_makes_no_mutant(specs, tiny, tmp_path, capsys, monkey
     monkeypatch.setattr(cache.run, "contract_step", lambda *a: pytest.fail("resolved a contract mutant"))
     assert _battery(capsys, specs, tiny, tmp_path / "again.json", *PART) < everything * 0.05
     assert (tmp_path / "again.json").read_bytes() == (tmp_path / "first.json").read_bytes()
+
+
+def test_judged_by_is_kept_by_all_it_reads(smollm2_path, tmp_path):
+    """judged_by keeps each digest by all it reads (the facts changed, whether the payload stage ran,
+    the outcome's stage and code): over every artifact mutant of SmolLM2's battery, and each value
+    mutant's facts and outcome as another mutant's, in both orders, each kept digest is the one
+    worked out afresh."""
+    from charter.contract.contractset import load_set
+    from charter.mutation import value_ops
+    from charter.mutation.cache import VerdictCache, _thawed
+    from charter.mutation.run import all_mutants, load_battery, prepare
+
+    cs = load_set([ROOT / "specs" / "artifacts" / "smollm2-135m-instruct-q4_1.yaml"], [ROOT / "specs"])
+    b = load_battery(cs, "smollm2-135m-instruct-q4_1", smollm2_path)
+    cache = VerdictCache(b, tmp_path, "python")
+    mutants = all_mutants(b, "artifact")
+    prepare(b, mutants)  # the verified prefixes: a value mutant streams its file from its change on
+    looked = [(m, cache.lookup(b, m, False, True)) for m in mutants]
+    judged = [(m, _thawed(lk.changed), lk.outcome) for m, lk in looked if lk.changed is not None]
+    other = next(m for m, _, _ in judged if not value_ops.is_value_mutant(m))
+    judged += [(other, changed, o) for m, changed, o in judged if value_ops.is_value_mutant(m)]  # the payload's part
+
+    def afresh(m, changed, o) -> str:
+        cache._judged.clear()
+        return cache.judged_by(m, changed, o)
+
+    expected = [afresh(*j) for j in judged]
+    cache._judged.clear()
+    assert [cache.judged_by(*j) for j in judged] == expected
+    assert [cache.judged_by(*j) for j in reversed(judged)] == expected[::-1]
+    assert len(cache._judged) < len(judged) and len(set(expected)) > 10, (len(cache._judged), len(judged))

@@ -97,6 +97,27 @@ def test_values_resumed_inside_a_tensor_count_blocks_from_its_start(artifact, na
         "finite", "-Inf (f16 0xfc00)", "V:4:4", 104)
 
 
+def test_a_stream_resumed_inside_a_tensor_reads_a_short_chunk_first(artifact, monkeypatch):
+    """From a verified prefix, where a mutant changed a block, the first read is RESUMED_CHUNK's
+    whole blocks, then PAYLOAD_CHUNK's; the verdict is the one a single long read gives."""
+    c, data = artifact([(64 + 40, struct.pack("<H", 0xFC00))])
+    reads = []
+
+    def read(offset, length):
+        reads.append((offset, length))
+        return data[offset:offset + length]
+
+    c._payload_reader, c._verified_prefix = read, runtime.VerifiedPrefix(84, hashlib.sha256(data[:84]))
+    monkeypatch.setattr(runtime, "RESUMED_CHUNK", 25)
+    expected = diag("PAYLOAD_VALUE", "values.q.blocks[2].d", "q: block 2 of Q4_1, field d, is -Inf (f16 0xfc00) at "
+                    "byte 104", "finite", "-Inf (f16 0xfc00)", "V:4:4", 104)
+    assert rejection(_payload, c) == expected
+    assert reads == [(84, 20), (104, 20)]  # one Q4_1 block of 20 bytes, then the rest of q
+    reads.clear()
+    c._verified_prefix = None
+    assert rejection(_payload, c) == expected and (64, 60) in reads  # from the header on: q in one read
+
+
 def test_a_bad_field_is_named_at_its_own_byte(artifact):
     c, _ = artifact([(64 + 22, struct.pack("<H", 0x7C01))])  # block 1 starts at 84; its m at +2
     assert rejection(_payload, c)["offset"] == 86

@@ -52,6 +52,7 @@ from charter.memo import IdMemo
 # Keys the container stage owns (container.alignment), never "extra" metadata.
 CONTAINER_KEYS = {"gguf": {"general.alignment"}}
 PAYLOAD_CHUNK = 1 << 20
+RESUMED_CHUNK = 1 << 16  # the first read from a verified prefix (Note [Verified prefix]): a mutant's value block
 
 
 class Rejected(Exception):
@@ -525,7 +526,7 @@ class Context:
         with open(self.path, "rb") if self._payload_reader is None else _ReaderFile(self._payload_reader) as f:
             pos = self._stream(f, whole, start, v.header_end)
             pos = self._stream(f, whole, pos, v.data_offset, zero_at=(padding_at or "") if zero else None)
-            for t in sorted(v.tensors, key=lambda t: t.start):
+            for t in _in_stream_order(v):
                 inside = t.start < start  # the prefix ends in this tensor, or after it
                 if inside and t.end <= start:
                     continue
@@ -534,7 +535,9 @@ class Context:
                 digest = None
                 if t.name in wanted:
                     digest = prefix.tensor_sha256.copy() if inside else hashlib.sha256()
-                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name), origin=t.start)
+                resumed = prefix is not None and pos == start  # pragma: no mutate -- cost only: a read's size
+                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name), origin=t.start,
+                                   resumed=resumed)
                 if digest is not None and digest.hexdigest() != wanted[t.name][0]:
                     self.mismatch(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}", wanted[t.name][0],
                                   digest.hexdigest(), wanted[t.name][1], t.start)
@@ -559,7 +562,7 @@ class Context:
             from charter import _native
 
             scanner = _native.first_bad_value
-        key = (tuple((t.name, t.codec) for t in v.tensors), rules, v.format, self._native_values, scanner)
+        key = (_names_and_codecs(v), rules, v.format, self._native_values, scanner)
         if key not in _RULES:  # a battery's value mutants share the header: select once per engine
             if len(_RULES) >= 4:  # pragma: no mutate -- cost only: how many selections are kept
                 _RULES.clear()
@@ -567,16 +570,22 @@ class Context:
         return dict(_RULES[key])
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None,
-                origin: int | None = None) -> int:
+                origin: int | None = None, resumed: bool = False) -> int:
         """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
         `values` (the tensor's value rule) and `origin` (its extent's start), every block's values are
-        finite. With a PrefixRecorder, reads stop at each position it asks for, to record the state there."""
+        finite. With a PrefixRecorder, reads stop at each position it asks for, to record the state there.
+        `resumed`: the tensor's stream starts at a verified prefix, the value block a battery's mutant
+        changed, so its first read is short (RESUMED_CHUNK): the bad value is in it."""
         f.seek(start)
         pos, recorder = start, self._prefixes
         step = values.chunk_bytes(PAYLOAD_CHUNK) if values is not None else PAYLOAD_CHUNK
+        first = step
+        if resumed and values is not None:  # pragma: no mutate -- cost only: the first read's size
+            first = values.chunk_bytes(RESUMED_CHUNK)  # pragma: no mutate -- cost only: the first read's size
         while pos < end:
             stop = end if recorder is None else recorder.reached(pos, end, whole, also)
-            chunk = f.read(min(step, stop - pos))
+            size = first if pos == start else step  # pragma: no mutate -- cost only: the first read's size
+            chunk = f.read(min(size, stop - pos))
             if not chunk:
                 self.fail(Code.PAYLOAD_DIGEST, "file", f"file ended at {pos}, before {end}", None, end, pos, pos)
             if values is not None:
@@ -794,6 +803,10 @@ def _extents(view: ArtifactView) -> tuple[list, list[int], list[int]]:
 
 
 _START, _END = operator.attrgetter("start"), operator.attrgetter("end")
+# The payload stage's order (by start, else file order) and its value rules' key: a battery's value
+# mutants read the battery's one view, and sorting its tensors cost a sixth of each.
+_in_stream_order = IdMemo(lambda view: sorted(view.tensors, key=_START), bound=1)
+_names_and_codecs = IdMemo(lambda view: tuple((t.name, t.codec) for t in view.tensors), bound=1)
 _columns = IdMemo(_tensor_columns, bound=1)  # a contract mutant's checker reads the battery's one view
 _by_extent = IdMemo(_extents, bound=1)
 

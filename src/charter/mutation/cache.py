@@ -101,6 +101,7 @@ class VerdictCache:
         self._modulus = b.view.alignment or 1
         self._conforming = facts.facts_of(b.view, b.raw_header, self._modulus)
         self._occurrence: dict[int, int] = {}
+        self._judged: dict[tuple, str] = {}  # judged_by's digests, by what they read
         self._entries: dict[str, dict] = {}
         self._runs: dict[str, list] = {}  # run id -> its keys, newest first
         try:
@@ -151,8 +152,19 @@ class VerdictCache:
         stage's only for a value mutant (no other runs it)."""
         if m.side == "contract":
             return ""
-        upto = _RANK.get(o.stage, len(_RANK)) if o.stage else len(_RANK)
         skipped = -1 if value_ops.is_value_mutant(m) else _RANK[Stage.PAYLOAD.value]
+        key = (changed, skipped, o.stage, o.code)
+        judged = self._judged.get(key)
+        if judged is None:
+            if len(self._judged) >= _JUDGED:
+                self._judged.clear()
+            judged = self._judged[key] = self._judged_text(changed, skipped, o)
+        return judged
+
+    def _judged_text(self, changed: frozenset[checks.Fact], skipped: int, o: Outcome) -> str:
+        """judged_by, worked out: it is kept by all it reads (a battery's value mutants of one tensor
+        change the same facts and are rejected alike)."""
+        upto = _RANK.get(o.stage, len(_RANK)) if o.stage else len(_RANK)
         judging = [(rank, text, codes) for rank, text, reads, codes in self._judging
                    if rank <= upto and rank != skipped and facts.touches(reads, changed)]
         if o.stage is not None:  # the checks after the one that rejected it never ran
@@ -289,6 +301,8 @@ def _check_text_digest(c: checks.Check) -> str:
         return hashlib.sha256(f"Tensors(at={c.at!r})\n".encode() + rows).hexdigest()
     return sha256(checks.text_of(c))
 
+
+_JUDGED = 1 << 12  # judged_by's digests kept: one per changed facts and outcome
 
 # A resolved tensor row -> the sha256 of its repr (Note [Identity memo]).
 _ROW_DIGEST = IdMemo(lambda row: hashlib.sha256(repr(row).encode()).digest())

@@ -39,6 +39,7 @@ from charter.admission.view import ArtifactView, parse_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
 from charter.formats.gguf import AcceptedStrings
+from charter.memo import IdMemo
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.expect import Prediction, predict
@@ -428,8 +429,12 @@ def prefix_for(b: Battery, buf, size: int, patches: dict[int, bytes]) -> Verifie
     one and no patch starts before the prefix ends."""
     if not b.prefixes or not patches or size != b.view.file_size or buf != b.raw_header:
         return None
-    end = max(filter(min(patches).__ge__, b.prefixes), default=None)  # the prefixes' ends, filtered in C
-    return None if end is None else b.prefixes[end]
+    ends = _prefix_ends(b.prefixes)
+    at = bisect.bisect_right(ends, min(patches))
+    return b.prefixes[ends[at - 1]] if at else None
+
+
+_prefix_ends = IdMemo(sorted, bound=1)  # a battery's verified prefixes' ends, sorted once
 
 
 def _digest_only(b: Battery, prediction: Prediction) -> VerifiedPrefix | None:
