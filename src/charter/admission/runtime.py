@@ -535,9 +535,7 @@ class Context:
                 digest = None
                 if t.name in wanted:
                     digest = prefix.tensor_sha256.copy() if inside else hashlib.sha256()
-                resumed = prefix is not None and pos == start  # pragma: no mutate -- cost only: a read's size
-                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name), origin=t.start,
-                                   resumed=resumed)
+                pos = self._stream(f, whole, pos, t.end, also=digest, values=checked.get(t.name), origin=t.start)
                 if digest is not None and digest.hexdigest() != wanted[t.name][0]:
                     self.mismatch(Code.PAYLOAD_DIGEST, f"payload.tensors.{t.name}", wanted[t.name][0],
                                   digest.hexdigest(), wanted[t.name][1], t.start)
@@ -570,15 +568,16 @@ class Context:
         return dict(_RULES[key])
 
     def _stream(self, f, whole, start: int, end: int, zero_at: str | None = None, also=None, values=None,
-                origin: int | None = None, resumed: bool = False) -> int:
+                origin: int | None = None) -> int:
         """Hash [start, end) into `whole` (if any, and `also`); with `zero_at`, every byte must be zero; with
         `values` (the tensor's value rule) and `origin` (its extent's start), every block's values are
         finite. With a PrefixRecorder, reads stop at each position it asks for, to record the state there.
-        `resumed`: the tensor's stream starts at a verified prefix, the value block a battery's mutant
-        changed, so its first read is short (RESUMED_CHUNK): the bad value is in it."""
+        A tensor's stream from a verified prefix starts at the value block a battery's mutant changed:
+        its first read is short (RESUMED_CHUNK), the bad value is in it."""
         f.seek(start)
-        pos, recorder = start, self._prefixes
+        pos, recorder, prefix = start, self._prefixes, self._verified_prefix
         step = values.chunk_bytes(PAYLOAD_CHUNK) if values is not None else PAYLOAD_CHUNK
+        resumed = prefix is not None and prefix.end == start  # pragma: no mutate -- cost only: a read's size
         first = step
         if resumed and values is not None:  # pragma: no mutate -- cost only: the first read's size
             first = values.chunk_bytes(RESUMED_CHUNK)  # pragma: no mutate -- cost only: the first read's size
