@@ -23,5 +23,6 @@ def test_a_spliced_array_is_the_one_from_items_writes(arrays):
         for start, stop, new in [(n - 1, n, []), (n, n, items[-1:]), (i, i + 1, [edited]), (0, 1, [edited]),
                                  (0, 0, [edited]), (1, n - 1, []), (0, n, [])]:
             want = GGUFArray.from_items(arr.elem_type, items[:start] + new + items[stop:])
-            got = arr.spliced(start, stop, new)
-            assert (got.count, got.raw) == (want.count, want.raw), (key, start, stop)
+            for got in arr.spliced(start, stop, new), arr.spliced(start, stop, new, items):  # walked, joined
+                assert (got.count, got.raw) == (want.count, want.raw), (key, start, stop)
+    assert any(not s.isascii() for s in arrays["tokenizer.ggml.tokens"].items())  # UTF-8 of 2+ bytes

@@ -246,21 +246,24 @@ class GGUFArray:
         raw = b"".join(_encode_scalar(elem_type, v) for v in items)
         return cls(elem_type, len(items), offset, raw)
 
-    def spliced(self, start: int, stop: int, items: list) -> GGUFArray:
+    def spliced(self, start: int, stop: int, items: list, decoded: list | None = None) -> GGUFArray:
         """`from_items(elem_type, self.items()[:start] + items + self.items()[stop:])`, the elements
         kept as their bytes: a parsed array's elements encode back to exactly those (the reader
         accepts only canonical bools and valid UTF-8; floats keep their bits), and a mutation battery
-        edits one element of a 49,152-token vocabulary per mutant."""
-        a, b = self._element_offset(start), self._element_offset(stop)
+        edits one element of a 49,152-token vocabulary per mutant. `decoded`: self.items(), if the
+        caller holds them (a string's place is then found by joining the strings before it, in C)."""
+        a, b = self._element_offset(start, decoded), self._element_offset(stop, decoded)
         raw = self.raw[:a] + b"".join(_encode_scalar(self.elem_type, v) for v in items) + self.raw[b:]
         return GGUFArray(self.elem_type, self.count - (stop - start) + len(items), 0, raw)
 
-    def _element_offset(self, i: int) -> int:
-        """Where element `i` starts in `raw` (its end for `i == count`)."""
+    def _element_offset(self, i: int, decoded: list | None = None) -> int:
+        """Where element `i` starts in `raw` (its end for `i == count`); `decoded`: self.items()."""
         if i >= self.count:
             return len(self.raw)
         if self.elem_type is not _T.STRING:
             return i * _SCALARS[self.elem_type].size
+        if decoded is not None:  # each string is its UTF-8 bytes after its u64 length
+            return 8 * i + len("".join(decoded[:i]).encode("utf-8"))
         pos = 0
         for _ in range(i):
             pos += 8 + _U64.unpack_from(self.raw, pos)[0]

@@ -249,7 +249,7 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
 
     def spliced(start: int, stop: int, new_items: list):
         """with_items(items[:start] + new_items + items[stop:]), the other elements' bytes as held."""
-        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items)))
+        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items, items)))
 
     length = Expect.of(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{kv.key}.length") if fact else None
     n = len(items)
