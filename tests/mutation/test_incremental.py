@@ -142,6 +142,38 @@ def test_mutant_plans_and_refusals_are_the_whole_pipelines(request, which, every
         assert run_module._resolve(b, *made) == want, m.id
 
 
+@pytest.mark.parametrize("which", ["frozen_battery", "smollm2_battery"])
+def test_a_changed_field_is_validated_as_the_whole_document_validates_it(request, which, monkeypatch):
+    """run._revalidated_field: a mutant that changes one top-level field of either contract gets
+    the contract, or the refusal, that validating its whole document gives; both kinds occur."""
+    b = request.getfixturevalue(which)
+    taken = {"contract": 0, "refusal": 0}
+    field = run_module._revalidated_field
+
+    def counted(original, doc):
+        try:
+            contract = field(original, doc)
+        except CharterError:
+            taken["refusal"] += 1
+            raise
+        taken["contract"] += contract is not None
+        return contract
+
+    monkeypatch.setattr(run_module, "_revalidated_field", counted)
+    for m in _contract_mutants(b):
+        for original, data in zip((b.loaded, b.model), m.make()):
+            doc = run_module.mutant_document(original.doc, data)
+            try:
+                want = contract_from_document(dataclasses.replace(doc, data=copy.deepcopy(data)))
+            except CharterError as exc:
+                with pytest.raises(CharterError) as got:
+                    run_module._reload(original, data)
+                assert [d.render() for d in got.value.diagnostics] == [d.render() for d in exc.diagnostics], m.id
+                continue
+            assert run_module._reload(original, data).contract == want, m.id
+    assert taken["contract"] > 10 and taken["refusal"] > 3, taken
+
+
 def _reference_prediction(before, after, view, status, beside):
     """expect.predict as it was, keying every check of both sides for every mutant, and comparing
     every tensor of a changed table (no unchanged table given: expect._tensors compares all)."""
