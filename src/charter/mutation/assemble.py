@@ -9,9 +9,11 @@ the whole pipeline would:
 
 * the mutant's document shares every subtree but the changed path with the contract's
   (charter.mutation.contract_ops copies the path, never the document);
-* Pydantic validates only the changed part: the contract's validated models stand in for the
-  shared subtrees, or only the changed items of a list are validated and the contract's own
-  validators run over the result (charter.mutation.run._reload);
+* Pydantic validates only the changed part: only the changed items of a list, or the one changed
+  top-level field (by the model's own schema: validate_assignment on a copy), are validated, the
+  contract's validated models standing in for what they share, and the contract's own validators
+  run over the result (charter.mutation.run._reload; a whole validation ran every tensor row's
+  validator, even for rows it takes as they are);
 * the model is resolved once, and each tensor row once per set of constants (charter.contract.
   resolve, `memo`, which keeps the last few sets), or once for all if it reads none; a mutant of a
   leaf outside the rows reuses the contract's rows whole, one of a dropped row the others (each
