@@ -172,6 +172,10 @@ def test_a_changed_field_is_validated_as_the_whole_document_validates_it(request
                 continue
             assert run_module._reload(original, data).contract == want, m.id
     assert taken["contract"] > 10 and taken["refusal"] > 3, taken
+    for key, value, code in ("charter", 2, "SPEC_VERSION"), ("kind", "modle", "SPEC_KIND"):  # refused first, whole
+        with pytest.raises(CharterError) as got:
+            run_module._reload(b.loaded, {**b.loaded.doc.data, key: value})
+        assert got.value.diagnostics[0].code.value == code
 
 
 def _reference_prediction(before, after, view, status, beside):

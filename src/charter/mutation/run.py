@@ -746,7 +746,7 @@ def _revalidated_field(original: LoadedContract, doc: Document):
     old, data = original.doc.data, doc.data
     key = _one_changed(old, data)
     fields = type(original.contract).model_fields
-    if key not in fields or fields[key].alias:
+    if key in _CHECKED_FIRST or key not in fields or fields[key].alias:
         return None
     contract = original.contract.model_copy()
     try:
@@ -754,6 +754,9 @@ def _revalidated_field(original: LoadedContract, doc: Document):
             contract, key, _validated_where_shared(data[key], old[key], getattr(original.contract, key)))
     except ValidationError as exc:
         raise refusal(exc, doc) from None
+
+
+_CHECKED_FIRST = ("charter", "kind")  # contract_from_document refuses a bad one before Pydantic reads it
 
 
 def _validated_items(original: LoadedContract, key: str) -> dict[int, BaseModel]:
