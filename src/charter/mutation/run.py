@@ -742,7 +742,7 @@ def _revalidated_field(original: LoadedContract, doc: Document):
     of the contract is not walked again (a whole validation runs every tensor row's validator, 1,000
     at 1,000 rows, even for the rows it takes as they are); a refusal is what validating the whole
     document says (the other fields are valid models, so only this one's errors, or the model's
-    validators', are found). None when anything else changed."""
+    validators', are found). None when more than one changed, or for `charter` and `kind`."""
     old, data = original.doc.data, doc.data
     key = _one_changed(old, data)
     fields = type(original.contract).model_fields
