@@ -667,10 +667,9 @@ def _reload(original: LoadedContract, data: dict) -> LoadedContract:
     the shared subtrees and Pydantic validates only what changed (Note [Incremental battery])."""
     if data is original.doc.data:
         return original
-    doc = mutant_document(original.doc, data)
-    contract = _revalidated_items(original, doc)
-    if contract is None:
-        contract = _revalidated_field(original, doc)
+    key = _one_changed(original.doc.data, data)
+    doc = _document(original.doc, data, key)
+    contract = _revalidated(original, doc, key)
     if contract is None:
         shared = _validated_where_shared(data, original.doc.data, original.contract)
         contract = contract_from_document(dataclasses.replace(doc, data=shared))
@@ -681,7 +680,12 @@ def mutant_document(original: Document, data) -> Document:
     """The document of a mutant's `data`: the original's locations by path, but where one item of a
     top-level list is dropped, whose later items keep their own (DroppedItem: a 1,000-row drop
     mutant then resolves, renders and compiles no row again; each row located one row up did)."""
-    key, locations = _one_changed(original.data, data), original.locations
+    return _document(original, data, _one_changed(original.data, data))
+
+
+def _document(original: Document, data, key: str | None) -> Document:
+    """mutant_document, `key` the one top-level key `data` changed (_one_changed)."""
+    locations = original.locations
     new, was = (data[key], original.data[key]) if key is not None else (None, None)
     if isinstance(new, list) and isinstance(was, list) and len(new) == len(was) - 1:
         j = next(itertools.compress(itertools.count(), map(operator.is_not, new, was)), len(new))
@@ -698,20 +702,26 @@ def _one_changed(old, data) -> str | None:
     return changed[0] if len(changed) == 1 else None
 
 
-def _revalidated_items(original: LoadedContract, doc: Document):
-    """The contract when only items of one top-level list of models changed (a tensor row, an
-    exclusion): the new items are validated alone, the others are the original's, and the contract's
-    own validators run over the result; a refusal is what validating the whole document says
-    (each item's errors at its path). None when anything else changed (Note [Incremental battery])."""
+def _revalidated(original: LoadedContract, doc: Document, key: str | None):
+    """The contract when only top-level field `key` changed, Pydantic validating that field alone
+    (_revalidated_items for a list of models, else _revalidated_field); a refusal is what validating
+    the whole document says. None when more than one field changed, or for `charter` and `kind`
+    (Note [Incremental battery])."""
+    field = type(original.contract).model_fields.get(key) if key not in _CHECKED_FIRST else None
+    if field is None or field.alias:
+        return None
+    (item,) = get_args(field.annotation) if get_origin(field.annotation) is list else (None,)
+    if isinstance(item, type) and issubclass(item, BaseModel) and not field.metadata \
+            and isinstance(doc.data[key], list):
+        return _revalidated_items(original, doc, key, item)
+    return _revalidated_field(original, doc, key)
+
+
+def _revalidated_items(original: LoadedContract, doc: Document, key: str, item: type[BaseModel]):
+    """A list of models changed (a tensor row, an exclusion): the new items are validated alone,
+    the others are the original's, and the contract's own validators run over the result (each
+    item's errors at its path)."""
     old, data = original.doc.data, doc.data
-    key = _one_changed(old, data)
-    field = type(original.contract).model_fields.get(key) if key is not None else None
-    if field is None or field.metadata or field.alias or get_origin(field.annotation) is not list \
-            or not isinstance(data[key], list):
-        return None
-    (item,) = get_args(field.annotation)
-    if not (isinstance(item, type) and issubclass(item, BaseModel)):
-        return None
     new, old_items = data[key], old[key]
     if len(new) == len(old_items):  # items in their places: those not the original's found in C
         fresh = list(itertools.compress(itertools.count(), map(operator.is_not, new, old_items)))
@@ -735,23 +745,17 @@ def _revalidated_items(original: LoadedContract, doc: Document):
         raise refusal(exc, doc) from None
 
 
-def _revalidated_field(original: LoadedContract, doc: Document):
-    """The contract when one top-level field changed: that field validated by the contract model's
-    own schema (Pydantic's validate_assignment, on a copy), the subtrees it shares with the original
-    standing in as their validated models, then the model's validators over the result: the rest
-    of the contract is not walked again (a whole validation runs every tensor row's validator, 1,000
-    at 1,000 rows, even for the rows it takes as they are); a refusal is what validating the whole
-    document says (the other fields are valid models, so only this one's errors, or the model's
-    validators', are found). None when more than one changed, or for `charter` and `kind`."""
-    old, data = original.doc.data, doc.data
-    key = _one_changed(old, data)
-    fields = type(original.contract).model_fields
-    if key in _CHECKED_FIRST or key not in fields or fields[key].alias:
-        return None
+def _revalidated_field(original: LoadedContract, doc: Document, key: str):
+    """Any other field changed: validated by the contract model's own schema (Pydantic's
+    validate_assignment, on a copy), the subtrees it shares with the original standing in as their
+    validated models, then the model's validators over the result. The rest of the contract is not
+    walked again (a whole validation runs every tensor row's validator, 1,000 at 1,000 rows, even
+    for the rows it takes as they are); the other fields are valid models, so only this one's
+    errors, or the model's validators', are found, as the whole validation finds them."""
     contract = original.contract.model_copy()
     try:
         return type(contract).__pydantic_validator__.validate_assignment(
-            contract, key, _validated_where_shared(data[key], old[key], getattr(original.contract, key)))
+            contract, key, _validated_where_shared(doc.data[key], original.doc.data[key], getattr(contract, key)))
     except ValidationError as exc:
         raise refusal(exc, doc) from None
 
