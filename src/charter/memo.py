@@ -32,6 +32,12 @@ FEW = 16  # positions where a table differs from the last, beyond which its valu
 _OBJECT, _VALUE = itemgetter(0), itemgetter(1)
 
 
+def changed_at(objs, others) -> list[int]:
+    """The positions, within the shorter of the two, where `objs` and `others` hold different
+    objects: found in C, as a mutant's table is compared with the one it was made from."""
+    return list(compress(count(), map(is_not, objs, others)))
+
+
 class IdMemo(Generic[T, V]):
     """`make(obj)`, once per object (Note [Identity memo])."""
 
@@ -54,7 +60,7 @@ class IdMemo(Generic[T, V]):
         """`[self(o) for o in objs]`: the last table's values where it holds the same object, the
         kept values looked up in C elsewhere (Note [Identity memo])."""
         last_objs, last_values = self._last
-        differ = list(compress(count(), map(is_not, objs, last_objs))) if len(objs) == len(last_objs) else None
+        differ = changed_at(objs, last_objs) if len(objs) == len(last_objs) else None
         if differ is not None and len(differ) <= FEW:
             values = last_values.copy()
             for i in differ:
@@ -91,7 +97,7 @@ class BaseMemo(Generic[T, V]):
             return values.copy()
         base_objs, base_values = self._base
         shared = min(len(objs), len(base_objs))
-        differ = list(compress(count(), map(is_not, objs, base_objs)))  # within the base's length, in C
+        differ = changed_at(objs, base_objs)  # within the base's length
         if differ and len(differ) == shared - differ[0]:  # a tail moved (a record added, deleted or grown)
             return base_values[:differ[0]] + self._make(list(objs[differ[0]:]))
         values = base_values[:shared]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
-import itertools
 import operator
 import re
 
@@ -19,7 +18,7 @@ from charter.formats.safetensors import DTYPE_BITS
 from charter.formats.values import INTEGER_ELEMENTS, VALUE_FIELDS
 from charter.floatbits import f32_bits, f32_from_bits, float_from_bits
 from charter.language import expand
-from charter.memo import IdMemo
+from charter.memo import IdMemo, changed_at
 from charter.contract import braces, expr
 from charter.contract.load import LoadedContract
 from charter.contract.models import IDENTITY_PLACEHOLDERS, ArtifactContract, KernelContract, MetaFact, ModelContract, Status
@@ -627,7 +626,7 @@ def _splice(c: _Collector, a: ArtifactContract, env: dict, model: ModelPlan, bas
         return _dropped(c, items, base)
     if len(items) != len(base.items):
         return None
-    differs = list(itertools.compress(itertools.count(), map(operator.is_not, items, base.items)))
+    differs = changed_at(items, base.items)
     if not differs:  # a leaf outside the tensor rows changed: every row placed as before
         return base.out, base.rows
     if len(differs) != 1:

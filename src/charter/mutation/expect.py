@@ -30,7 +30,7 @@ from charter.mutation import oracle
 from charter.mutation.mutant import Expect
 from charter.contract import checks
 from charter.contract.checks import Check
-from charter.memo import FEW, IdMemo
+from charter.memo import FEW, IdMemo, changed_at
 
 
 
@@ -333,7 +333,7 @@ def _changed_tensors(table, before, v: ArtifactView, excluded: tuple[str, ...]):
     unchanged row's (the whole table then says what that makes)."""
     if len(table) != len(before):
         return _WHOLE
-    at = list(itertools.compress(itertools.count(), map(operator.is_not, table, before)))
+    at = changed_at(table, before)
     if len(at) > FEW:
         return _WHOLE
     if not (_HOLDS and _HOLDS[0] is before and _HOLDS[1] is v and _HOLDS[2] == excluded):

@@ -15,15 +15,15 @@ as always (_moved_entries).
 
 from __future__ import annotations
 
-from itertools import compress, count, repeat
-from operator import attrgetter, is_not, ne, sub
+from itertools import compress, repeat
+from operator import attrgetter, ne, sub
 from typing import NamedTuple
 
 from charter.admission.view import ArtifactView, parse_view
 from charter.contract.checks import EVERYTHING, Fact
 from charter.diagnostics import CharterError
 from charter.formats.gguf import GGUFArray
-from charter.memo import IdMemo
+from charter.memo import IdMemo, changed_at
 
 FILE: Fact = ("file",)
 UNREAD = object()  # changed(): no parsed view at hand
@@ -130,7 +130,7 @@ def _moved_entries(conforming: Facts, view: ArtifactView) -> tuple[list, list] |
     if len(mine) != len(theirs) or view.data_offset != conforming.view.data_offset \
             or view.file_size != conforming.view.file_size or not _distinct(conforming):
         return None
-    at = list(compress(count(), map(is_not, mine, theirs)))  # in C, as below
+    at = changed_at(mine, theirs)
     moved = list(map(mine.__getitem__, at)), list(map(theirs.__getitem__, at))
     return moved if list(map(_NAME, moved[0])) == list(map(_NAME, moved[1])) else None
 

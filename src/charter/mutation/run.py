@@ -39,7 +39,7 @@ from charter.admission.view import ArtifactView, parse_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
 from charter.formats.gguf import AcceptedStrings
-from charter.memo import IdMemo
+from charter.memo import IdMemo, changed_at
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.expect import Prediction, predict
@@ -724,7 +724,7 @@ def _revalidated_items(original: LoadedContract, doc: Document, key: str, item: 
     old, data = original.doc.data, doc.data
     new, old_items = data[key], old[key]
     if len(new) == len(old_items):  # items in their places: those not the original's found in C
-        fresh = list(itertools.compress(itertools.count(), map(operator.is_not, new, old_items)))
+        fresh = changed_at(new, old_items)
         items = list(getattr(original.contract, key))
         for j in fresh:
             items[j] = None
