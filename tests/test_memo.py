@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from charter.memo import BaseMemo, IdMemo
+import charter.memo as memo_module
+from charter.memo import BaseMemo, IdMemo, changed_at
 
 
 def test_a_value_is_made_once_per_object():
@@ -119,3 +122,24 @@ def test_a_base_memo_raises_for_the_first_object_that_fails():
     with pytest.raises(ValueError, match="'bad', 3"):
         memo.map([*rows, ("bad", 3), ("bad", 4)])
     assert memo.map(rows) == [0, 1, 2, 3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(0, 5), max_size=40), st.lists(st.integers(0, 5), max_size=40), st.booleans())
+def test_the_native_changed_at_finds_what_python_finds(left, right, as_tuple):
+    """Positions of different objects (equal ones among them: a value-equal object is another one)."""
+    from charter import _native
+
+    pool = [("row", i) for i in range(3)] + [("row", 0), ("row", 1), ("row", 2)]  # equal, not identical
+    objs, others = [pool[i] for i in left], [pool[i] for i in right]
+    if as_tuple:
+        objs = tuple(objs)
+    assert _native.changed_at(objs, others) == memo_module._python_changed_at(objs, others)
+    assert changed_at(objs, others) == memo_module._python_changed_at(objs, others)
+
+
+def test_changed_at_refuses_what_is_not_a_sequence():
+    from charter import _native
+
+    with pytest.raises(TypeError, match="compares two sequences"):
+        _native.changed_at([1], 5)

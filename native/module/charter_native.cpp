@@ -11,6 +11,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <exception>
@@ -540,6 +541,26 @@ NB_MODULE(_native, m) {
     throw nb::value_error(("unknown integer kind " + kind).c_str());
   }, nb::arg("data"), nb::arg("kind"), nb::arg("lo"), nb::arg("hi"),
      "The first element of the whole elements of `data` outside [lo, hi] (charter/values.hpp): (index, value), or None.");
+
+  m.def("changed_at", [](nb::handle objs, nb::handle others) {
+    // Pointers compared, nothing called: the positions are gathered before the list is made, since
+    // making it may run the collector, and a finalizer could change a list being walked.
+    nb::object a = nb::steal(PySequence_Fast(objs.ptr(), "changed_at compares two sequences"));
+    if (!a.is_valid()) throw nb::python_error();
+    nb::object b = nb::steal(PySequence_Fast(others.ptr(), "changed_at compares two sequences"));
+    if (!b.is_valid()) throw nb::python_error();
+    const Py_ssize_t n = std::min(PySequence_Fast_GET_SIZE(a.ptr()), PySequence_Fast_GET_SIZE(b.ptr()));
+    PyObject** x = PySequence_Fast_ITEMS(a.ptr());
+    PyObject** y = PySequence_Fast_ITEMS(b.ptr());
+    std::vector<Py_ssize_t> at;
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      if (x[i] != y[i]) at.push_back(i);
+    }
+    nb::list out;
+    for (Py_ssize_t i : at) out.append(i);
+    return out;
+  }, nb::arg("objs"), nb::arg("others"),
+     "The positions, within the shorter of two sequences, where they hold different objects (charter.memo.changed_at).");
 
   m.attr("JSON_MAX_DEPTH") = rt::json::kMaxDepth;
   m.attr("GGUF_MAX_HEADER_BYTES") = rt::gguf::kMaxHeaderBytes;

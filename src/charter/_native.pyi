@@ -83,6 +83,11 @@ def first_out_of_bounds(data: object, kind: str, lo: int, hi: int) -> object:
     The first element of the whole elements of `data` outside [lo, hi] (charter/values.hpp): (index, value), or None.
     """
 
+def changed_at(objs: object, others: object) -> list:
+    """
+    The positions, within the shorter of two sequences, where they hold different objects (charter.memo.changed_at).
+    """
+
 JSON_MAX_DEPTH: int = 800
 
 GGUF_MAX_HEADER_BYTES: int = 67108864

@@ -34,8 +34,28 @@ _OBJECT, _VALUE = itemgetter(0), itemgetter(1)
 
 def changed_at(objs, others) -> list[int]:
     """The positions, within the shorter of the two, where `objs` and `others` hold different
-    objects: found in C, as a mutant's table is compared with the one it was made from."""
+    objects, as a mutant's table is compared with the one it was made from: by charter._native,
+    which compares the pointers (1 us for 1,000 rows, where the mapped `is_not` below takes 26, and
+    a battery compares a dozen tables per mutant), else in Python."""
+    return _CHANGED_AT[0](objs, others)
+
+
+def _python_changed_at(objs, others) -> list[int]:
     return list(compress(count(), map(is_not, objs, others)))
+
+
+def _first_changed_at(objs, others) -> list[int]:
+    """changed_at's first call picks its implementation: importing charter._native costs an
+    admission that never compares tables (every one-off admission) a few milliseconds."""
+    try:
+        from charter._native import changed_at as native
+    except ImportError:  # pragma: no cover - depends on the install
+        native = _python_changed_at
+    _CHANGED_AT[0] = native
+    return native(objs, others)
+
+
+_CHANGED_AT = [_first_changed_at]
 
 
 class IdMemo(Generic[T, V]):
