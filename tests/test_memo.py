@@ -143,3 +143,28 @@ def test_changed_at_refuses_what_is_not_a_sequence():
 
     with pytest.raises(TypeError, match="compares two sequences"):
         _native.changed_at([1], 5)
+
+
+@pytest.mark.parametrize("edit", ["drop", "add", "drop_first", "add_last", "drop_two"])
+def test_a_table_with_rows_dropped_or_added_makes_only_the_new_ones(edit):
+    made = []
+    memo = IdMemo(lambda o: made.append(o) or o[0])
+    rows = [(i,) for i in range(40)]
+    memo.each(rows)
+    new = ("new",)
+    table = {"drop": rows[:7] + rows[8:], "add": [*rows[:7], new, *rows[7:]], "drop_first": rows[1:],
+             "add_last": [*rows, new], "drop_two": rows[:3] + rows[5:]}[edit]
+    made.clear()
+    assert memo.each(table) == [r[0] for r in table]
+    assert made == ([new] if new in table else [])
+
+
+def test_rows_shared_at_both_ends_are_not_counted_twice():
+    """[a, b, a] after [a, a]: the head and the tail would both claim the middle a."""
+    made = []
+    memo = IdMemo(lambda o: made.append(o) or len(o))
+    a, b = ("a",), ("b", "b")
+    memo.each([a, a])
+    assert memo.each([a, b, a]) == [1, 2, 1] and made == [a, b]
+    assert memo.each([a, a]) == [1, 1]
+    assert memo.each([a]) == [1] and memo.each([]) == [] and memo.each([b, a, b]) == [2, 1, 2]

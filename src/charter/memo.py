@@ -58,6 +58,16 @@ def _first_changed_at(objs, others) -> list[int]:
 _CHANGED_AT = [_first_changed_at]
 
 
+def _between(objs, others) -> tuple[int, int, int]:
+    """How many objects `objs` and `others` share at their heads and then at their tails (the two
+    not overlapping), and how many of `objs` lie between."""
+    shortest = min(len(objs), len(others))
+    head = next(iter(changed_at(objs, others)), shortest)
+    tail = next(iter(changed_at(objs[::-1], others[::-1])), shortest)
+    tail = min(tail, shortest - head)
+    return head, tail, len(objs) - head - tail
+
+
 class IdMemo(Generic[T, V]):
     """`make(obj)`, once per object (Note [Identity memo])."""
 
@@ -85,6 +95,11 @@ class IdMemo(Generic[T, V]):
             values = last_values.copy()
             for i in differ:
                 values[i] = self(objs[i])
+        elif differ is None and abs(len(objs) - len(last_objs)) <= FEW and \
+                (between := _between(objs, last_objs))[2] <= FEW:  # rows dropped or added in one place
+            head, tail, _ = between
+            values = [*last_values[:head], *map(self, objs[head:len(objs) - tail]),
+                      *last_values[len(last_values) - tail:]]
         else:
             kept = list(map(self._kept.get, map(id, objs), repeat(_MISS)))
             for i in compress(count(), map(is_not, objs, map(_OBJECT, kept))):  # new, or another at that id

@@ -521,6 +521,51 @@ def test_codecs_row_width_per_format():
         "s: a F32 block of 2 elements does not divide the row width 1"
 
 
+
+def test_what_the_codec_stage_passes_without_walking():
+    """runtime._fits: a tensor of an unlisted codec, or of a codec without row header whose rows are
+    whole blocks filling its extent; anything else is walked by the stage."""
+    q = tensor("q", (64, 2), "Q8_0", 64, 200)  # 128 elements: 4 blocks of 34 bytes
+    geometry = {"Q8_0": (32, 34, 0, AT)}
+    assert runtime._fits("gguf", geometry, q) is True
+    assert runtime._fits("gguf", {"F32": (1, 4, 0, AT)}, q) is True  # not its codec's row
+    assert runtime._fits("gguf", {"Q8_0": (32, 35, 0, AT)}, q) is False  # 140 bytes, not 136
+    assert runtime._fits("gguf", {"Q8_0": (32, 34, 2, AT)}, q) is False  # a row header: its room is walked
+    assert runtime._fits("gguf", {"Q8_0": (0, 34, 0, AT)}, q) is False
+    assert runtime._fits("gguf", {"Q8_0": (-32, -34, 0, AT)}, q) is False
+    assert runtime._fits("gguf", {"Q8_0": (3, 1, 0, AT)}, tensor("r", (6, 2), "Q8_0", 64, 68)) is True
+    assert runtime._fits("gguf", {"Q8_0": (3, 1, 0, AT)}, tensor("r", (2, 6), "Q8_0", 64, 68)) is False
+    assert runtime._fits("safetensors", {"Q8_0": (3, 1, 0, AT)}, tensor("r", (2, 6), "Q8_0", 64, 68)) is True
+    assert runtime._fits("safetensors", {"F32": (1, 4, 0, AT)}, tensor("s", (), "F32", 64, 68)) is True
+    assert runtime._fits("safetensors", {"F32": (2, 8, 0, AT)}, tensor("s", (), "F32", 64, 68)) is False
+
+
+def test_the_codec_stage_memo_serves_only_its_geometry_format_and_entries():
+    """Each admission is judged afresh where the geometry, the format or a tensor entry differs from
+    the last one's (runtime._fitting keeps one geometry's verdicts per entry)."""
+    q, n = tensor("q", (6, 2), "Q", 64, 68, record=11), tensor("n", (64,), "F32", 68, 324, record=12)
+    good, bad_block = (("Q", 3, 1, 0, AT), ("F32", 1, 4, 0, AT2)), (("Q", 4, 1, 0, AT), ("F32", 1, 4, 0, AT2))
+    c = ctx(view(tensors=[q, n]))
+    assert c.codecs(rows=good) is None
+    assert rejection(c.codecs, bad_block)["code"] == "CODEC_BLOCK"
+    assert c.codecs(rows=good) is None
+    assert rejection(c.codecs, (("Q", 3, 1, 0, AT), ("F32", 1, 4, 4, AT2)))["code"] == "CODEC_ROW_HEADER"
+    assert rejection(ctx(view(tensors=[q, n], fmt="safetensors")).codecs, good)["code"] == "CODEC_BLOCK"  # row 2
+    longer = tensor("n", (64,), "F32", 68, 328, record=12)
+    assert rejection(ctx(view(tensors=[q, longer])).codecs, good)["field"] == "codecs.F32.bytes"
+    assert ctx(view(tensors=[q, n])).codecs(rows=good) is None
+
+
+def test_layout_facts_of_a_view():
+    """runtime._layout_of: what decides whether each of the layout stage's loops runs."""
+    packed = view(tensors=[tensor("a", (1,), "F32", 64, 68), tensor("b", (1,), "F32", 96, 100)], data_offset=64)
+    assert runtime._layout_of(packed) == runtime.LayoutFacts(32, 64, 100, False, False, 0, 28)
+    odd = view(tensors=[tensor("a", (1,), "F32", 100, 120), tensor("b", (1,), "F32", 70, 110),
+                        tensor("c", (1,), "F32", 130, 131)], data_offset=64)
+    assert runtime._layout_of(odd) == runtime.LayoutFacts(10, 70, 131, True, True, -10, 10)
+    assert runtime._layout_of(view(tensors=[])) == runtime.LayoutFacts(0, 0, 0, False, False, 0, 0)
+
+
 def test_codecs_row_header():
     """Note [Row headers]: 2 rows of 8 elements in IQ4_KSS-like blocks of 4/2 bytes behind a 4-byte
     header are 2 * (4 + 4) = 16 bytes; the next extent must start at least that far after."""

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import hashlib
 import itertools
 import json
@@ -39,6 +40,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from charter.admission.report import AdmissionReport
 from charter.admission.view import ArtifactView, MetaEntry, TensorEntry, read_view
@@ -360,20 +362,14 @@ class Context:
         """Rows (codec, block elements, block bytes, row header bytes, at), checked against every
         tensor of that codec: the block divides the row, the rows of header and blocks fill the
         extent, and the file leaves room for every row's header (Note [Row headers] in
-        charter.formats.ggml_types)."""
+        charter.formats.ggml_types). Only the tensors `_fits` does not pass are walked here."""
         v = self.view
         geometry = {name: (block, nbytes, header, at) for name, block, nbytes, header, at in rows}
         # Only a cost: `starts` is read for a codec with a row header alone (no mutant here changes a verdict).
         starts = sorted({t.start for t in v.tensors}) if any(g[2] for g in geometry.values()) else []  # pragma: no mutate -- cost only
-        passed: set[tuple] = set()  # (codec, shape, extent) of a tensor that passed, of a codec without row header
-        for t in v.tensors:
-            if t.codec not in geometry:
-                continue
+        for t in itertools.compress(v.tensors, map(operator.not_, _fitting(v.format, geometry).each(v.tensors))):
             block, block_bytes, header, at = geometry[t.codec]
-            like = (t.codec, t.shape, t.end - t.start)  # pragma: no mutate -- cost only: what a tensor without row header is checked by
-            if not header and like in passed:  # pragma: no mutate -- cost only: nothing else is read of it, so it passes as that one did
-                continue
-            row = t.shape[0] if v.format == "gguf" else (t.shape[-1] if t.shape else 1)
+            row = _row_width(v.format, t)
             if block <= 0 or row % block:
                 self.fail(Code.CODEC_BLOCK, f"codecs.{t.codec}.block",
                           f"{t.name}: a {t.codec} block of {block} elements does not divide the row width {row}",
@@ -400,7 +396,6 @@ class Context:
                               f"{row // block} blocks of {block_bytes}) need {want} bytes, but the next extent "
                               f"starts {room} bytes after it: {room // rows_n} bytes per row, a row header short",
                               at, f"{want // rows_n} bytes per row", f"{room // rows_n} bytes per row", t.offset)
-            passed.add(like)  # pragma: no mutate -- cost only: without it every tensor is checked
 
     # --- layout ------------------------------------------------------------------------------
 
@@ -408,33 +403,32 @@ class Context:
                alignment_at: str | None, sorted_at: str | None, packed_at: str | None,
                trailing_at: str | None) -> None:
         v = self.view
-        starts, ends = _columns(v)
+        spans, facts = _by_extent(v)[0], _layout_facts(v)
         if alignment is not None:
             # No tensors, no data section to align (Note [Tensor-less GGUF] in charter.formats.gguf).
             if v.tensors and v.data_offset % alignment:
                 self.fail(Code.LAYOUT_DATA_OFFSET, "layout.alignment",
                           f"data section starts at {v.data_offset}, not a multiple of {alignment}",
                           alignment_at, alignment, v.data_offset)
-            for t in v.tensors if any(map(operator.mod, starts, itertools.repeat(alignment))) else ():  # pragma: no mutate -- cost only: with every start aligned (the data offset is) the loop finds none
+            for t in v.tensors if facts.starts_gcd % alignment else ():  # pragma: no mutate -- cost only: with every start aligned (the data offset is) the loop finds none
                 relative = t.start - v.data_offset
                 if relative % alignment:
                     self.fail(Code.LAYOUT_ALIGNMENT, f"tensors.{t.name}.offset",
                               f"{t.name} starts at data offset {relative}, not a multiple of {alignment}",
                               alignment_at, alignment, relative, t.offset)
-        for t in v.tensors if v.tensors and (min(starts) < v.data_offset or max(ends) > v.file_size) else ():  # pragma: no mutate -- cost only: with every extent inside the data section the loop finds none
+        for t in v.tensors if v.tensors and (facts.lowest_start < v.data_offset or facts.highest_end > v.file_size) else ():  # pragma: no mutate -- cost only: with every extent inside the data section the loop finds none
             if t.start < v.data_offset or t.end > v.file_size:
                 self.fail(Code.LAYOUT_BOUNDS, f"tensors.{t.name}.offset",
                           f"{t.name} spans [{t.start}, {t.end}), outside the data section "
                           f"[{v.data_offset}, {v.file_size})", None, f"[{v.data_offset}, {v.file_size})",
                           f"[{t.start}, {t.end})", t.offset)
         if sorted:
-            for prev, t in zip(v.tensors, v.tensors[1:]) if any(map(operator.lt, starts[1:], starts)) else ():  # pragma: no mutate -- cost only: with no start before the one before it the loop finds none
+            for prev, t in zip(v.tensors, v.tensors[1:]) if facts.unsorted else ():  # pragma: no mutate -- cost only: with no start before the one before it the loop finds none
                 if t.start < prev.start:
                     self.fail(Code.LAYOUT_ORDER, f"tensors.{t.name}.offset",
                               f"{t.name} starts at {t.start}, before {prev.name} at {prev.start} (layout.sorted)",
                               sorted_at, f">= {prev.start}", t.start, t.offset)
-        spans, span_starts, span_ends = _by_extent(v)
-        for prev, t in zip(spans, spans[1:]) if any(map(operator.lt, span_starts[1:], span_ends)) else ():  # pragma: no mutate -- cost only: with no extent starting before the one before it ends the loop finds none
+        for prev, t in zip(spans, spans[1:]) if facts.overlapping else ():  # pragma: no mutate -- cost only: with no extent starting before the one before it ends the loop finds none
             if t.start < prev.end:
                 self.fail(Code.LAYOUT_OVERLAP, f"tensors.{t.name}.offset",
                           f"{t.name} [{t.start}, {t.end}) overlaps {prev.name} [{prev.start}, {prev.end})",
@@ -442,8 +436,10 @@ class Context:
         step = alignment or 1
         if packed:
             cursor = v.data_offset
-            packed_at_each = map(operator.eq, span_starts, map(align_up, [cursor, *span_ends], itertools.repeat(step)))
-            for t in spans if not all(packed_at_each) else ():  # pragma: no mutate -- cost only: with every extent where packing puts it the loop finds none
+            # each extent starts where packing puts it (align_up of the last end) iff it starts on a
+            # multiple of the step, less than a step after the last end
+            packed_all = facts.least_gap >= 0 and facts.greatest_gap < step and not facts.starts_gcd % step  # pragma: no mutate -- cost only: it decides whether the loop that finds the diagnostic runs
+            for t in spans if not packed_all else ():  # pragma: no mutate -- cost only: with every extent where packing puts it the loop finds none
                 if t.start != align_up(cursor, step):  # the data section's start is aligned (checked above)
                     self.fail(Code.LAYOUT_GAP, f"tensors.{t.name}.offset",
                               f"{t.name} starts at {t.start}; packed layout puts it at {align_up(cursor, step)} "
@@ -801,6 +797,28 @@ def _extents(view: ArtifactView) -> tuple[list, list[int], list[int]]:
     return spans, list(map(_START, spans)), list(map(_END, spans))
 
 
+class LayoutFacts(NamedTuple):
+    """What the layout stage asks of every extent of a file, once per view: each says whether a
+    loop that finds the stage's diagnostic runs (a battery's contract mutants admit one view)."""
+
+    starts_gcd: int  # every start is a multiple of a step iff this is (0: no tensors, or all at 0)
+    lowest_start: int
+    highest_end: int
+    unsorted: bool  # a start before the one before it, in file order
+    overlapping: bool  # in extent order, a start before the end before it
+    least_gap: int  # in extent order, start minus the end before it (the data section's start first)
+    greatest_gap: int
+
+
+def _layout_of(view: ArtifactView) -> LayoutFacts:
+    starts, ends = _columns(view)
+    _, span_starts, span_ends = _by_extent(view)
+    gaps = list(map(operator.sub, span_starts, [view.data_offset, *span_ends]))
+    return LayoutFacts(math.gcd(*starts), min(starts, default=0), max(ends, default=0),
+                       any(map(operator.lt, starts[1:], starts)), any(map(operator.lt, span_starts[1:], span_ends)),
+                       min(gaps, default=0), max(gaps, default=0))
+
+
 _START, _END = operator.attrgetter("start"), operator.attrgetter("end")
 # The payload stage's order (by start, else file order) and its value rules' key: a battery's value
 # mutants read the battery's one view, and sorting its tensors cost a sixth of each.
@@ -808,6 +826,37 @@ _in_stream_order = IdMemo(lambda view: sorted(view.tensors, key=_START), bound=1
 _names_and_codecs = IdMemo(lambda view: tuple((t.name, t.codec) for t in view.tensors), bound=1)
 _columns = IdMemo(_tensor_columns, bound=1)  # a contract mutant's checker reads the battery's one view
 _by_extent = IdMemo(_extents, bound=1)
+_layout_facts = IdMemo(_layout_of, bound=1)
+
+
+def _row_width(fmt: str, t: TensorEntry) -> int:
+    """The elements of one row: GGUF's ne[0], safetensors' last dim (a scalar is one element)."""
+    return t.shape[0] if fmt == "gguf" else (t.shape[-1] if t.shape else 1)
+
+
+def _fits(fmt: str, geometry: dict[str, tuple], t: TensorEntry) -> bool:
+    """Whether the codec stage finds nothing to say of tensor `t`: its codec is not listed, or it
+    has no row header and its rows are whole blocks that fill its extent. A codec with a row header
+    is checked each time: its room is where the next extent starts."""
+    if t.codec not in geometry:
+        return True
+    block, block_bytes, header = geometry[t.codec][:3]
+    row = _row_width(fmt, t)
+    return not header and block > 0 and row % block == 0 and \
+        codec_bytes(math.prod(t.shape), row, block, block_bytes, 0) == t.end - t.start
+
+
+# The last codec geometry's `_fits`, per tensor entry: a battery admits its one view (and views
+# sharing all but a few entries) under one geometry thousands of times, and the stage walked
+# every tensor in Python each time (1,000 at 1,000 tensors).
+_FITTING: list[tuple[tuple, IdMemo]] = []
+
+
+def _fitting(fmt: str, geometry: dict[str, tuple]) -> IdMemo:
+    key = (fmt, tuple((codec, g[:3]) for codec, g in geometry.items()))
+    if not _FITTING or _FITTING[0][0] != key:
+        _FITTING[:] = [(key, IdMemo(functools.partial(_fits, fmt, dict(key[1]))))]
+    return _FITTING[0][1]
 
 
 # --- running a checker -----------------------------------------------------------------------

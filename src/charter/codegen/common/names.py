@@ -67,7 +67,7 @@ uint32_t uint64_t int8_t int16_t int32_t int64_t Args
 NATIVE_NAMES = frozenset("""
 admit admit_detail contracts info load_library read tensor_extents store_layouts ggml_types
 safetensors_dtypes first_bad_value first_out_of_bounds COMPILER JSON_MAX_DEPTH GGUF_MAX_HEADER_BYTES STORE_MAX_TABLE_BYTES
-STORE_CHUNK reference Reference
+STORE_CHUNK reference Reference changed_at
 """.split())
 
 RESERVED = PYTHON_WORDS | CPP_KEYWORDS | CPP_NAMES | MSL_WORDS | NATIVE_NAMES
