@@ -554,6 +554,10 @@ def test_the_codec_stage_memo_serves_only_its_geometry_format_and_entries():
     longer = tensor("n", (64,), "F32", 68, 328, record=12)
     assert rejection(ctx(view(tensors=[q, longer])).codecs, good)["field"] == "codecs.F32.bytes"
     assert ctx(view(tensors=[q, n])).codecs(rows=good) is None
+    # a GGUF row is ne[0]: 2 elements, not the 6 of a safetensors row
+    wide = tensor("w", (2, 6), "Q", 64, 68, record=13)
+    assert rejection(ctx(view(tensors=[wide])).codecs, good)["code"] == "CODEC_BLOCK"
+    assert ctx(view(tensors=[wide], fmt="safetensors")).codecs(rows=good) is None
 
 
 def test_layout_facts_of_a_view():

@@ -840,10 +840,12 @@ def _fits(fmt: str, geometry: dict[str, tuple], t: TensorEntry) -> bool:
     is checked each time: its room is where the next extent starts."""
     if t.codec not in geometry:
         return True
-    block, block_bytes, header = geometry[t.codec][:3]
+    block, block_bytes, header, _ = geometry[t.codec]
     row = _row_width(fmt, t)
-    return not header and block > 0 and row % block == 0 and \
-        codec_bytes(math.prod(t.shape), row, block, block_bytes, 0) == t.end - t.start
+    if header or block <= 0 or row % block:
+        return False
+    size = codec_bytes(math.prod(t.shape), row, block, block_bytes, header)  # pragma: no mutate -- the row width enters a size only through a row header, and there is none
+    return size == t.end - t.start
 
 
 # The last codec geometry's `_fits`, per tensor entry: a battery admits its one view (and views
@@ -853,9 +855,9 @@ _FITTING: list[tuple[tuple, IdMemo]] = []
 
 
 def _fitting(fmt: str, geometry: dict[str, tuple]) -> IdMemo:
-    key = (fmt, tuple((codec, g[:3]) for codec, g in geometry.items()))
-    if not _FITTING or _FITTING[0][0] != key:
-        _FITTING[:] = [(key, IdMemo(functools.partial(_fits, fmt, dict(key[1]))))]
+    key = (fmt, tuple((codec, block, nbytes, header) for codec, (block, nbytes, header, _) in geometry.items()))
+    if not _FITTING or _FITTING[0][0] != key:  # pragma: no mutate -- cost only: a memo made afresh judges alike
+        _FITTING[:] = [(key, IdMemo(functools.partial(_fits, fmt, geometry)))]
     return _FITTING[0][1]
 
 

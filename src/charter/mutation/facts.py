@@ -142,11 +142,12 @@ def _changed_tensors(conforming: Facts, mutant: Facts) -> set[str]:
     if mutant.names == names and _distinct(conforming):
         return {*compress(names, map(ne, mutant.shapes, conforming.shapes)),
                 *compress(names, map(ne, mutant.codecs, conforming.codecs))}
-    return {name for name, _ in conforming.tensor_facts().items() ^ mutant.tensor_facts().items()}
+    return {name for name, _ in _tensor_facts(conforming).items() ^ mutant.tensor_facts().items()}
 
 
 _held = IdMemo(lambda conforming: frozenset(f[1] for f in conforming.general if f[0] == "meta"), bound=1)
 _distinct = IdMemo(lambda conforming: len(set(conforming.names)) == len(conforming.names), bound=1)
+_tensor_facts = IdMemo(Facts.tensor_facts, bound=1)  # the conforming file's, once per battery
 
 
 def touches(reads: frozenset[Fact], facts: frozenset[Fact]) -> bool:
