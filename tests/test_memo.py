@@ -15,22 +15,22 @@ def test_a_value_is_made_once_per_object():
     memo = IdMemo(lambda o: made.append(o) or len(o))
     a, b = ("x",), ("y", "z")
     assert [memo(a), memo(b), memo(a)] == [1, 2, 1] and made == [a, b]
-    assert memo.each([b, a, ("w", "v", "u")]) == [2, 1, 3] and len(made) == 3
+    assert list(memo.each([b, a, ("w", "v", "u")])) == [2, 1, 3] and len(made) == 3
 
 
 def test_an_entry_at_an_id_serves_only_its_own_object():
     memo = IdMemo(len)
     a, b = ("x",), ("y", "z")
     memo._kept[id(b)] = (a, 99)  # another object's entry at b's id (its id reused)
-    assert memo(b) == 2 and memo.each([b]) == [2]
+    assert memo(b) == 2 and list(memo.each([b])) == [2]
     memo._kept[id(a)] = (b, 99)
-    assert memo.each([a]) == [1] and memo(a) == 1
+    assert list(memo.each([a])) == [1] and memo(a) == 1
 
 
 def test_past_its_bound_it_forgets_everything():
     memo = IdMemo(len, bound=2)
     objs = [("a",), ("b", "b"), ("c", "c", "c")]
-    assert memo.each(objs) == [1, 2, 3] and len(memo._kept) == 1
+    assert list(memo.each(objs)) == [1, 2, 3] and len(memo._kept) == 1
     memo.clear()
     assert not memo._kept
 
@@ -39,26 +39,26 @@ def test_a_table_like_the_last_reuses_its_values_by_position():
     made = []
     memo = IdMemo(lambda o: made.append(o) or o[0])
     rows = [(i,) for i in range(5)]
-    assert memo.each(rows) == [0, 1, 2, 3, 4] and len(made) == 5
+    assert list(memo.each(rows)) == [0, 1, 2, 3, 4] and len(made) == 5
     neighbour = [*rows[:2], (20,), *rows[3:]]
     got = memo.each(neighbour)
-    assert got == [0, 1, 20, 3, 4] and made[5:] == [(20,)]
-    got.append("a caller's own list")  # the values kept for the next table are not the caller's
+    assert got == (0, 1, 20, 3, 4) and made[5:] == [(20,)]
+    assert memo.each(neighbour) is got  # the same table again: its very values, which no caller can change
     swapped = [rows[1], rows[0], *neighbour[2:]]
-    assert memo.each(swapped) == [1, 0, 20, 3, 4] and len(made) == 6  # other positions: the kept values
-    assert memo.each(rows[:4]) == [0, 1, 2, 3] and len(made) == 6  # another length: the kept values
+    assert list(memo.each(swapped)) == [1, 0, 20, 3, 4] and len(made) == 6  # other positions: the kept values
+    assert list(memo.each(rows[:4])) == [0, 1, 2, 3] and len(made) == 6  # another length: the kept values
     memo.clear()
-    assert memo.each(rows) == [0, 1, 2, 3, 4] and len(made) == 11
+    assert list(memo.each(rows)) == [0, 1, 2, 3, 4] and len(made) == 11
 
 
 def test_a_table_unlike_the_last_is_looked_up_whole():
     made = []
     memo = IdMemo(lambda o: made.append(o) or o[0])
     rows = [(i,) for i in range(40)]
-    assert memo.each(rows) == list(range(40))
-    assert memo.each(rows[::-1]) == list(range(40))[::-1] and len(made) == 40  # every position differs
+    assert list(memo.each(rows)) == list(range(40))
+    assert list(memo.each(rows[::-1])) == list(range(40))[::-1] and len(made) == 40  # every position differs
     shifted = [("new",), *rows[:-1]]
-    assert memo.each(shifted) == ["new", *range(39)] and len(made) == 41
+    assert list(memo.each(shifted)) == ["new", *range(39)] and len(made) == 41
 
 
 def _base_memo():
@@ -155,7 +155,7 @@ def test_a_table_with_rows_dropped_or_added_makes_only_the_new_ones(edit):
     table = {"drop": rows[:7] + rows[8:], "add": [*rows[:7], new, *rows[7:]], "drop_first": rows[1:],
              "add_last": [*rows, new], "drop_two": rows[:3] + rows[5:]}[edit]
     made.clear()
-    assert memo.each(table) == [r[0] for r in table]
+    assert list(memo.each(table)) == [r[0] for r in table]
     assert made == ([new] if new in table else [])
 
 
@@ -165,6 +165,6 @@ def test_rows_shared_at_both_ends_are_not_counted_twice():
     memo = IdMemo(lambda o: made.append(o) or len(o))
     a, b = ("a",), ("b", "b")
     memo.each([a, a])
-    assert memo.each([a, b, a]) == [1, 2, 1] and made == [a, b]
-    assert memo.each([a, a]) == [1, 1]
-    assert memo.each([a]) == [1] and memo.each([]) == [] and memo.each([b, a, b]) == [2, 1, 2]
+    assert list(memo.each([a, b, a])) == [1, 2, 1] and made == [a, b]
+    assert list(memo.each([a, a])) == [1, 1]
+    assert list(memo.each([a])) == [1] and list(memo.each([])) == [] and list(memo.each([b, a, b])) == [2, 1, 2]

@@ -76,7 +76,7 @@ class IdMemo(Generic[T, V]):
     def __init__(self, make: Callable[[T], V], bound: int = 1 << 18) -> None:
         self._make, self._bound = make, bound
         self._kept: dict[int, tuple[T, V]] = {}
-        self._last: tuple[tuple[T, ...], list[V]] = ((), [])  # the last table `each` was given, its values
+        self._last: tuple[tuple[T, ...], tuple[V, ...]] = ((), ())  # the last table `each` was given, its values
 
     def __call__(self, obj: T) -> V:
         kept = self._kept.get(id(obj))
@@ -86,31 +86,35 @@ class IdMemo(Generic[T, V]):
             kept = self._kept[id(obj)] = (obj, self._make(obj))
         return kept[1]
 
-    def each(self, objs: tuple[T, ...] | list[T]) -> list[V]:
-        """`[self(o) for o in objs]`: the last table's values where it holds the same object, the
-        kept values looked up in C elsewhere (Note [Identity memo])."""
+    def each(self, objs: tuple[T, ...] | list[T]) -> tuple[V, ...]:
+        """`tuple(self(o) for o in objs)`: the last table's values where it holds the same object,
+        the kept values looked up in C elsewhere (Note [Identity memo]). A tuple, so the very last
+        one serves a table asked for again, and no caller copies it to keep it."""
         last_objs, last_values = self._last
         differ = changed_at(objs, last_objs) if len(objs) == len(last_objs) else None
-        if differ is not None and len(differ) <= FEW:
-            values = last_values.copy()
+        if differ is not None and not differ:
+            values = last_values
+        elif differ is not None and len(differ) <= FEW:
+            changed = list(last_values)
             for i in differ:
-                values[i] = self(objs[i])
+                changed[i] = self(objs[i])
+            values = tuple(changed)
         elif differ is None and abs(len(objs) - len(last_objs)) <= FEW and \
                 (between := _between(objs, last_objs))[2] <= FEW:  # rows dropped or added in one place
             head, tail, _ = between
-            values = [*last_values[:head], *map(self, objs[head:len(objs) - tail]),
-                      *last_values[len(last_values) - tail:]]
+            values = (*last_values[:head], *map(self, objs[head:len(objs) - tail]),
+                      *last_values[len(last_values) - tail:])
         else:
             kept = list(map(self._kept.get, map(id, objs), repeat(_MISS)))
             for i in compress(count(), map(is_not, objs, map(_OBJECT, kept))):  # new, or another at that id
                 kept[i] = (objs[i], self(objs[i]))
-            values = list(map(_VALUE, kept))
+            values = tuple(map(_VALUE, kept))
         self._last = (tuple(objs), values)
-        return values.copy()
+        return values
 
     def clear(self) -> None:
         self._kept.clear()
-        self._last = ((), [])
+        self._last = ((), ())
 
 
 class BaseMemo(Generic[T, V]):

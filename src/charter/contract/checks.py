@@ -526,7 +526,7 @@ def _tensor_facts(rows) -> tuple[TensorFact, ...]:
     mutant and reuses the rows a mutant did not change (charter.contract.resolve, `memo`), so each
     row's check, and what consumers derive from it, is made once (Note [Incremental battery]; Note
     [Identity memo] in charter.memo)."""
-    return tuple(_tensor_fact.each(rows))
+    return _tensor_fact.each(rows)
 
 
 _tensor_fact = IdMemo(lambda r: TensorFact(r.template, tuple(Repeat(*rep) for rep in r.repeat), r.role, r.shape,

@@ -93,7 +93,7 @@ class Pieces:
         memo = self.tables.get(index)
         if memo is None:
             memo = self.tables[index] = IdMemo(self._row)
-        return tuple(memo.each(literals))
+        return memo.each(literals)
 
     def _row(self, literal: str) -> object:
         """A row literal's value, evaluated once per text (tables of other checkers hold equal texts)."""

@@ -79,7 +79,7 @@ class _Baseline:
         """`_key`, but a tensor table row by row, each row object once (charter.contract.checks hands
         out one TensorFact per resolved row)."""
         if isinstance(c, checks.Tensors):
-            return (type(c), tuple(self.rows.each(c.rows)), repr(_plain(c.at)))
+            return (type(c), self.rows.each(c.rows), repr(_plain(c.at)))
         return _key(c)
 
 
