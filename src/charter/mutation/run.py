@@ -537,9 +537,12 @@ def _run_contract(b: Battery, m: Mutant, step: ContractStep | None = None, defer
     enforced = "; ".join(dict.fromkeys(_describe(c) for c in prediction.changed))
     checker = checker_module(plan, b.pieces, checks=step.checks)
     payload = prediction.expect is not None and prediction.expect.stage is Stage.PAYLOAD
-    report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
-                        verify_payload=payload, native_values=payload_scans(b),
-                        verified_prefix=_digest_only(b, prediction) if payload else None)
+    try:
+        report = admit_view(b.view, str(b.artifact_path), checker, require_status=b.require_status,
+                            verify_payload=payload, native_values=payload_scans(b),
+                            verified_prefix=_digest_only(b, prediction) if payload else None)
+    finally:  # its functions and its namespace hold each other: freed now, not by the next collection
+        checker.__dict__.clear()
     d = report.diagnostic
     said_by = (d and d.stage, d and d.code, d and d.field)
     if b.engines == "both" and defer_cpp:
