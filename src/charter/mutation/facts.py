@@ -16,7 +16,7 @@ as always (_moved_entries).
 from __future__ import annotations
 
 from itertools import compress, repeat
-from operator import attrgetter, ne, sub
+from operator import attrgetter, eq, ne, sub
 from typing import NamedTuple
 
 from charter.admission.view import ArtifactView, parse_view
@@ -111,7 +111,7 @@ def changed(conforming: Facts, raw_header: bytes, file_size: int, fmt: str, acce
                           *zip(repeat("tensor"), _changed_tensors(conforming, mutant))})
     now = _header_facts(view, buf, _held(conforming))
     mine, theirs = moved
-    extents = [*map(_START, mine), *map(_END, mine)] != [*map(_START, theirs), *map(_END, theirs)]
+    extents = any(map(ne, map(_START, mine), map(_START, theirs))) or any(map(ne, map(_END, mine), map(_END, theirs)))
     tensors = compress(map(_NAME, mine), map(ne, map(_SHAPE_AND_CODEC, mine), map(_SHAPE_AND_CODEC, theirs)))
     return frozenset({FILE, *_differing(was, now, (was.keys() - _TENSOR_FACTS) | now.keys()),
                       *([("extents",)] if extents else []), *zip(repeat("tensor"), tensors)})
@@ -131,8 +131,9 @@ def _moved_entries(conforming: Facts, view: ArtifactView) -> tuple[list, list] |
             or view.file_size != conforming.view.file_size or not _distinct(conforming):
         return None
     at = changed_at(mine, theirs)
-    moved = list(map(mine.__getitem__, at)), list(map(theirs.__getitem__, at))
-    return moved if list(map(_NAME, moved[0])) == list(map(_NAME, moved[1])) else None
+    if not all(map(eq, map(_NAME, map(mine.__getitem__, at)), map(_NAME, map(theirs.__getitem__, at)))):
+        return None  # a renamed tensor: found at the first entry that differs, most often
+    return list(map(mine.__getitem__, at)), list(map(theirs.__getitem__, at))
 
 
 def _changed_tensors(conforming: Facts, mutant: Facts) -> set[str]:
