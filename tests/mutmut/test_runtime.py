@@ -1156,6 +1156,40 @@ def test_the_inventory_is_expanded_once_per_tuple():
     assert runtime._inventory(generated) == expected and runtime._EXPANDED[0][0] is other
 
 
+
+@pytest.fixture
+def first_file(monkeypatch):
+    """runtime._names takes the first file it read as the base of the files that share its entries."""
+    monkeypatch.setattr(runtime, "_FIRST_NAMES", [])
+    monkeypatch.setattr(runtime, "_by_name", runtime.IdMemo(runtime._names, bound=1))
+
+
+def test_a_file_like_the_first_is_judged_by_its_own_entries(first_file):
+    rows = (("a", (), "x", (4, 2), "F32", AT), ("b", (), "y", (3,), "F16", AT2), ("c", (), "z", (1,), "F32", AT))
+    a, b, c = tensor("a", (4, 2), "F32", 64, 96), tensor("b", (3,), "F16", 96, 102), tensor("c", (1,), "F32", 128, 132)
+    assert ctx(view(tensors=[a, b, c])).tensors(rows=rows, at=None) is None
+    assert runtime._FIRST_NAMES[0][0] == (a, b, c) and runtime._FIRST_NAMES[0][2] is True
+    wider = tensor("b", (4,), "F16", 96, 104)
+    assert rejection(ctx(view(tensors=[a, wider, c])).tensors, rows, None)["field"] == "tensors.b.shape[0]"
+    renamed = tensor("b_", (3,), "F16", 96, 102)
+    assert rejection(ctx(view(tensors=[a, renamed, c])).tensors, rows, None)["field"] == "tensors.b"
+    assert rejection(ctx(view(tensors=[a, b])).tensors, rows, None)["field"] == "tensors.c"
+    assert rejection(ctx(view(tensors=[a, b, c, wider])).tensors, rows, None)["code"] == "TENSOR_DUPLICATE"
+    assert ctx(view(tensors=[a, b, tensor("c", (1,), "F32", 132, 136)])).tensors(rows=rows, at=None) is None
+    assert runtime._names(view(tensors=[a, wider, c])) == {"a": a, "b": wider, "c": c}
+    assert list(runtime._names(view(tensors=[c, b, a]))) == ["c", "b", "a"]
+
+
+def test_a_first_file_that_names_a_tensor_twice_is_no_base(first_file):
+    rows = (("a", (), "x", (4, 2), "F32", AT), ("b", (), "y", (3,), "F16", AT2))
+    a, b = tensor("a", (4, 2), "F32", 64, 96), tensor("b", (3,), "F16", 96, 102)
+    assert rejection(ctx(view(tensors=[a, b, a])).tensors, rows, None)["code"] == "TENSOR_DUPLICATE"
+    assert runtime._FIRST_NAMES[0][2] is False
+    other = tensor("a", (4, 2), "F32", 102, 134)
+    assert runtime._names(view(tensors=[a, b, other])) == {"a": other, "b": b}
+    assert runtime._names(view(tensors=[other, b, a])) == {"a": a, "b": b}
+
+
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():
     rows = (("a", (), "x", (1,), "F32", AT), ("b", (), "y", (2,), "F32", AT), ("a", (), "z", (3,), "F16", AT2))
     assert list(runtime._inventory(rows).items()) == [("a", ("z", (3,), "F16", AT2)), ("b", ("y", (2,), "F32", AT))]

@@ -49,7 +49,7 @@ from charter.floatbits import f64_bits, float_bits
 from charter.formats.ggml_types import codec_bytes, row_header
 from charter.formats.gguf import MAX_HEADER_BYTES, GGUFArray
 from charter.language import align_up, expand, meets
-from charter.memo import IdMemo
+from charter.memo import FEW, IdMemo, changed_at
 
 # Keys the container stage owns (container.alignment), never "extra" metadata.
 CONTAINER_KEYS = {"gguf": {"general.alignment"}}
@@ -329,11 +329,12 @@ class Context:
                     self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
                               1, 2, t.offset)
                 seen.add(t.name)
-        for name, (_, _, _, at) in expected.items() if not expected.keys() <= actual.keys() else ():  # pragma: no mutate -- cost only: with every expected name present the loop finds none
+        same_names = expected.keys() == actual.keys()  # pragma: no mutate -- cost only: one test in C for the two below
+        for name, (_, _, _, at) in expected.items() if not same_names and not expected.keys() <= actual.keys() else ():  # pragma: no mutate -- cost only: with every expected name present the loop finds none
             if name not in actual:
                 self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", at, "present",
                           "missing")
-        for name, t in actual.items() if not actual.keys() <= expected.keys() else ():  # pragma: no mutate -- cost only: with no name beyond the expected the loop finds none
+        for name, t in actual.items() if not same_names and not actual.keys() <= expected.keys() else ():  # pragma: no mutate -- cost only: with no name beyond the expected the loop finds none
             if name not in expected and not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", t.offset)
@@ -775,8 +776,27 @@ _FACT_SHAPE_AND_CODEC = operator.itemgetter(1, 2)
 
 
 def _names(view: ArtifactView) -> dict[str, TensorEntry]:
-    """The file's tensors by name (the last of a duplicated name)."""
-    return {t.name: t for t in view.tensors}
+    """The file's tensors by name (the last of a duplicated name). A file that holds the first
+    file's entries but at a few positions, each of those under the name the first file's had there
+    (a mutation battery's mutant of a tensor's shape, codec or offset), takes the first file's
+    table with those entries in their places, if the first file named each tensor once."""
+    tensors, first = view.tensors, _FIRST_NAMES[0] if _FIRST_NAMES else None  # pragma: no mutate -- cost only: without a first file every table is built whole
+    if first is not None and first[2] and len(tensors) == len(first[0]):
+        at = changed_at(tensors, first[0])  # pragma: no mutate -- cost only: a position where the entry did not change is patched with that very entry
+        few = len(at) <= FEW  # pragma: no mutate -- cost only: a file that differs in more places is built whole
+        if few and all(tensors[i].name == first[0][i].name for i in at):
+            names = first[1].copy()
+            for i in at:
+                names[tensors[i].name] = tensors[i]
+            return names
+    names = {t.name: t for t in tensors}
+    if first is None:  # pragma: no mutate -- cost only: without a first file every table is built whole
+        _FIRST_NAMES.append((tensors, names, len(names) == len(tensors)))
+    return names
+
+
+# The first file's tensors, its table by name, and whether it named each tensor once.
+_FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool]] = []
 
 
 _SHAPE_AND_CODEC = operator.attrgetter("shape", "codec")
