@@ -1190,6 +1190,41 @@ def test_a_first_file_that_names_a_tensor_twice_is_no_base(first_file):
     assert runtime._names(view(tensors=[other, b, a])) == {"a": a, "b": b}
 
 
+
+@pytest.fixture
+def last_table(monkeypatch):
+    """runtime._inventory takes the last table it expanded as the base of a table that shares its rows."""
+    monkeypatch.setattr(runtime, "_LAST_INVENTORY", [])
+    monkeypatch.setattr(runtime, "_EXPANDED", [])
+
+
+def _whole(rows) -> list:
+    """An inventory built whole, as its items in order."""
+    return list({name: fact for row in rows for name, fact in runtime._expand_row(row)}.items())
+
+
+@pytest.mark.parametrize("twice", [False, True])
+def test_a_table_like_the_last_is_expanded_with_its_own_rows(last_table, twice):
+    first = (("a", (), "x", (4, 2), "F32", AT), ("blk.{i}.w", (("i", 2),), "y", (3,), "F16", AT2),
+             ("c", (), "z", (1,), "F32", AT), *([("a", (), "w", (5,), "F16", AT2)] if twice else []))
+    assert list(runtime._inventory(first).items()) == _whole(first)
+    assert runtime._LAST_INVENTORY[0][3] is (not twice)
+    wider = (first[0], ("blk.{i}.w", (("i", 2),), "y", (4,), "F16", AT2), *first[2:])
+    renamed = (first[0], ("blk.{i}.v", (("i", 2),), "y", (3,), "F16", AT2), *first[2:])
+    fewer = (first[0], ("blk.{i}.w", (("i", 1),), "y", (3,), "F16", AT2), *first[2:])
+    again = (("a", (), "x", (9,), "F32", AT), *first[1:])
+    for rows in (wider, renamed, fewer, again, first[:2], (*first, ("d", (), "x", (1,), "F32", AT))):
+        for base in (first, wider):  # each after the first table, and after a table made from it
+            runtime._inventory(base)
+            assert list(runtime._inventory(rows).items()) == _whole(rows), rows
+    assert list(runtime._inventory(list(wider)).items()) == _whole(wider)
+    runtime._inventory(first)  # made from the last table, list(wider), when that named each tensor once
+    assert runtime._LAST_INVENTORY[0][3] is (not twice)
+    made = runtime._inventory(wider)
+    assert runtime._EXPANDED[0][0] is wider and runtime._EXPANDED[0][1] is made
+    assert runtime._LAST_INVENTORY[0][2] is made and runtime._LAST_INVENTORY[0][3] is (not twice)
+
+
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():
     rows = (("a", (), "x", (1,), "F32", AT), ("b", (), "y", (2,), "F32", AT), ("a", (), "z", (3,), "F16", AT2))
     assert list(runtime._inventory(rows).items()) == [("a", ("z", (3,), "F16", AT2)), ("b", ("y", (2,), "F32", AT))]

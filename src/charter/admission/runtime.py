@@ -752,13 +752,40 @@ _EXPANDED: list[tuple[tuple, dict[str, tuple]]] = []
 
 
 def _inventory(rows: Iterable[tuple]) -> dict[str, tuple]:
-    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order."""
+    """The contract's tensors by concrete name, (role, shape, codec, at), in contract order. A table
+    that holds the last table's rows but at a few positions, each of those standing for the names
+    the last table's row there stood for (a mutation battery's mutants of a row's shape or codec),
+    takes the last table's inventory with those rows' facts, if that table named each tensor once
+    (Note [Identity memo] in charter.memo)."""
     if _EXPANDED and _EXPANDED[0][0] is rows:
         return _EXPANDED[0][1]
-    expected = dict(itertools.chain.from_iterable(_expanded_row.each(tuple(rows))))
+    table = tuple(rows)
+    expanded = _expanded_row.each(table)
+    last = _LAST_INVENTORY[0] if _LAST_INVENTORY else None  # pragma: no mutate -- cost only: without a last table every inventory is built whole
+    if last is not None and last[3] and len(table) == len(last[0]):
+        at = changed_at(table, last[0])  # pragma: no mutate -- cost only: a position where the row did not change is patched with that very row's facts
+        few = len(at) <= FEW  # pragma: no mutate -- cost only: a table that differs in more places is built whole
+        if few and all(list(map(_NAME_OF, expanded[i])) == list(map(_NAME_OF, last[1][i])) for i in at):
+            expected = last[2].copy()
+            for i in at:
+                expected.update(expanded[i])
+            return _kept(rows, table, expanded, expected, True)
+    expected = dict(itertools.chain.from_iterable(expanded))
+    return _kept(rows, table, expanded, expected, len(expected) == sum(map(len, expanded)))
+
+
+def _kept(rows: Iterable[tuple], table: tuple, expanded: tuple, expected: dict[str, tuple], once: bool
+          ) -> dict[str, tuple]:
+    """`expected`, kept as the last inventory (`once`: its table named each tensor once)."""
+    _LAST_INVENTORY[:] = [(table, expanded, expected, once)]
     if type(rows) is tuple:
         _EXPANDED[:] = [(rows, expected)]
     return expected
+
+
+# The last table: its rows, their (name, fact) pairs, its inventory, whether it named each tensor once.
+_LAST_INVENTORY: list[tuple[tuple, tuple, dict[str, tuple], bool]] = []
+_NAME_OF = operator.itemgetter(0)
 
 
 def _expand_row(row: tuple) -> list[tuple[str, tuple]]:
