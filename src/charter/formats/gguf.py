@@ -104,6 +104,7 @@ import bisect
 import contextlib
 import functools
 import hashlib
+import itertools
 import math
 import mmap
 import os
@@ -372,6 +373,43 @@ def _moved(records: list[tuple], shift: int) -> list[tuple]:
             for name, dims, gtype, offset, nbytes, at, off_at in records]
 
 
+class SeenAfter(dict):
+    """The names of the tensor infos `_read_tensor_infos` has read, with where each starts, as its
+    `seen`: the first `lo` records of an accepted table (`kept`, by its names' places; `out`, those
+    records moved where they were read) and, held here, those read after them. A mutant's table is
+    the kept one's but for a record: its leading records are not put in a dict one by one (half a
+    table of 1,000 at each parse)."""
+
+    __slots__ = ("_kept", "_lo", "_out")
+
+    def __init__(self, kept: tuple | None, lo: int, out: list[tuple]) -> None:
+        super().__init__()
+        self._kept, self._lo, self._out = kept, lo, out
+
+    def _place(self, name: str) -> int | None:
+        """The place of `name` among the leading records, if it is one of theirs."""
+        i = self._kept[5].get(name) if self._kept is not None else None
+        return i if i is not None and i < self._lo else None
+
+    def __contains__(self, name: object) -> bool:
+        return self._place(name) is not None or dict.__contains__(self, name)
+
+    def __getitem__(self, name: str) -> int:
+        i = self._place(name)
+        return self._out[i][5] if i is not None else dict.__getitem__(self, name)
+
+    def disjoint(self, kept: tuple, j: int) -> bool:
+        """No name here is one of the kept table `kept`'s from its record `j` on: each has its place
+        there (a kept table names each tensor once) before `j`, or none."""
+        places = kept[5]
+        if not all(places.get(name, -1) < j for name in dict.keys(self)):  # those read after the leading ones
+            return False
+        if kept is self._kept and j >= self._lo:  # the leading records' places are theirs, before `lo`
+            return True
+        leading = itertools.islice(self._kept[3], self._lo) if self._kept is not None else ()
+        return max(map(places.get, leading, repeat(-1)), default=-1) < j
+
+
 class AcceptedStrings:
     """String arrays and tensor info tables the fast path accepted, by element count, for parses of
     headers that differ from one another in a few bytes (Note [Accepted string arrays]); and the
@@ -385,7 +423,8 @@ class AcceptedStrings:
 
     def __init__(self) -> None:
         self._by_count: dict[int, list[bytes]] = {}
-        # count -> (bytes, records where they were read, where each ends from the start, names, the start)
+        # count -> (bytes, records where they were read, where each ends from the start, names, the
+        # start, each name's place: an accepted table names each tensor once)
         self._tables: dict[int, tuple] = {}
         self._memos: dict[object, BaseMemo] = {}
 
@@ -399,12 +438,14 @@ class AcceptedStrings:
         self._memos[key] = memo
         return memo
 
-    def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int]:
+    def table(self, buf, start: int, count: int, end: int) -> tuple[list[tuple], int, "SeenAfter"]:
         """The most leading records, at most `count` tensor infos at `start` ending by `end`, that
         `_read_tensor_infos` would read as it read them in a table it accepted before (their bytes
-        are that table's first records'), moved to `start`; and where they stop."""
-        best, best_stop = [], start
-        for raw, records, ends, _, origin in self._candidates(count):
+        are that table's first records'), moved to `start`; where they stop; and their names, as
+        `_read_tensor_infos` keeps those it has read (SeenAfter)."""
+        best, best_stop = None, start
+        for kept in self._candidates(count):
+            raw, _, ends, _, _, _ = kept
             lo, hi = 0, min(count, bisect.bisect_right(ends, end - start))  # hi: the records that end by `end`
             while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
                 mid = (lo + hi + 1) // 2
@@ -412,29 +453,34 @@ class AcceptedStrings:
                     lo = mid
                 else:
                     hi = mid - 1
-            if lo > len(best):
-                best, best_stop = (records, lo, origin), start + ends[lo - 1]
-        return (_moved(best[0][:best[1]], start - best[2]), best_stop) if best else ([], start)
+            if lo > (best[1] if best else 0):
+                best, best_stop = (kept, lo), start + ends[lo - 1]
+        if best is None:
+            return [], start, SeenAfter(None, 0, [])
+        (_, records, _, _, origin, _), lo = best
+        out = _moved(records[:lo], start - origin)
+        return out, best_stop, SeenAfter(best[0], lo, out)
 
     def add_table(self, buf, start: int, records: list[tuple], stop: int) -> None:
         """Remember a table the fast path accepted whole, from `start` to `stop`."""
         if len(records) not in self._tables and len(self._tables) < self.TABLES:
+            names = [r[0] for r in records]
             self._tables[len(records)] = (bytes(buf[start:stop]), list(records), [r[6] + 8 - start for r in records],
-                                          [r[0] for r in records], start)
+                                          names, start, {name: i for i, name in enumerate(names)})
 
-    def rest(self, buf, pos: int, count: int, k: int, end: int, seen: dict) -> tuple[list[tuple], int] | None:
+    def rest(self, buf, pos: int, count: int, k: int, end: int, seen: "SeenAfter") -> tuple[list[tuple], int] | None:
         """Records `k`.. of a table of `count`: the last `count - k` of a table accepted before,
         moved to `pos`, and where they stop, if `buf` holds their bytes there, ending by `end`, and
         no name in `seen` is one of theirs."""
         if not 0 < k <= count:
             return None
-        for raw, records, ends, names, origin in self._candidates(count):
+        for kept in self._candidates(count):
+            raw, records, ends, _, origin, _ = kept
             j = len(records) - (count - k)  # the first of the kept records that would be record k
             if j < 1:
                 continue
             at = ends[j - 1]
-            if pos + len(raw) - at <= end and buf[pos:pos + len(raw) - at] == raw[at:] \
-                    and seen.keys().isdisjoint(names[j:]):
+            if pos + len(raw) - at <= end and buf[pos:pos + len(raw) - at] == raw[at:] and seen.disjoint(kept, j):
                 return _moved(records[j:], pos - at - origin), pos + len(raw) - at
         return None
 
@@ -978,13 +1024,13 @@ def _read_tensor_infos(cur: _Cursor, tensor_count: int) -> list[tuple]:
     accepted = cur.accepted if fast else None
     start = pos
     out: list[tuple] = []
+    seen: dict[str, int] = {}
     if accepted is not None:  # Note [Accepted string arrays]: the loop would accept these records again
-        out, pos = accepted.table(buf, pos, tensor_count, end)
+        out, pos, seen = accepted.table(buf, pos, tensor_count, end)
         if len(out) == tensor_count:
             cur.pos = pos
             return out
     u64, u32, tails, codecs, prod = _U64.unpack_from, _U32.unpack_from, _TAIL_READERS, _CODEC_SIZES, math.prod
-    seen: dict[str, int] = {r[0]: r[5] for r in out}
     append = out.append
     checked = False
     tries = _RESYNCS
