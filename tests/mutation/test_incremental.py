@@ -23,7 +23,7 @@ from charter.contract.contractset import load_set
 from charter.contract.load import contract_from_document
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.formats.gguf import AcceptedStrings
+from charter.formats.gguf import AcceptedStrings, SeenAfter
 from charter.admission.view import parse_view, read_view
 from charter.mutation import expect, facts, run as run_module, value_ops
 from charter.mutation.assemble import Pieces
@@ -314,7 +314,7 @@ class _Forgetful(AcceptedStrings):
         return None
 
     def table(self, buf, start, count, end):
-        return [], start
+        return [], start, SeenAfter(None, 0, [])
 
 
 def test_artifact_mutants_judged_as_by_the_plain_reader_and_stream(smollm2_battery):
