@@ -1225,6 +1225,21 @@ def test_a_table_like_the_last_is_expanded_with_its_own_rows(last_table, twice):
     assert runtime._LAST_INVENTORY[0][2] is made and runtime._LAST_INVENTORY[0][3] is (not twice)
 
 
+
+def test_a_table_like_its_base_is_made_from_the_base(first_file, last_table):
+    """What a file or a contract table like the base (all but a position, under the same names)
+    gets is the base's own table, patched: a key only the base's table holds shows it is."""
+    entries = tuple(tensor(f"t{i}", (i + 1,), "F32", 64 + 4 * i, 68 + 4 * i) for i in range(20))
+    runtime._FIRST_NAMES[:] = [(entries, {"base only": None, **{t.name: t for t in entries}}, True)]
+    wider = (*entries[:5], tensor("t5", (7,), "F32", 84, 88), *entries[6:])
+    assert runtime._names(view(tensors=wider)) == {"base only": None, **{t.name: t for t in wider}}
+    rows = tuple((f"t{i}", (), "x", (i + 1,), "F32", AT) for i in range(20))
+    expanded = tuple(runtime._expand_row(r) for r in rows)
+    runtime._LAST_INVENTORY[:] = [(rows, expanded, {"base only": None, **dict(e[0] for e in expanded)}, True)]
+    changed = (*rows[:5], ("t5", (), "x", (7,), "F32", AT), *rows[6:])
+    assert runtime._inventory(changed) == {"base only": None, **dict(_whole(changed))}
+
+
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():
     rows = (("a", (), "x", (1,), "F32", AT), ("b", (), "y", (2,), "F32", AT), ("a", (), "z", (3,), "F16", AT2))
     assert list(runtime._inventory(rows).items()) == [("a", ("z", (3,), "F16", AT2)), ("b", ("y", (2,), "F32", AT))]

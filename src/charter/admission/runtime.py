@@ -762,14 +762,12 @@ def _inventory(rows: Iterable[tuple]) -> dict[str, tuple]:
     table = tuple(rows)
     expanded = _expanded_row.each(table)
     last = _LAST_INVENTORY[0] if _LAST_INVENTORY else None  # pragma: no mutate -- cost only: without a last table every inventory is built whole
-    if last is not None and last[3] and len(table) == len(last[0]):
-        at = changed_at(table, last[0])  # pragma: no mutate -- cost only: a position where the row did not change is patched with that very row's facts
-        few = len(at) <= FEW  # pragma: no mutate -- cost only: a table that differs in more places is built whole
-        if few and all(list(map(_NAME_OF, expanded[i])) == list(map(_NAME_OF, last[1][i])) for i in at):
-            expected = last[2].copy()
-            for i in at:
-                expected.update(expanded[i])
-            return _kept(rows, table, expanded, expected, True)
+    at = _changed_places(table, last[0]) if last is not None and last[3] else None
+    if at is not None and all(list(map(_NAME_OF, expanded[i])) == list(map(_NAME_OF, last[1][i])) for i in at):
+        expected = last[2].copy()
+        for i in at:
+            expected.update(expanded[i])
+        return _kept(rows, table, expanded, expected, True)
     expected = dict(itertools.chain.from_iterable(expanded))
     return _kept(rows, table, expanded, expected, len(expected) == sum(map(len, expanded)))
 
@@ -808,14 +806,11 @@ def _names(view: ArtifactView) -> dict[str, TensorEntry]:
     (a mutation battery's mutant of a tensor's shape, codec or offset), takes the first file's
     table with those entries in their places, if the first file named each tensor once."""
     tensors, first = view.tensors, _FIRST_NAMES[0] if _FIRST_NAMES else None  # pragma: no mutate -- cost only: without a first file every table is built whole
-    if first is not None and first[2] and len(tensors) == len(first[0]):
-        at = changed_at(tensors, first[0])  # pragma: no mutate -- cost only: a position where the entry did not change is patched with that very entry
-        few = len(at) <= FEW  # pragma: no mutate -- cost only: a file that differs in more places is built whole
-        if few and all(tensors[i].name == first[0][i].name for i in at):
-            names = first[1].copy()
-            for i in at:
-                names[tensors[i].name] = tensors[i]
-            return names
+    at = _changed_places(tensors, first[0]) if first is not None and first[2] else None
+    if at is not None and all(tensors[i].name == first[0][i].name for i in at):
+        names = first[1].copy()
+        names.update((tensors[i].name, tensors[i]) for i in at)
+        return names
     names = {t.name: t for t in tensors}
     if first is None:  # pragma: no mutate -- cost only: without a first file every table is built whole
         _FIRST_NAMES.append((tensors, names, len(names) == len(tensors)))
@@ -824,6 +819,15 @@ def _names(view: ArtifactView) -> dict[str, TensorEntry]:
 
 # The first file's tensors, its table by name, and whether it named each tensor once.
 _FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool]] = []
+
+
+def _changed_places(table: tuple, base: tuple) -> list[int] | None:
+    """The few positions where `table` holds other objects than `base`, as long a table; None for
+    more than a few, or another length: what is made of the table is then made whole."""
+    if len(table) != len(base):
+        return None
+    at = changed_at(table, base)  # pragma: no mutate -- cost only: a position where nothing changed is patched with what is there
+    return at if len(at) <= FEW else None  # pragma: no mutate -- cost only: a table that differs in more places is made whole
 
 
 _SHAPE_AND_CODEC = operator.attrgetter("shape", "codec")
