@@ -125,7 +125,7 @@ def test_a_base_memo_raises_for_the_first_object_that_fails():
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.integers(0, 5), max_size=40), st.lists(st.integers(0, 5), max_size=40), st.booleans())
+@given(st.lists(st.integers(0, 5), max_size=150), st.lists(st.integers(0, 5), max_size=150), st.booleans())
 def test_the_native_changed_at_finds_what_python_finds(left, right, as_tuple):
     """Positions of different objects (equal ones among them: a value-equal object is another one)."""
     from charter import _native

@@ -36,7 +36,10 @@ def changed_at(objs, others) -> list[int]:
     """The positions, within the shorter of the two, where `objs` and `others` hold different
     objects, as a mutant's table is compared with the one it was made from: by charter._native,
     which compares the pointers (1 us for 1,000 rows, where the mapped `is_not` below takes 26, and
-    a battery compares a dozen tables per mutant), else in Python."""
+    a battery compares a dozen tables per mutant), else in Python: short tables too, in as little
+    time, and a one-off admission never compares a long one (it would import the module for it)."""
+    if len(objs) < _NATIVE_FROM or len(others) < _NATIVE_FROM:
+        return _python_changed_at(objs, others)
     return _CHANGED_AT[0](objs, others)
 
 
@@ -56,6 +59,7 @@ def _first_changed_at(objs, others) -> list[int]:
 
 
 _CHANGED_AT = [_first_changed_at]
+_NATIVE_FROM = 64  # rows: below, the Python walk takes 2 us at most
 
 
 def _between(objs, others) -> tuple[int, int, int]:
@@ -99,7 +103,7 @@ class IdMemo(Generic[T, V]):
             for i in differ:
                 changed[i] = self(objs[i])
             values = tuple(changed)
-        elif differ is None and abs(len(objs) - len(last_objs)) <= FEW and \
+        elif differ is None and last_objs and abs(len(objs) - len(last_objs)) <= FEW and \
                 (between := _between(objs, last_objs))[2] <= FEW:  # rows dropped or added in one place
             head, tail, _ = between
             values = (*last_values[:head], *map(self, objs[head:len(objs) - tail]),

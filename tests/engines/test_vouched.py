@@ -66,7 +66,8 @@ def test_a_model_contract_or_a_missing_manifest_is_no_vouching(tmp_path):
 def _admit_in_process(*args: str, cwd=ROOT) -> subprocess.CompletedProcess:
     """`charter admit ARGS`, reporting which heavy modules the process imported."""
     code = ("import sys; from charter.cli import main; rc = main(['admit', *sys.argv[1:]]); "
-            f"print('imported:', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); sys.exit(rc)")
+            f"print('imported:', sorted(m for m in {HEAVY!r} if m in sys.modules), file=sys.stderr); "
+            "print('native:', 'charter._native' in sys.modules, file=sys.stderr); sys.exit(rc)")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=cwd, timeout=300)
 
 
@@ -76,6 +77,7 @@ def test_a_vouched_admission_loads_no_contract_and_renders_nothing(native, cache
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "the manifest vouches for specs/artifacts/smollm2-135m-instruct-q4_1.yaml" in proc.stderr
     assert "imported: []" in proc.stderr
+    assert f"native: {engine == 'cpp'}" in proc.stderr  # the Python engine never loads the module (13 ms)
     if engine == "cpp":
         assert "engine: c++ (charter._native)" in proc.stderr
 
