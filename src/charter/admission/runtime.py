@@ -330,14 +330,13 @@ class Context:
                               1, 2, t.offset)
                 seen.add(t.name)
         same_names = expected.keys() == actual.keys()  # pragma: no mutate -- cost only: one test in C for the two below
-        for name, (_, _, _, at) in expected.items() if not same_names and not expected.keys() <= actual.keys() else ():  # pragma: no mutate -- cost only: with every expected name present the loop finds none
-            if name not in actual:
-                self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", at, "present",
-                          "missing")
-        for name, t in actual.items() if not same_names and not actual.keys() <= expected.keys() else ():  # pragma: no mutate -- cost only: with no name beyond the expected the loop finds none
-            if name not in expected and not self._is_excluded(name):
+        for name in itertools.filterfalse(actual.__contains__, expected) if not same_names else ():  # pragma: no mutate -- cost only: with the same names the loop finds none
+            self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", expected[name][3],
+                      "present", "missing")
+        for name in itertools.filterfalse(expected.__contains__, actual) if not same_names else ():  # pragma: no mutate -- cost only: with the same names the loop finds none
+            if not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
-                          "absent", "present", t.offset)
+                          "absent", "present", actual[name].offset)
         # the names whose (shape, codec) differs from the file's, in contract order, found in C
         wanted = map(_FACT_SHAPE_AND_CODEC, expected.values())
         found = map(_SHAPE_AND_CODEC, map(actual.__getitem__, expected))
