@@ -1142,7 +1142,7 @@ def test_a_shard_is_checked_for_the_tensors_placed_in_it():
 
 def test_the_inventory_is_expanded_once_per_tuple():
     expected = runtime._inventory(TABLE)
-    assert list(expected) == ["a", "blk.0.w", "blk.1.w"] and expected["blk.1.w"] == ("norm", (32,), "F16", AT2)
+    assert list(expected) == ["a", "blk.0.w", "blk.1.w"] and expected["blk.1.w"] == ("norm", (32,), "F16", AT2, ((32,), "F16"))
     assert runtime._EXPANDED == [(TABLE, expected)]
     assert runtime._inventory(TABLE) is expected  # the shards of a bundle share it
     rows = [TABLE[0]]  # a list can change under a cache: expanded every time, never kept
@@ -1230,7 +1230,7 @@ def test_a_table_like_its_base_is_made_from_the_base(first_file, last_table):
     """What a file or a contract table like the base (all but a position, under the same names)
     gets is the base's own table, patched: a key only the base's table holds shows it is."""
     entries = tuple(tensor(f"t{i}", (i + 1,), "F32", 64 + 4 * i, 68 + 4 * i) for i in range(20))
-    runtime._FIRST_NAMES[:] = [(entries, {"base only": None, **{t.name: t for t in entries}}, True)]
+    runtime._FIRST_NAMES[:] = [(entries, {"base only": None, **{t.name: t for t in entries}}, True, [])]
     wider = (*entries[:5], tensor("t5", (7,), "F32", 84, 88), *entries[6:])
     assert runtime._names(view(tensors=wider)) == {"base only": None, **{t.name: t for t in wider}}
     rows = tuple((f"t{i}", (), "x", (i + 1,), "F32", AT) for i in range(20))
@@ -1242,7 +1242,8 @@ def test_a_table_like_its_base_is_made_from_the_base(first_file, last_table):
 
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():
     rows = (("a", (), "x", (1,), "F32", AT), ("b", (), "y", (2,), "F32", AT), ("a", (), "z", (3,), "F16", AT2))
-    assert list(runtime._inventory(rows).items()) == [("a", ("z", (3,), "F16", AT2)), ("b", ("y", (2,), "F32", AT))]
+    assert list(runtime._inventory(rows).items()) == [("a", ("z", (3,), "F16", AT2, ((3,), "F16"))),
+                                                      ("b", ("y", (2,), "F32", AT, ((2,), "F32")))]
 
 
 def test_a_shard_reports_its_first_missing_tensor_in_contract_order():

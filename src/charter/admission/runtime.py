@@ -331,17 +331,17 @@ class Context:
                 seen.add(t.name)
         same_names = expected.keys() == actual.keys()  # pragma: no mutate -- cost only: one test in C for the two below
         for name in itertools.filterfalse(actual.__contains__, expected) if not same_names else ():  # pragma: no mutate -- cost only: with the same names the loop finds none
-            self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", expected[name][3],
+            self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", expected[name][_AT],
                       "present", "missing")
         for name in itertools.filterfalse(expected.__contains__, actual) if not same_names else ():  # pragma: no mutate -- cost only: with the same names the loop finds none
             if not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", actual[name].offset)
         # the names whose (shape, codec) differs from the file's, in contract order, found in C
-        wanted = map(_FACT_SHAPE_AND_CODEC, expected.values())
-        found = map(_SHAPE_AND_CODEC, map(actual.__getitem__, expected))
+        wanted = map(_PAIR_OF_FACT, expected.values())
+        found = map(_pairs(self.view).__getitem__, expected)
         for name in itertools.compress(expected, map(operator.ne, wanted, found)):
-            role, shape, codec, at = expected[name]
+            role, shape, codec, at, _ = expected[name]
             t = actual[name]
             if len(t.shape) != len(shape):
                 self.mismatch(Code.TENSOR_RANK, f"tensors.{name}.rank", len(shape), len(t.shape), at, t.offset,
@@ -789,14 +789,14 @@ def _expand_row(row: tuple) -> list[tuple[str, tuple]]:
     """A row's (name, fact) pairs, once per row object: a mutation battery's checkers share all but
     a row of their tables (Note [Identity memo] in charter.memo)."""
     name, repeat, role, shape, codec, at = row
-    fact = (role, shape, codec, at)
+    fact = (role, shape, codec, at, (shape, codec))  # the pair, made once: the tensors stage compares it
     return [(n, fact) for n in expand(name, repeat)]
 
 
 _expanded_row = IdMemo(_expand_row)
 # An inventory's names -> their place in it, once per inventory (the shards of a bundle share one).
 _positions = IdMemo(lambda expected: {name: i for i, name in enumerate(expected)}, bound=1)
-_FACT_SHAPE_AND_CODEC = operator.itemgetter(1, 2)
+_AT, _PAIR_OF_FACT = 3, operator.itemgetter(4)  # of a fact: (role, shape, codec, at, (shape, codec))
 
 
 def _names(view: ArtifactView) -> dict[str, TensorEntry]:
@@ -804,20 +804,43 @@ def _names(view: ArtifactView) -> dict[str, TensorEntry]:
     file's entries but at a few positions, each of those under the name the first file's had there
     (a mutation battery's mutant of a tensor's shape, codec or offset), takes the first file's
     table with those entries in their places, if the first file named each tensor once."""
-    tensors, first = view.tensors, _FIRST_NAMES[0] if _FIRST_NAMES else None  # pragma: no mutate -- cost only: without a first file every table is built whole
-    at = _changed_places(tensors, first[0]) if first is not None and first[2] else None
-    if at is not None and all(tensors[i].name == first[0][i].name for i in at):
+    tensors, first, at = _like_first(view)
+    if at is not None:
         names = first[1].copy()
         names.update((tensors[i].name, tensors[i]) for i in at)
         return names
     names = {t.name: t for t in tensors}
     if first is None:  # pragma: no mutate -- cost only: without a first file every table is built whole
-        _FIRST_NAMES.append((tensors, names, len(names) == len(tensors)))
+        _FIRST_NAMES.append((tensors, names, len(names) == len(tensors), []))
     return names
 
 
-# The first file's tensors, its table by name, and whether it named each tensor once.
-_FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool]] = []
+def _pairs_of(view: ArtifactView) -> dict[str, tuple]:
+    """The (shape, codec) of the file's tensors by name, as `_names` finds them, made as it is."""
+    tensors, first, at = _like_first(view)
+    if at is not None:
+        if not first[3]:  # pragma: no mutate -- cost only: the first file's pairs, made once
+            first[3].append({name: (t.shape, t.codec) for name, t in first[1].items()})
+        pairs = first[3][0].copy()
+        pairs.update((tensors[i].name, (tensors[i].shape, tensors[i].codec)) for i in at)
+        return pairs
+    return {name: (t.shape, t.codec) for name, t in _by_name(view).items()}
+
+
+def _like_first(view: ArtifactView) -> tuple[tuple[TensorEntry, ...], tuple | None, list[int] | None]:
+    """The file's tensors, the first file read, and the few places where this file holds other
+    entries than that one, each under the same name (None: it is not like the first file, or the
+    first file named a tensor twice)."""
+    tensors, first = view.tensors, _FIRST_NAMES[0] if _FIRST_NAMES else None  # pragma: no mutate -- cost only: without a first file every table is built whole
+    at = _changed_places(tensors, first[0]) if first is not None and first[2] else None
+    if at is not None and all(tensors[i].name == first[0][i].name for i in at):
+        return tensors, first, at
+    return tensors, first, None
+
+
+# The first file's tensors, its table by name, whether it named each tensor once, and (once made)
+# its tensors' (shape, codec) by name.
+_FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool, list[dict[str, tuple]]]] = []
 
 
 def _changed_places(table: tuple, base: tuple) -> list[int] | None:
@@ -829,8 +852,8 @@ def _changed_places(table: tuple, base: tuple) -> list[int] | None:
     return at if len(at) <= FEW else None  # pragma: no mutate -- cost only: a table that differs in more places is made whole
 
 
-_SHAPE_AND_CODEC = operator.attrgetter("shape", "codec")
 _by_name = IdMemo(_names, bound=1)  # a contract mutant's checker reads the battery's one view
+_pairs = IdMemo(_pairs_of, bound=1)
 
 
 def _tensor_columns(view: ArtifactView) -> tuple[list[int], list[int]]:
