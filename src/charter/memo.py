@@ -12,7 +12,8 @@ row's dims, a 1.7 MB vocabulary). A memo holds at most `bound` entries and forge
 once past it: a battery's working set is one contract and one header. A table asked for whole
 (`each`) is compared with the last one asked for, position by position: a mutant's table is its
 neighbour's but for a row or two, so only the rows at other positions are looked up (all of them,
-in C, when there are more than a few). A table whose objects are mostly seen once, where a
+in C, when there are more than a few); a table a few rows shorter or longer keeps the last one's
+values for the rows it shares at its head and at its tail. A table whose objects are mostly seen once, where a
 neighbour's are not (the records a mutant's header moved), is mapped by a BaseMemo instead: the
 first table's values where the very object sits at the same position, nothing else kept.
 """
