@@ -846,6 +846,8 @@ _FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool, 
 def _changed_places(table: tuple, base: tuple) -> list[int] | None:
     """The few positions where `table` holds other objects than `base`, as long a table; None for
     more than a few, or another length: what is made of the table is then made whole."""
+    if table is base:  # the first file's own table: nothing to compare (a one-off admission asks this)
+        return []
     if len(table) != len(base):
         return None
     at = changed_at(table, base)  # pragma: no mutate -- cost only: a position where nothing changed is patched with what is there
