@@ -168,3 +168,8 @@ def test_rows_shared_at_both_ends_are_not_counted_twice():
     assert list(memo.each([a, b, a])) == [1, 2, 1] and made == [a, b]
     assert list(memo.each([a, a])) == [1, 1]
     assert list(memo.each([a])) == [1] and list(memo.each([])) == [] and list(memo.each([b, a, b])) == [2, 1, 2]
+
+
+def test_a_table_is_never_compared_with_itself():
+    rows = [("row", i) for i in range(100)]
+    assert changed_at(rows, rows) == [] and changed_at(rows, list(rows)) == []

@@ -38,7 +38,10 @@ def changed_at(objs, others) -> list[int]:
     objects, as a mutant's table is compared with the one it was made from: by charter._native,
     which compares the pointers (1 us for 1,000 rows, where the mapped `is_not` below takes 26, and
     a battery compares a dozen tables per mutant), else in Python: short tables too, in as little
-    time, and a one-off admission never compares a long one (it would import the module for it)."""
+    time, and a one-off admission never compares a long one (it would import the module for it);
+    nor a table with itself."""
+    if objs is others:
+        return []
     if len(objs) < _NATIVE_FROM or len(others) < _NATIVE_FROM:
         return _python_changed_at(objs, others)
     return _CHANGED_AT[0](objs, others)
@@ -63,7 +66,7 @@ _CHANGED_AT = [_first_changed_at]
 _NATIVE_FROM = 64  # rows: below, the Python walk takes 2 us at most
 
 
-def _between(objs, others) -> tuple[int, int, int]:
+def shared_ends(objs, others) -> tuple[int, int, int]:
     """How many objects `objs` and `others` share at their heads and then at their tails (the two
     not overlapping), and how many of `objs` lie between."""
     shortest = min(len(objs), len(others))
@@ -105,7 +108,7 @@ class IdMemo(Generic[T, V]):
                 changed[i] = self(objs[i])
             values = tuple(changed)
         elif differ is None and last_objs and abs(len(objs) - len(last_objs)) <= FEW and \
-                (between := _between(objs, last_objs))[2] <= FEW:  # rows dropped or added in one place
+                (between := shared_ends(objs, last_objs))[2] <= FEW:  # rows dropped or added in one place
             head, tail, _ = between
             values = (*last_values[:head], *map(self, objs[head:len(objs) - tail]),
                       *last_values[len(last_values) - tail:])

@@ -1230,7 +1230,8 @@ def test_a_table_like_its_base_is_made_from_the_base(first_file, last_table):
     """What a file or a contract table like the base (all but a position, under the same names)
     gets is the base's own table, patched: a key only the base's table holds shows it is."""
     entries = tuple(tensor(f"t{i}", (i + 1,), "F32", 64 + 4 * i, 68 + 4 * i) for i in range(20))
-    runtime._FIRST_NAMES[:] = [(entries, {"base only": None, **{t.name: t for t in entries}}, True, [])]
+    runtime._FIRST_NAMES[:] = [(entries, {"base only": None, **{t.name: t for t in entries}}, True,
+                                {t.name: (t.shape, t.codec) for t in entries})]
     wider = (*entries[:5], tensor("t5", (7,), "F32", 84, 88), *entries[6:])
     assert runtime._names(view(tensors=wider)) == {"base only": None, **{t.name: t for t in wider}}
     rows = tuple((f"t{i}", (), "x", (i + 1,), "F32", AT) for i in range(20))

@@ -811,7 +811,7 @@ def _names(view: ArtifactView) -> dict[str, TensorEntry]:
         return names
     names = {t.name: t for t in tensors}
     if first is None:  # pragma: no mutate -- cost only: without a first file every table is built whole
-        _FIRST_NAMES.append((tensors, names, len(names) == len(tensors), []))
+        _FIRST_NAMES.append((tensors, names, len(names) == len(tensors), _pairs_by_name(names)))
     return names
 
 
@@ -819,12 +819,14 @@ def _pairs_of(view: ArtifactView) -> dict[str, tuple]:
     """The (shape, codec) of the file's tensors by name, as `_names` finds them, made as it is."""
     tensors, first, at = _like_first(view)
     if at is not None:
-        if not first[3]:  # pragma: no mutate -- cost only: the first file's pairs, made once
-            first[3].append({name: (t.shape, t.codec) for name, t in first[1].items()})
-        pairs = first[3][0].copy()
+        pairs = first[3].copy()
         pairs.update((tensors[i].name, (tensors[i].shape, tensors[i].codec)) for i in at)
         return pairs
-    return {name: (t.shape, t.codec) for name, t in _by_name(view).items()}
+    return _pairs_by_name(_by_name(view))
+
+
+def _pairs_by_name(names: dict[str, TensorEntry]) -> dict[str, tuple]:
+    return {name: (t.shape, t.codec) for name, t in names.items()}
 
 
 def _like_first(view: ArtifactView) -> tuple[tuple[TensorEntry, ...], tuple | None, list[int] | None]:
@@ -838,16 +840,14 @@ def _like_first(view: ArtifactView) -> tuple[tuple[TensorEntry, ...], tuple | No
     return tensors, first, None
 
 
-# The first file's tensors, its table by name, whether it named each tensor once, and (once made)
-# its tensors' (shape, codec) by name.
-_FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool, list[dict[str, tuple]]]] = []
+# The first file's tensors, its table by name, whether it named each tensor once, and its tensors'
+# (shape, codec) by name (the tensors stage compares them for any file that has its names).
+_FIRST_NAMES: list[tuple[tuple[TensorEntry, ...], dict[str, TensorEntry], bool, dict[str, tuple]]] = []
 
 
 def _changed_places(table: tuple, base: tuple) -> list[int] | None:
     """The few positions where `table` holds other objects than `base`, as long a table; None for
     more than a few, or another length: what is made of the table is then made whole."""
-    if table is base:  # the first file's own table: nothing to compare (a one-off admission asks this)
-        return []
     if len(table) != len(base):
         return None
     at = changed_at(table, base)  # pragma: no mutate -- cost only: a position where nothing changed is patched with what is there

@@ -40,7 +40,7 @@ from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
 from charter.formats.gguf import AcceptedStrings
 from charter.formats.records import gc_paused
-from charter.memo import IdMemo, changed_at
+from charter.memo import IdMemo, changed_at, shared_ends
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
 from charter.mutation.assemble import Pieces
 from charter.mutation.expect import Prediction, predict
@@ -693,8 +693,8 @@ def _document(original: Document, data, key: str | None) -> Document:
     locations = original.locations
     new, was = (data[key], original.data[key]) if key is not None else (None, None)
     if isinstance(new, list) and isinstance(was, list) and len(new) == len(was) - 1:
-        j = next(itertools.compress(itertools.count(), map(operator.is_not, new, was)), len(new))
-        if all(map(operator.is_, new[j:], was[j + 1:])):
+        j, _, between = shared_ends(new, was)
+        if not between:  # `was` but its item j
             locations = DroppedItem(locations, (key,), j)
     return Document(data, locations, original.source, original.file)
 
