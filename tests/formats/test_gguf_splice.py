@@ -1,4 +1,5 @@
-"""GGUFArray.spliced: the array from_items writes, its kept elements' bytes as held."""
+"""GGUFArray.spliced: the array from_items writes, its kept elements' bytes as held; offsets and
+element: where items() finds each element, and what it decodes there."""
 
 from __future__ import annotations
 
@@ -23,6 +24,19 @@ def test_a_spliced_array_is_the_one_from_items_writes(arrays):
         for start, stop, new in [(n - 1, n, []), (n, n, items[-1:]), (i, i + 1, [edited]), (0, 1, [edited]),
                                  (0, 0, [edited]), (1, n - 1, []), (0, n, [])]:
             want = GGUFArray.from_items(arr.elem_type, items[:start] + new + items[stop:])
-            for got in arr.spliced(start, stop, new), arr.spliced(start, stop, new, items):  # walked, joined
+            at = arr.offsets([start, stop, n])  # more places than asked for: the walk goes on
+            for got in arr.spliced(start, stop, new), arr.spliced(start, stop, new, at):
                 assert (got.count, got.raw) == (want.count, want.raw), (key, start, stop)
     assert any(not s.isascii() for s in arrays["tokenizer.ggml.tokens"].items())  # UTF-8 of 2+ bytes
+
+
+def test_offsets_are_where_items_decodes_each_element(arrays):
+    for key, arr in arrays.items():
+        items = arr.items()
+        n = len(items)
+        asked = [n + 3, n, n - 1, n // 2, 1, 1, 0]  # unsorted, repeated, past the end
+        at = arr.offsets(asked)
+        assert sorted(at) == sorted(set(asked)) and at[n + 3] == at[n] == len(arr.raw), key
+        for i in {0, 1, n // 2, n - 1} & set(range(n)):
+            assert arr.element(at[i]) == items[i], (key, i)
+            assert GGUFArray.from_items(arr.elem_type, items[:i]).raw == arr.raw[:at[i]], (key, i)

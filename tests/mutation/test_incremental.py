@@ -556,47 +556,39 @@ def test_tasks_take_every_item_once_and_shrink_toward_the_end(count, chunk, jobs
     assert count < 4 * jobs * chunk or len(tasks[0]) == chunk
 
 
-def test_workers_fork_before_meanwhile_runs():
-    """run.in_workers(meanwhile=...): its work is this process's, done once the workers have forked
-    (with one worker, before the first mutant)."""
-    state = {"prefixes": None}
-
-    def record():
-        state["prefixes"] = "recorded"
-
-    seen = run_module.in_workers(4, lambda i: (i, state["prefixes"]), jobs=2, pack=lambda x: x, meanwhile=record)
-    assert seen == [(i, None) for i in range(4)] and state["prefixes"] == "recorded"
-    state["prefixes"] = None
-    assert run_module.in_workers(2, lambda i: state["prefixes"], pack=lambda x: x, meanwhile=record) == ["recorded"] * 2
-
-
-def test_idle_work_runs_here_while_no_result_waits():
-    """run.in_workers(idle=...): this process does its own work while the workers' results are not
-    in, until idle says none is left; the results are the workers' own, in order."""
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_the_lead_runs_its_items_first_and_the_others_run_once(jobs):
+    """run.in_workers(lead=...): the lead's items are its results, not `one`'s; it runs before any
+    other item where it runs (here, or the first task of a worker); every other item runs once."""
     import os
-    import time
 
-    calls = []
+    order = []
 
-    def idle() -> bool:
-        calls.append(os.getpid())
-        return len(calls) < 3
+    def one(i: int) -> tuple[str, int, int]:
+        order.append(i)
+        return "item", i, os.getpid()
 
-    def slow(i: int) -> tuple[int, int]:
-        time.sleep(0.05)
-        return i, os.getpid()
+    def lead() -> list[tuple[int, object]]:
+        order.append("lead")
+        return [(i, ("lead", i, os.getpid())) for i in (4, 1)]
 
-    got = run_module.in_workers(4, slow, jobs=2, pack=lambda x: x, chunk=1, idle=idle)
-    assert [i for i, _ in got] == list(range(4)) and os.getpid() not in {pid for _, pid in got}
-    assert calls == [os.getpid()] * 3
+    got = run_module.in_workers(7, one, jobs, pack=lambda x: x, chunk=1, lead=run_module.Lead([1, 4], lead))
+    assert [(kind, i) for kind, i, _ in got] == [("lead", i) if i in (1, 4) else ("item", i) for i in range(7)]
+    if jobs == 1:
+        assert order == ["lead", 0, 2, 3, 5, 6]
+    else:
+        assert order == [] and os.getpid() not in {pid for _, _, pid in got}
 
 
-def test_resuming_mutants_run_here_once_the_prefixes_are_recorded(smollm2_battery):
-    """run.in_phases: the other mutants run in the workers; the resuming ones (value mutants, the
-    file digest's) only once the prefixes are recorded, most of them in this process while the
-    workers finish, each exactly once."""
+def test_items_the_lead_leaves_are_none():
+    got = run_module.in_workers(3, lambda i: i, 2, pack=lambda x: x, lead=run_module.Lead([0, 2], lambda: None))
+    assert got == [None, 1, None]
+
+
+def test_resuming_mutants_run_where_the_prefixes_are_recorded(smollm2_battery):
+    """run.in_phases: the resuming mutants (value mutants, the file digest's) run in the worker
+    that recorded the verified prefixes, once they are; the others in every worker; each once."""
     import os
-    import time
 
     mutants = all_mutants(smollm2_battery)
     resuming = [m for m in mutants if run_module.resumes(m)][::5]
@@ -605,21 +597,34 @@ def test_resuming_mutants_run_here_once_the_prefixes_are_recorded(smollm2_batter
     b = dataclasses.replace(smollm2_battery, prefixes=None)
 
     def one(i: int) -> tuple[int, int, bool]:
-        if not run_module.resumes(sample[i]):
-            time.sleep(0.005)  # the workers stay busy well past the prefix pass (0.07 s alone)
         return i, os.getpid(), b.prefixes is not None
 
     got = run_module.in_phases(b, sample, one, jobs=2, pack=lambda x: x)
     assert [i for i, _, _ in got] == list(range(len(sample)))
-    here = {i for i, pid, _ in got if pid == os.getpid()}
-    assert here and here <= set(range(len(others), len(sample)))
+    lead = {pid for i, pid, _ in got if i >= len(others)}
+    assert len(lead) == 1 and os.getpid() not in lead and b.prefixes is None  # this process never recorded them
     assert all(recorded for i, _, recorded in got if i >= len(others))
 
 
-def test_mutants_that_resume_run_second_with_their_own_verdicts(smollm2_battery, tmp_path):
-    """The verdict cache's fused run records the verified prefixes while its first workers run the
-    other mutants, then runs the value and file-digest mutants (here and in workers forked after):
-    each verdict as a plain run's."""
+def test_a_pass_that_admits_nothing_leaves_the_resuming_mutants_to_every_worker(smollm2_battery, monkeypatch):
+    """in_phases: when the lead's pass records no prefix (the conforming file refused), the resuming
+    mutants run after the others, in workers forked with none to resume from."""
+    import os
+
+    monkeypatch.setattr(run_module, "verified_prefixes", lambda b, mutants: {})
+    mutants = all_mutants(smollm2_battery)
+    sample = [m for m in mutants if not run_module.resumes(m)][:20] + [m for m in mutants if run_module.resumes(m)][:20]
+    b = dataclasses.replace(smollm2_battery, prefixes=None)
+    got = run_module.in_phases(b, sample, lambda i: (i, os.getpid(), b.prefixes), jobs=2, pack=lambda x: x)
+    assert [i for i, _, _ in got] == list(range(len(sample))) and b.prefixes == {}
+    assert all(prefixes == {} for i, _, prefixes in got[20:])
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_mutants_that_resume_run_with_their_own_verdicts(smollm2_battery, tmp_path, jobs):
+    """The verdict cache's fused run records the verified prefixes (here, or in the worker that then
+    runs the value and file-digest mutants while the others run the rest): each verdict as a plain
+    run's."""
     from charter.mutation.cache import VerdictCache, run_cached
 
     mutants = all_mutants(smollm2_battery)
@@ -628,7 +633,7 @@ def test_mutants_that_resume_run_second_with_their_own_verdicts(smollm2_battery,
     assert digest and all(map(run_module.resumes, digest))
     b = dataclasses.replace(smollm2_battery, prefixes=None)
     got, _ = run_cached(b, sample, list(range(len(sample))), VerdictCache(b, tmp_path, "python"), None, read=False,
-                        jobs=2, fused=True)
-    assert b.prefixes and b.view.file_size in b.prefixes
+                        jobs=jobs, fused=True)
+    assert (b.view.file_size in b.prefixes) if jobs == 1 else b.prefixes is None
     plain = dataclasses.replace(smollm2_battery, prefixes={})
     assert got == [run_module.picklable(run_module.run_mutant(plain, m)) for m in sample]

@@ -109,7 +109,7 @@ import math
 import mmap
 import os
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from itertools import repeat
@@ -247,28 +247,42 @@ class GGUFArray:
         raw = b"".join(_encode_scalar(elem_type, v) for v in items)
         return cls(elem_type, len(items), offset, raw)
 
-    def spliced(self, start: int, stop: int, items: list, decoded: list | None = None) -> GGUFArray:
+    def spliced(self, start: int, stop: int, items: list, at: dict[int, int] | None = None) -> GGUFArray:
         """`from_items(elem_type, self.items()[:start] + items + self.items()[stop:])`, the elements
         kept as their bytes: a parsed array's elements encode back to exactly those (the reader
         accepts only canonical bools and valid UTF-8; floats keep their bits), and a mutation battery
-        edits one element of a 49,152-token vocabulary per mutant. `decoded`: self.items(), if the
-        caller holds them (a string's place is then found by joining the strings before it, in C)."""
-        a, b = self._element_offset(start, decoded), self._element_offset(stop, decoded)
-        raw = self.raw[:a] + b"".join(_encode_scalar(self.elem_type, v) for v in items) + self.raw[b:]
+        edits one element of a 151,936-token vocabulary per mutant. `at`: self.offsets() of `start`
+        and `stop`, if the caller holds them."""
+        at = at if at is not None else self.offsets((start, stop))
+        raw = self.raw[:at[start]] + b"".join(_encode_scalar(self.elem_type, v) for v in items) + self.raw[at[stop]:]
         return GGUFArray(self.elem_type, self.count - (stop - start) + len(items), 0, raw)
 
-    def _element_offset(self, i: int, decoded: list | None = None) -> int:
-        """Where element `i` starts in `raw` (its end for `i == count`); `decoded`: self.items()."""
-        if i >= self.count:
-            return len(self.raw)
+    def offsets(self, indices: Iterable[int]) -> dict[int, int]:
+        """Where each element of `indices` starts in `raw` (`count`: where the last ends); strings in
+        one walk of their length prefixes to the last asked for, without decoding any (a mutation
+        battery's array mutants need three places of a 151,936-token vocabulary)."""
+        wanted = sorted(set(indices))
         if self.elem_type is not _T.STRING:
-            return i * _SCALARS[self.elem_type].size
-        if decoded is not None:  # each string is its UTF-8 bytes after its u64 length
-            return 8 * i + len("".join(decoded[:i]).encode("utf-8"))
-        pos = 0
-        for _ in range(i):
-            pos += 8 + _U64.unpack_from(self.raw, pos)[0]
-        return pos
+            size = _SCALARS[self.elem_type].size
+            return {i: min(i, self.count) * size for i in wanted}
+        out, pos, walked, raw = {}, 0, 0, self.raw
+        for j in wanted:
+            stop = min(j, self.count)
+            for _ in repeat(None, stop - walked):
+                pos += 8 + _U64.unpack_from(raw, pos)[0]
+            out[j], walked = pos, stop
+        return out
+
+    def element(self, pos: int):
+        """The element that starts at `pos` in `raw` (an offset of offsets()), decoded as items() does."""
+        t = self.elem_type
+        if t is _T.STRING:
+            (n,) = _U64.unpack_from(self.raw, pos)
+            return str(self.raw[pos + 8 : pos + 8 + n], "utf-8")
+        if t is _T.FLOAT32:  # a NaN keeps its exact bits (Note [Float bits])
+            return f32_from_bits(_U32.unpack_from(self.raw, pos)[0])
+        (value,) = _SCALARS[t].unpack_from(self.raw, pos)
+        return value != 0 if t is _T.BOOL else value
 
 
 def _sha256_hex(raw) -> str:

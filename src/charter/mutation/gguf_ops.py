@@ -241,7 +241,8 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
     fact = own.metadata_owned.get(kv.key)
     stage = fact.stage if fact else "metadata"
     target = f"metadata.{kv.key}"
-    items = arr.items()
+    n, i = arr.count, arr.count // 2
+    at = arr.offsets((i, i + 1, n - 1, n))  # one walk: where the splices below start and stop
 
     def with_items(new_items, elem=None):
         new = GGUFArray.from_items(elem or arr.elem_type, new_items)
@@ -249,24 +250,23 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
 
     def spliced(start: int, stop: int, new_items: list):
         """with_items(items[:start] + new_items + items[stop:]), the other elements' bytes as held."""
-        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items, items)))
+        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items, at)))
 
     length = Expect.of(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{kv.key}.length") if fact else None
-    n = len(items)
-    if items:
+    if not n:
+        yield Mutant("artifact", target, "length +1", length, lambda: with_items(_one(arr.elem_type)))
+    else:
+        last, edited = [arr.element(at[n - 1])], [_edit_element(arr.elem_type, arr.element(at[i]))]
         yield Mutant("artifact", target, "length -1", length, lambda: spliced(n - 1, n, []))
-    yield Mutant("artifact", target, "length +1", length, lambda: spliced(n, n, items[-1:]) if items else
-                 with_items(_one(arr.elem_type)))
-    if items:
-        i = len(items) // 2
-        new_items = [_edit_element(arr.elem_type, items[i])]
+        yield Mutant("artifact", target, "length +1", length, lambda: spliced(n, n, last))
         if fact is None:
             expect = None
         elif fact.values is not None:
             expect = Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{kv.key}.values[{i}]")
         else:
             expect = Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{kv.key}.sha256")
-        yield Mutant("artifact", target, f"element [{i}] edit", expect, lambda e=new_items: spliced(i, i + 1, e))
+        yield Mutant("artifact", target, f"element [{i}] edit", expect, lambda: spliced(i, i + 1, edited))
+    items = arr.items() if arr.elem_type in INT_TYPES else []  # only integers are retyped (unpacked in C)
     for other in _retype_elements(arr.elem_type, items):
         expect = Expect.of(Code.METADATA_TYPE, f"metadata.{kv.key}.element") if fact else None
         yield Mutant("artifact", target, f"element type {arr.elem_type.name.lower()}->{other.name.lower()}",

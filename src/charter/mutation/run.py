@@ -811,7 +811,13 @@ _ONE: Callable[[int], object] | None = None  # the mutant runner that forked wor
 _PACK: Callable[[object], object] | None = None  # what a worker sends back of its result
 
 
-def _work(indices: range) -> list[tuple[int, object]]:
+_LEAD: "Lead | None" = None  # the items one task runs its own way
+
+
+def _work(indices: list[int] | None) -> list[tuple[int, object]]:
+    """A task's results: its items', or (None) the lead's (Lead)."""
+    if indices is None:
+        return _LEAD.run() or []
     return [(i, _PACK(_ONE(i))) for i in indices]
 
 
@@ -840,52 +846,39 @@ def run(b: Battery, mutants: list[Mutant], jobs: int = 1,
 def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], jobs: int = 1,
               progress: Callable | None = None, pack: Callable = picklable) -> list:
     """`in_workers` over `mutants`, with the verified prefixes (verified_prefixes) recorded on
-    the way: the mutants that resume from one (resumes) run once the prefixes are recorded. The
-    first workers run the others while this process records them, where that pass (a sha256 of the
-    whole file) would keep a core idle; then this process runs the resuming mutants itself while
-    those workers finish (a worker done early would idle too), and workers forked after the pass
-    run whatever of them is left."""
+    the way: the mutants that resume from one (resumes) run once the prefixes are recorded, in the
+    process that recorded them, first of all (in_workers' Lead): with workers, the first of them
+    records the prefixes (one pass over the whole file, a piece of work no other can share) and then
+    runs the resuming mutants, which cost little from a prefix, while the others run the rest. A
+    pass that admits nothing to resume from leaves them to run last, each streaming its file, in
+    every worker."""
+    chunk = neighbours(len(mutants), jobs)
     later = [i for i, m in enumerate(mutants) if resumes(m)] if b.prefixes is None else []
-    out: list = [None] * len(mutants)
+    if not later:
+        return in_workers(len(mutants), one, jobs, progress, pack, chunk)
     done = [0]
 
-    def arrived(result) -> None:
+    def arrived(_: int, __: int, result) -> None:
         done[0] += 1
         if progress:
             progress(done[0], len(mutants), result)
 
-    def phase(some: list[int], meanwhile=None, idle=None) -> None:
-        results = in_workers(len(some), lambda j: one(some[j]), jobs, lambda _, __, result: arrived(result), pack,
-                             meanwhile, chunk=neighbours(len(some), jobs), idle=idle)
-        for i, result in zip(some, results):
+    def lead() -> list[tuple[int, object]] | None:
+        prepare(b, [mutants[i] for i in later])
+        return [(i, pack(one(i))) for i in later] if b.prefixes else None
+
+    out = in_workers(len(mutants), one, jobs, arrived, pack, chunk, Lead(later, lead))
+    left = [i for i in later if out[i] is None]
+    if left:
+        b.prefixes = {}  # what the lead's pass found (prepare), in this process too: nothing to resume from
+        for i, result in zip(left, in_workers(len(left), lambda j: one(left[j]), jobs, arrived, pack)):
             out[i] = result
-
-    if not later:
-        phase(list(range(len(mutants))))
-        return out
-    resuming = set(later)
-    waiting = iter(later)
-
-    def run_one_here() -> bool:
-        """One resuming mutant, in this process; False when none is left or none resumes cheaply."""
-        i = next(waiting, None) if b.prefixes else None
-        if i is None:
-            return False
-        out[i] = pack(one(i))
-        arrived(out[i])
-        return True
-
-    phase([i for i in range(len(mutants)) if i not in resuming],
-          lambda: prepare(b, [mutants[i] for i in later]), run_one_here if jobs > 1 else None)
-    rest = list(waiting)
-    if rest:
-        phase(rest)
     return out
 
 
 def prepare(b: Battery, mutants: list[Mutant]) -> None:
-    """What the workers running `mutants` share, worked out once before they fork (in_phases:
-    while the workers of the other mutants run)."""
+    """What the process running `mutants` needs first, worked out once (in_phases: in the worker
+    that runs them, while the others run the rest)."""
     if b.prefixes is None and any(map(resumes, mutants)):
         b.prefixes = verified_prefixes(b, mutants) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
 
@@ -896,59 +889,48 @@ def resumes(m: Mutant) -> bool:
     return value_ops.is_value_mutant(m) or m.target.endswith("payload.file_sha256")
 
 
+class Lead(NamedTuple):
+    """Items of in_workers that one task runs before any other, its own way (`run()`: their
+    (index, result) pairs, or None to leave them unrun): in_phases records the verified prefixes
+    there, work that only the process that did it then holds, and runs what resumes from them."""
+
+    items: list[int]
+    run: Callable[[], list[tuple[int, object]] | None]
+
+
 def in_workers(count: int, one: Callable[[int], Outcome], jobs: int = 1,
                progress: Callable[[int, int, Outcome], None] | None = None, pack: Callable = picklable,
-               meanwhile: Callable[[], None] | None = None, chunk: int = 8,
-               idle: Callable[[], bool] | None = None) -> list:
+               chunk: int = 8, lead: Lead | None = None) -> list:
     """`pack(one(i))` for i in range(count), in that order; `jobs` > 1 forks workers that share
     everything `one` closes over (a battery, its checkers, its mutants), each taking up to `chunk`
     consecutive items at a time (tasks), and report each result to `progress` as it arrives. By default
-    results are outcomes without their mutant function (picklable). `meanwhile()` runs in this
-    process once the workers have forked (first, with one worker): work they need not share. Then,
-    while no result is waiting, `idle()` does a piece of this process's own work, until it says
-    there is none left."""
-    global _ONE, _PACK
+    results are outcomes without their mutant function (picklable). The items of `lead` are the
+    first task's (Lead); those it leaves unrun are None."""
+    global _ONE, _PACK, _LEAD
     results: list = [None] * count
-    _ONE, _PACK = one, pack
-
-    def receive(n: int, i: int, outcome) -> None:
-        results[i] = outcome
-        if progress:
-            progress(n, count, outcome)
-
+    leading = set(lead.items) if lead else set()
+    rest = [i for i in range(count) if i not in leading]
+    work: list = [rest[t.start:t.stop] for t in tasks(len(rest), chunk, max(jobs, 1))]
+    if lead:
+        work.insert(0, None)  # the lead's task: the first a worker takes
+    _ONE, _PACK, _LEAD = one, pack, lead
     try:
-        if jobs <= 1:
-            if meanwhile:
-                meanwhile()
-            for i in range(count):
-                receive(i + 1, i, pack(one(i)))
-        else:
-            ctx = multiprocessing.get_context("fork")
-            with ctx.Pool(jobs, initializer=default_signals) as pool:
-                # each chunk one task: with a chunksize, imap_unordered's results come from a generator,
-                # which cannot be asked whether one is waiting (idle)
-                arriving = pool.imap_unordered(_work, tasks(count, chunk, jobs))
-                if meanwhile:
-                    meanwhile()
-                busy = idle is not None
-
-                def next_results() -> list[tuple[int, object]]:
-                    """The next chunk's results; while none is waiting, a piece of `idle` work."""
-                    nonlocal busy
-                    while busy:
-                        try:
-                            return arriving.next(timeout=0)
-                        except multiprocessing.TimeoutError:
-                            busy = idle()
-                    return arriving.next()
-
-                n = 0
-                while n < count:
-                    for i, outcome in next_results():
-                        n += 1
-                        receive(n, i, outcome)
+        with contextlib.ExitStack() as stack:
+            if jobs <= 1:
+                arriving = map(_work, work)
+            else:
+                # each chunk one task: the last ones short (tasks), the lead's first
+                pool = stack.enter_context(multiprocessing.get_context("fork").Pool(jobs, initializer=default_signals))
+                arriving = pool.imap_unordered(_work, work)
+            n = 0
+            for got in arriving:
+                for i, result in got:
+                    n += 1
+                    results[i] = result
+                    if progress:
+                        progress(n, count, result)
     finally:
-        _ONE, _PACK = None, None
+        _ONE, _PACK, _LEAD = None, None, None
     return results
 
 
