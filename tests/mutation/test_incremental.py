@@ -620,6 +620,20 @@ def test_a_pass_that_admits_nothing_leaves_the_resuming_mutants_to_every_worker(
     assert all(prefixes == {} for i, _, prefixes in got[20:])
 
 
+def test_a_file_too_large_for_a_pass_runs_every_mutant_without_one(smollm2_battery, monkeypatch):
+    """in_phases over a file larger than WHOLE_FILE_PASS_MAX: no pass, no lead; each resuming
+    mutant streams its own file."""
+    def no_pass(b, mutants):
+        raise AssertionError("a pass over a file too large for one")
+
+    monkeypatch.setattr(run_module, "verified_prefixes", no_pass)
+    monkeypatch.setattr(run_module, "WHOLE_FILE_PASS_MAX", smollm2_battery.view.file_size - 1)
+    sample = [m for m in all_mutants(smollm2_battery) if run_module.resumes(m)][:6]
+    b = dataclasses.replace(smollm2_battery, prefixes=None)
+    got = run_module.in_phases(b, sample, lambda i: (i, b.prefixes), jobs=2, pack=lambda x: x)
+    assert got == [(i, {}) for i in range(len(sample))] and b.prefixes == {}
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_mutants_that_resume_run_with_their_own_verdicts(smollm2_battery, tmp_path, jobs):
     """The verdict cache's fused run records the verified prefixes (here, or in the worker that then

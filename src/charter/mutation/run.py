@@ -854,6 +854,8 @@ def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], j
     every worker."""
     chunk = neighbours(len(mutants), jobs)
     later = [i for i, m in enumerate(mutants) if resumes(m)] if b.prefixes is None else []
+    if later and b.view.file_size > WHOLE_FILE_PASS_MAX:
+        b.prefixes, later = {}, []  # no pass over a file this large: each resuming mutant streams its own
     if not later:
         return in_workers(len(mutants), one, jobs, progress, pack, chunk)
     done = [0]
@@ -880,7 +882,7 @@ def prepare(b: Battery, mutants: list[Mutant]) -> None:
     """What the process running `mutants` needs first, worked out once (in_phases: in the worker
     that runs them, while the others run the rest)."""
     if b.prefixes is None and any(map(resumes, mutants)):
-        b.prefixes = verified_prefixes(b, mutants) if b.view.file_size <= WHOLE_FILE_PASS_MAX else {}
+        b.prefixes = verified_prefixes(b, mutants)
 
 
 def resumes(m: Mutant) -> bool:
