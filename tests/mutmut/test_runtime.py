@@ -1236,9 +1236,75 @@ def test_a_table_like_its_base_is_made_from_the_base(first_file, last_table):
     assert runtime._names(view(tensors=wider)) == {"base only": None, **{t.name: t for t in wider}}
     rows = tuple((f"t{i}", (), "x", (i + 1,), "F32", AT) for i in range(20))
     expanded = tuple(runtime._expand_row(r) for r in rows)
-    runtime._LAST_INVENTORY[:] = [(rows, expanded, {"base only": None, **dict(e[0] for e in expanded)}, True)]
+    runtime._LAST_INVENTORY[:] = [(rows, expanded, {"base only": None, **dict(e[0] for e in expanded)}, True, None)]
     changed = (*rows[:5], ("t5", (), "x", (7,), "F32", AT), *rows[6:])
     assert runtime._inventory(changed) == {"base only": None, **dict(_whole(changed))}
+
+
+@pytest.fixture
+def compared(first_file, last_table, monkeypatch):
+    """runtime._mismatched derives a comparison from the last one (Note [Derived comparison])."""
+    monkeypatch.setattr(runtime, "_LAST_COMPARED", [])
+    monkeypatch.setattr(runtime, "_pairs", runtime.IdMemo(runtime._pairs_of, bound=1))
+
+
+def _verdict(rows, tensors, whole: bool = False):
+    """The tensors stage's diagnostic field (None: it passes); `whole`: with no last comparison."""
+    if whole:
+        kept = runtime._LAST_COMPARED[:]
+        runtime._LAST_COMPARED.clear()
+    try:
+        return rejection(ctx(view(tensors=tensors)).tensors, rows, None)["field"]
+    except AssertionError:  # it returned: the stage passed
+        return None
+    finally:
+        if whole:
+            runtime._LAST_COMPARED[:] = kept
+
+
+def test_a_comparison_derived_from_the_last_is_the_whole_one(compared):
+    """Files like the first and tables patched from the last, one after another, as a battery
+    admits them: each verdict is the one a comparison made whole gives, and each is derived."""
+    shapes = [(i + 1,) for i in range(8)]
+    base = [tensor(f"t{i}", shapes[i], "F32", 64 + 16 * i, 64 + 16 * i + 4 * (i + 1)) for i in range(8)]
+    rows = tuple((f"t{i}", (), "x", shapes[i], "F32", AT) for i in range(8))
+    assert _verdict(rows, base) is None and runtime._LAST_COMPARED
+    first = tuple(runtime._FIRST_NAMES[0][0])
+
+    def file(**changed):  # the first file's entries, those named in `changed` with another shape
+        return [t._replace(shape=changed[t.name]) if t.name in changed else t for t in first]
+
+    def table(last, **changed):  # the last table's rows, those named in `changed` with another shape
+        return tuple((r[0], r[1], r[2], changed[r[0]], r[4], r[5]) if r[0] in changed else r for r in last)
+
+    t2, t0 = table(rows, t2=(9,)), table(rows, t0=(9,))
+    steps = [(rows, file(t3=(9,))), (rows, file(t5=(9,))), (rows, file(t6=(9,), t1=(9,))), (rows, file(t1=(9,))),
+             (rows, list(first)), (table(rows, t4=(9,)), list(first)), (t2, list(first)),
+             (table(t2, t7=(9,)), list(first)),  # two rows changed from the base, one from the last table
+             (t0, file(t0=(9,))), (table(t0, t6=(3,)), file(t0=(9,), t6=(5,)))]
+    fields = []
+    for rows_now, tensors in steps:
+        expected = runtime._inventory(rows_now)
+        derived = runtime._derived(expected, view(tensors=tensors)) is not None
+        got = _verdict(rows_now, tensors)
+        assert got == _verdict(rows_now, tensors, whole=True) and derived
+        fields.append(got)
+    assert fields == ["tensors.t3.shape[0]", "tensors.t5.shape[0]", "tensors.t1.shape[0]", "tensors.t1.shape[0]",
+                      None, "tensors.t4.shape[0]", "tensors.t2.shape[0]", "tensors.t2.shape[0]", None,
+                      "tensors.t6.shape[0]"]
+
+
+def test_no_comparison_is_derived_across_other_names(compared):
+    rows = (("a", (), "x", (4,), "F32", AT), ("b", (), "y", (3,), "F16", AT2))
+    a, b = tensor("a", (4,), "F32", 64, 80), tensor("b", (3,), "F16", 96, 102)
+    assert _verdict(rows, [a, b]) is None
+    renamed = tensor("c", (3,), "F16", 96, 102)
+    assert runtime._derived(runtime._inventory(rows), view(tensors=[a, renamed])) is None  # not like the first
+    other = (rows[0], ("c", (), "y", (3,), "F16", AT2))
+    assert runtime._derived(runtime._inventory(other), view(tensors=[a, b])) is None  # built anew
+    assert _verdict(other, [a, b]) == "tensors.c"
+    wider = (rows[0], ("b", (), "y", (4,), "F16", AT2))
+    assert runtime._derived(runtime._inventory(wider), view(tensors=[a, b])) is None  # patched from a table never compared
 
 
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():

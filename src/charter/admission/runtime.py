@@ -329,7 +329,8 @@ class Context:
                     self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
                               1, 2, t.offset)
                 seen.add(t.name)
-        same_names = expected.keys() == actual.keys()  # pragma: no mutate -- cost only: one test in C for the two below
+        derived = _derived(expected, self.view)
+        same_names = derived is not None or expected.keys() == actual.keys()  # pragma: no mutate -- cost only: one test in C for the two below
         for name in itertools.filterfalse(actual.__contains__, expected) if not same_names else ():  # pragma: no mutate -- cost only: with the same names the loop finds none
             self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", expected[name][_AT],
                       "present", "missing")
@@ -337,10 +338,7 @@ class Context:
             if not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", actual[name].offset)
-        # the names whose (shape, codec) differs from the file's, in contract order, found in C
-        wanted = map(_PAIR_OF_FACT, expected.values())
-        found = map(_pairs(self.view).__getitem__, expected)
-        for name in itertools.compress(expected, map(operator.ne, wanted, found)):
+        for name in _mismatched(expected, self.view, derived, same_names):
             role, shape, codec, at, _ = expected[name]
             t = actual[name]
             if len(t.shape) != len(shape):
@@ -766,22 +764,24 @@ def _inventory(rows: Iterable[tuple]) -> dict[str, tuple]:
         expected = last[2].copy()
         for i in at:
             expected.update(expanded[i])
-        return _kept(rows, table, expanded, expected, True)
+        return _kept(rows, table, expanded, expected, True, (last[2], frozenset(n for i in at for n, _ in expanded[i])))
     expected = dict(itertools.chain.from_iterable(expanded))
-    return _kept(rows, table, expanded, expected, len(expected) == sum(map(len, expanded)))
+    return _kept(rows, table, expanded, expected, len(expected) == sum(map(len, expanded)), None)
 
 
-def _kept(rows: Iterable[tuple], table: tuple, expanded: tuple, expected: dict[str, tuple], once: bool
-          ) -> dict[str, tuple]:
-    """`expected`, kept as the last inventory (`once`: its table named each tensor once)."""
-    _LAST_INVENTORY[:] = [(table, expanded, expected, once)]
+def _kept(rows: Iterable[tuple], table: tuple, expanded: tuple, expected: dict[str, tuple], once: bool,
+          patched: tuple | None) -> dict[str, tuple]:
+    """`expected`, kept as the last inventory (`once`: its table named each tensor once; `patched`:
+    the inventory it was patched from under the same names, and the names it changed)."""
+    _LAST_INVENTORY[:] = [(table, expanded, expected, once, patched)]
     if type(rows) is tuple:
         _EXPANDED[:] = [(rows, expected)]
     return expected
 
 
-# The last table: its rows, their (name, fact) pairs, its inventory, whether it named each tensor once.
-_LAST_INVENTORY: list[tuple[tuple, tuple, dict[str, tuple], bool]] = []
+# The last table: its rows, their (name, fact) pairs, its inventory, whether it named each tensor
+# once, and what it was patched from (_kept).
+_LAST_INVENTORY: list[tuple[tuple, tuple, dict[str, tuple], bool, tuple | None]] = []
 _NAME_OF = operator.itemgetter(0)
 
 
@@ -832,12 +832,18 @@ def _pairs_by_name(names: dict[str, TensorEntry]) -> dict[str, tuple]:
 def _like_first(view: ArtifactView) -> tuple[tuple[TensorEntry, ...], tuple | None, list[int] | None]:
     """The file's tensors, the first file read, and the few places where this file holds other
     entries than that one, each under the same name (None: it is not like the first file, or the
-    first file named a tensor twice)."""
+    first file named a tensor twice). Once per file and first file: the tensors stage asks it three
+    times of a file."""
     tensors, first = view.tensors, _FIRST_NAMES[0] if _FIRST_NAMES else None  # pragma: no mutate -- cost only: without a first file every table is built whole
+    if _LIKE_FIRST and _LIKE_FIRST[0][0] is tensors and _LIKE_FIRST[0][1] is first:  # pragma: no mutate -- cost only: the same answer, found again
+        return _LIKE_FIRST[0][2]
     at = _changed_places(tensors, first[0]) if first is not None and first[2] else None
-    if at is not None and all(tensors[i].name == first[0][i].name for i in at):
-        return tensors, first, at
-    return tensors, first, None
+    like = (tensors, first, at if at is not None and all(tensors[i].name == first[0][i].name for i in at) else None)
+    _LIKE_FIRST[:] = [(tensors, first, like)]
+    return like
+
+
+_LIKE_FIRST: list[tuple] = []  # the last file's tensors, the first file then, and what _like_first found
 
 
 # The first file's tensors, its table by name, whether it named each tensor once, and its tensors'
@@ -854,6 +860,62 @@ def _changed_places(table: tuple, base: tuple) -> list[int] | None:
     return at if len(at) <= FEW else None  # pragma: no mutate -- cost only: a table that differs in more places is made whole
 
 
+def _mismatched(expected: dict[str, tuple], view: ArtifactView, derived: tuple | None, same_names: bool) -> list[str]:
+    """The names of `expected` whose (shape, codec) differs from the file's, in contract order (each
+    is the file's); from the last comparison where `derived` says this one differs from it only at
+    a few names (_derived), else found in C."""
+    pairs = _pairs(view)
+    if derived is None:
+        wanted, found = map(_PAIR_OF_FACT, expected.values()), map(pairs.__getitem__, expected)
+        names = list(itertools.compress(expected, map(operator.ne, wanted, found)))
+    else:
+        before, changed = derived
+        names = [n for n in before if n not in changed]
+        names += [n for n in changed if _PAIR_OF_FACT(expected[n]) != pairs[n]]
+        if len(names) > 1:  # pragma: no mutate -- cost only: one name is in order
+            names.sort(key=_positions(expected).__getitem__)
+    change = _view_change(view)
+    if same_names and change is not None:
+        _LAST_COMPARED[:] = [(expected, change[0], change[1], tuple(names))]
+    return names
+
+
+def _derived(expected: dict[str, tuple], view: ArtifactView) -> tuple[tuple[str, ...], frozenset] | None:
+    """Note [Derived comparison]
+    ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+    A battery's mutant compares an inventory with a file's (shape, codec) pairs that the last
+    comparison compared but for a few names: one of them is the same table, the other is that
+    table patched under the same names (_inventory) or a file like the first file read, as the last
+    one was (_like_first). Their names are then the last comparison's, which were the same on both
+    sides, and a name can compare otherwise only where either table changed: the last file's and
+    this file's changed places, the inventory's patched rows. This gives the last comparison's
+    mismatched names and those changed names; None where it does not hold (the comparison is then
+    made whole: a one-off admission, a file whose records moved, an inventory built anew)."""
+    if not _LAST_COMPARED:
+        return None
+    last_expected, first, last_changed, mismatched = _LAST_COMPARED[0]
+    change = _view_change(view)
+    if change is None or change[0] is not first:
+        return None
+    if expected is last_expected:
+        return mismatched, last_changed | change[1]
+    patched = _LAST_INVENTORY[0][4] if _LAST_INVENTORY and _LAST_INVENTORY[0][2] is expected else None
+    if patched is None or patched[0] is not last_expected:
+        return None
+    return mismatched, last_changed | change[1] | patched[1]
+
+
+def _view_change(view: ArtifactView) -> tuple[tuple[TensorEntry, ...], frozenset[str]] | None:
+    """The first file's tensors and the names of the few places where this file holds other
+    entries under the same names (_like_first), or None."""
+    tensors, first, at = _like_first(view)
+    return None if at is None else (first[0], frozenset(tensors[i].name for i in at))
+
+
+# The last comparison of an inventory with a file's pairs that named the same tensors on both sides
+# (Note [Derived comparison]): the inventory, the first file's tensors, the names where the file held
+# other entries than the first, and the mismatched names in contract order.
+_LAST_COMPARED: list[tuple[dict[str, tuple], tuple, frozenset[str], tuple[str, ...]]] = []
 _by_name = IdMemo(_names, bound=1)  # a contract mutant's checker reads the battery's one view
 _pairs = IdMemo(_pairs_of, bound=1)
 
