@@ -1266,10 +1266,11 @@ def test_a_comparison_derived_from_the_last_is_the_whole_one(compared):
     """Files like the first and tables patched from the last, one after another, as a battery
     admits them: each verdict is the one a comparison made whole gives, and each is derived."""
     shapes = [(i + 1,) for i in range(8)]
-    base = [tensor(f"t{i}", shapes[i], "F32", 64 + 16 * i, 64 + 16 * i + 4 * (i + 1)) for i in range(8)]
-    rows = tuple((f"t{i}", (), "x", shapes[i], "F32", AT) for i in range(8))
+    names = [f"t{7 - i}" for i in range(8)]  # contract order is not the names' order
+    base = [tensor(names[i], shapes[i], "F32", 64 + 16 * i, 64 + 16 * i + 4 * (i + 1)) for i in range(8)]
+    rows = tuple((names[i], (), "x", shapes[i], "F32", AT) for i in range(8))
     assert _verdict(rows, base) is None and runtime._LAST_COMPARED
-    first = tuple(runtime._FIRST_NAMES[0][0])
+    first = runtime._FIRST_NAMES[0][0]
 
     def file(**changed):  # the first file's entries, those named in `changed` with another shape
         return [t._replace(shape=changed[t.name]) if t.name in changed else t for t in first]
@@ -1280,8 +1281,9 @@ def test_a_comparison_derived_from_the_last_is_the_whole_one(compared):
     t2, t0 = table(rows, t2=(9,)), table(rows, t0=(9,))
     steps = [(rows, file(t3=(9,))), (rows, file(t5=(9,))), (rows, file(t6=(9,), t1=(9,))), (rows, file(t1=(9,))),
              (rows, list(first)), (table(rows, t4=(9,)), list(first)), (t2, list(first)),
-             (table(t2, t7=(9,)), list(first)),  # two rows changed from the base, one from the last table
-             (t0, file(t0=(9,))), (table(t0, t6=(3,)), file(t0=(9,), t6=(5,)))]
+             (table(t2, t1=(9,)), list(first)),  # two rows changed from the base, one from the last table
+             (t0, file(t0=(9,))), (table(t0, t6=(3,)), file(t0=(9,), t6=(5,))),
+             (table(t0, t5=(3,)), file(t0=(9,), t4=(9,)))]  # the file changed where neither the last did nor the table
     fields = []
     for rows_now, tensors in steps:
         expected = runtime._inventory(rows_now)
@@ -1289,9 +1291,30 @@ def test_a_comparison_derived_from_the_last_is_the_whole_one(compared):
         got = _verdict(rows_now, tensors)
         assert got == _verdict(rows_now, tensors, whole=True) and derived
         fields.append(got)
-    assert fields == ["tensors.t3.shape[0]", "tensors.t5.shape[0]", "tensors.t1.shape[0]", "tensors.t1.shape[0]",
+    assert fields == ["tensors.t3.shape[0]", "tensors.t5.shape[0]", "tensors.t6.shape[0]", "tensors.t1.shape[0]",
                       None, "tensors.t4.shape[0]", "tensors.t2.shape[0]", "tensors.t2.shape[0]", None,
-                      "tensors.t6.shape[0]"]
+                      "tensors.t6.shape[0]", "tensors.t4.shape[0]"]
+
+
+def test_the_stage_takes_the_derived_comparison(compared):
+    """What the last comparison found stands for the names no table changed: told it found no
+    mismatch, the stage passes a file a whole comparison rejects."""
+    rows = (("a", (), "x", (5,), "F32", AT), ("b", (), "y", (3,), "F16", AT2))
+    a, b = tensor("a", (4,), "F32", 64, 80), tensor("b", (3,), "F16", 96, 102)
+    assert _verdict(rows, [a, b]) == "tensors.a.shape[0]" and runtime._LAST_COMPARED[0][3] == ("a",)
+    runtime._LAST_COMPARED[0] = (*runtime._LAST_COMPARED[0][:3], ())
+    assert _verdict(rows, [a, b]) is None
+    assert _verdict(rows, [a, b], whole=True) == "tensors.a.shape[0]"
+
+
+def test_no_comparison_is_derived_for_an_inventory_not_the_last_made(compared):
+    rows = (("a", (), "x", (4,), "F32", AT), ("b", (), "y", (3,), "F16", AT2))
+    a, b = tensor("a", (4,), "F32", 64, 80), tensor("b", (3,), "F16", 96, 102)
+    assert _verdict(rows, [a, b]) is None
+    compared_with = runtime._LAST_COMPARED[0][0]
+    runtime._inventory((rows[0], ("b", (), "y", (4,), "F16", AT2)))  # patched from the compared one
+    assert runtime._LAST_INVENTORY[0][4][0] is compared_with
+    assert runtime._derived(dict(compared_with), view(tensors=[a, b])) is None
 
 
 def test_no_comparison_is_derived_across_other_names(compared):

@@ -905,15 +905,15 @@ def _derived(expected: dict[str, tuple], view: ArtifactView) -> tuple[tuple[str,
     return mismatched, last_changed | change[1] | patched[1]
 
 
-def _view_change(view: ArtifactView) -> tuple[tuple[TensorEntry, ...], frozenset[str]] | None:
-    """The first file's tensors and the names of the few places where this file holds other
+def _view_change(view: ArtifactView) -> tuple[tuple, frozenset[str]] | None:
+    """The first file (_FIRST_NAMES) and the names of the few places where this file holds other
     entries under the same names (_like_first), or None."""
     tensors, first, at = _like_first(view)
-    return None if at is None else (first[0], frozenset(tensors[i].name for i in at))
+    return None if at is None else (first, frozenset(tensors[i].name for i in at))
 
 
 # The last comparison of an inventory with a file's pairs that named the same tensors on both sides
-# (Note [Derived comparison]): the inventory, the first file's tensors, the names where the file held
+# (Note [Derived comparison]): the inventory, the first file (_FIRST_NAMES), the names where the file held
 # other entries than the first, and the mismatched names in contract order.
 _LAST_COMPARED: list[tuple[dict[str, tuple], tuple, frozenset[str], tuple[str, ...]]] = []
 _by_name = IdMemo(_names, bound=1)  # a contract mutant's checker reads the battery's one view
