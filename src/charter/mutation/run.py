@@ -968,8 +968,9 @@ def frozen_heap():
     young collection waits for 50,000 allocations, not 700: a mutant's objects (its parsed header,
     its checker's tables) are mostly freed by their reference counts by then, where at 700 the
     collector walked each header just parsed, and moved it to the older generations to walk again
-    (a sixth of a 1,000-tensor battery's artifact side)."""
-    gc.collect()
+    (a sixth of a 1,000-tensor battery's artifact side). No collection first: it walked the whole
+    heap before any worker started (20-30 ms) to find a few dozen unreachable objects, which the
+    freeze keeps until the run ends."""
     gc.freeze()
     threshold = gc.get_threshold()
     gc.set_threshold(max(threshold[0], 50_000), *threshold[1:])
