@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import functools
 import math
 import struct
 from collections.abc import Iterator
@@ -242,7 +243,12 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
     stage = fact.stage if fact else "metadata"
     target = f"metadata.{kv.key}"
     n, i = arr.count, arr.count // 2
-    at = arr.offsets((i, i + 1, n - 1, n))  # one walk: where the splices below start and stop
+
+    @functools.cache
+    def at() -> dict[int, int]:
+        """Where the splices below start and stop: one walk, in the process that makes the first of
+        these mutants (a worker), not before any forks."""
+        return arr.offsets((i, i + 1, n - 1, n))
 
     def with_items(new_items, elem=None):
         new = GGUFArray.from_items(elem or arr.elem_type, new_items)
@@ -250,22 +256,22 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
 
     def spliced(start: int, stop: int, new_items: list):
         """with_items(items[:start] + new_items + items[stop:]), the other elements' bytes as held."""
-        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items, at)))
+        return rebuild(h, kvs=_replace_kv(h, kv, value=arr.spliced(start, stop, new_items, at())))
 
     length = Expect.of(code_for(stage, Finding.ARRAY_LENGTH), f"{stage}.{kv.key}.length") if fact else None
     if not n:
         yield Mutant("artifact", target, "length +1", length, lambda: with_items(_one(arr.elem_type)))
     else:
-        last, edited = [arr.element(at[n - 1])], [_edit_element(arr.elem_type, arr.element(at[i]))]
         yield Mutant("artifact", target, "length -1", length, lambda: spliced(n - 1, n, []))
-        yield Mutant("artifact", target, "length +1", length, lambda: spliced(n, n, last))
+        yield Mutant("artifact", target, "length +1", length, lambda: spliced(n, n, [arr.element(at()[n - 1])]))
         if fact is None:
             expect = None
         elif fact.values is not None:
             expect = Expect.of(code_for(stage, Finding.VALUE), f"{stage}.{kv.key}.values[{i}]")
         else:
             expect = Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{kv.key}.sha256")
-        yield Mutant("artifact", target, f"element [{i}] edit", expect, lambda: spliced(i, i + 1, edited))
+        yield Mutant("artifact", target, f"element [{i}] edit", expect,
+                     lambda: spliced(i, i + 1, [_edit_element(arr.elem_type, arr.element(at()[i]))]))
     items = arr.items() if arr.elem_type in INT_TYPES else []  # only integers are retyped (unpacked in C)
     for other in _retype_elements(arr.elem_type, items):
         expect = Expect.of(Code.METADATA_TYPE, f"metadata.{kv.key}.element") if fact else None
