@@ -85,3 +85,12 @@ def test_the_base_itself_has_the_digest_of_its_copy(base):
     comparing it with itself, and is the one a copy of it gets by comparison."""
     copy = bytearray(base)
     assert edited(base, base) == edited(base, copy)
+
+
+def test_a_remembered_file_digest_asks_for_no_pass(tmp_path):
+    path = tmp_path / "f.bin"
+    path.write_bytes(b"abc")
+    assert digests.file_content(path, tmp_path / "cache", lambda: "sha256:streamed") == "sha256:streamed"
+    assert digests.file_content(path, tmp_path / "cache", lambda: None) == "sha256:streamed"  # remembered
+    assert digests.file_content(path, tmp_path / "other", lambda: None) == \
+        "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # hashed: none streamed

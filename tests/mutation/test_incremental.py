@@ -634,6 +634,22 @@ def test_a_file_too_large_for_a_pass_runs_every_mutant_without_one(smollm2_batte
     assert got == [(i, {}) for i in range(len(sample))] and b.prefixes == {}
 
 
+def test_a_cold_cache_takes_the_file_digest_from_the_prefix_pass(smollm2_battery, tmp_path):
+    """VerdictCache on a file whose digest is not remembered: the pass that records the verified
+    prefixes (here, before any worker) gives it; it is the file's sha256, remembered for the next."""
+    import hashlib
+
+    from charter.mutation import digests
+    from charter.mutation.cache import VerdictCache
+
+    mutants = [m for m in all_mutants(smollm2_battery) if run_module.resumes(m)][::50]
+    b = dataclasses.replace(smollm2_battery, prefixes=None)
+    VerdictCache(b, tmp_path, "python", mutants)
+    assert b.prefixes and b.view.file_size in b.prefixes
+    want = "sha256:" + hashlib.sha256(b.artifact_path.read_bytes()).hexdigest()
+    assert digests.file_content(b.artifact_path, tmp_path, lambda: "sha256:not asked") == want
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_mutants_that_resume_run_with_their_own_verdicts(smollm2_battery, tmp_path, jobs):
     """The verdict cache's fused run records the verified prefixes (here, or in the worker that then

@@ -173,7 +173,7 @@ def _run_mutate(args) -> int:
         mutants = all_mutants(battery, args.only)
         positions = select(mutants, args.shard)
         # Note [Verdict cache]: its key hashes the whole artifact once per version of the file
-        verdicts = (VerdictCache(battery, cache_dir(), args.engine or "python")
+        verdicts = (VerdictCache(battery, cache_dir(), args.engine or "python", [mutants[i] for i in positions])
                     if battery.view.file_size <= WHOLE_FILE_PASS_MAX else None)
         if not args.quiet:
             part = f" (shard {args.shard}: {len(positions)} of them)" if args.shard else ""

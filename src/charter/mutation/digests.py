@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -117,10 +118,11 @@ def bundle_digests(sources: list[str], folder: Path, ids: list[str], engine: str
             "charter_sources": charter_sources(), "mutants": mutant_ids(ids), "engine": engine}
 
 
-def file_content(path: Path, cache: Path) -> str:
+def file_content(path: Path, cache: Path, streamed: Callable[[], str | None] | None = None) -> str:
     """sha256 of a whole file, remembered under `cache` by the file's identity (device, inode,
     size, mtime and ctime in ns), so a 100 MB checkpoint is read once per version of it (as git's
-    index trusts a file's stat)."""
+    index trusts a file's stat). `streamed()`, asked only when none is remembered: the digest of
+    a pass over the whole file the caller makes anyway (a battery's verified prefixes), or None."""
     st = os.stat(path)
     ident = f"{st.st_dev}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}:{os.path.abspath(path)}"
     memo = cache / "files" / (hashlib.sha256(ident.encode()).hexdigest()[:32] + ".json")
@@ -130,11 +132,13 @@ def file_content(path: Path, cache: Path) -> str:
             return known["sha256"]
     except (OSError, ValueError, AttributeError):
         pass
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    digest = "sha256:" + h.hexdigest()
+    digest = streamed() if streamed is not None else None
+    if digest is None:
+        h = hashlib.sha256()
+        with open(path, "rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+        digest = "sha256:" + h.hexdigest()
     from charter import atomic
 
     try:
