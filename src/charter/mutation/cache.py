@@ -13,7 +13,10 @@ Every key starts from the battery's context: charter's version and the digest of
 (charter.mutation.digests.charter_sources: an editable install's code changes without its
 version), with both engines also charter._native and the runtime headers; the engine(s); the
 artifact's whole content, its path and the companion file its plan binds; the status admission
-requires; the unchanged checker's header fields and its `exclude` check.
+requires; the unchanged checker's header fields and its `exclude` check. The artifact's content is
+its sha256, remembered by the file's identity (charter.mutation.digests.file_content); a file not
+remembered is hashed by the pass that records the battery's verified prefixes, made then
+(streamed_digest), not by a pass of its own.
 
 * An **artifact mutant** runs the unchanged checker on a mutated file. Its key adds its id, its
   expected rejection, its declared equivalence and the bytes it makes (size, header, patches:
