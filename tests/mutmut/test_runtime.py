@@ -1287,7 +1287,7 @@ def test_a_comparison_derived_from_the_last_is_the_whole_one(compared):
     fields = []
     for rows_now, tensors in steps:
         expected = runtime._inventory(rows_now)
-        derived = runtime._derived(expected, view(tensors=tensors)) is not None
+        derived = runtime._derived(expected, runtime._view_change(view(tensors=tensors))) is not None
         got = _verdict(rows_now, tensors)
         assert got == _verdict(rows_now, tensors, whole=True) and derived
         fields.append(got)
@@ -1314,7 +1314,7 @@ def test_no_comparison_is_derived_for_an_inventory_not_the_last_made(compared):
     compared_with = runtime._LAST_COMPARED[0][0]
     runtime._inventory((rows[0], ("b", (), "y", (4,), "F16", AT2)))  # patched from the compared one
     assert runtime._LAST_INVENTORY[0][4][0] is compared_with
-    assert runtime._derived(dict(compared_with), view(tensors=[a, b])) is None
+    assert runtime._derived(dict(compared_with), runtime._view_change(view(tensors=[a, b]))) is None
 
 
 def test_no_comparison_is_derived_across_other_names(compared):
@@ -1322,13 +1322,14 @@ def test_no_comparison_is_derived_across_other_names(compared):
     a, b = tensor("a", (4,), "F32", 64, 80), tensor("b", (3,), "F16", 96, 102)
     assert _verdict(rows, [a, b]) is None
     renamed = tensor("c", (3,), "F16", 96, 102)
-    assert runtime._derived(runtime._inventory(rows), view(tensors=[a, renamed])) is None  # not like the first
+    not_like_first = runtime._view_change(view(tensors=[a, renamed]))
+    assert not_like_first is None and runtime._derived(runtime._inventory(rows), not_like_first) is None
     other = (rows[0], ("c", (), "y", (3,), "F16", AT2))
-    assert runtime._derived(runtime._inventory(other), view(tensors=[a, b])) is None  # built anew
+    assert runtime._derived(runtime._inventory(other), runtime._view_change(view(tensors=[a, b]))) is None  # built anew
     assert _verdict(other, [a, b]) == "tensors.c"
     wider = (rows[0], ("b", (), "y", (4,), "F16", AT2))
     # the last table named another tensor: built anew
-    assert runtime._derived(runtime._inventory(wider), view(tensors=[a, b])) is None
+    assert runtime._derived(runtime._inventory(wider), runtime._view_change(view(tensors=[a, b]))) is None
 
 
 def test_a_name_stated_twice_keeps_its_first_place_and_its_last_fact():

@@ -329,7 +329,8 @@ class Context:
                     self.fail(Code.TENSOR_DUPLICATE, f"tensors.{t.name}", f"tensor {t.name!r} appears twice", None,
                               1, 2, t.offset)
                 seen.add(t.name)
-        derived = _derived(expected, self.view)
+        change = _view_change(self.view)  # after _by_name: the first file read is known
+        derived = _derived(expected, change)
         same_names = derived is not None or expected.keys() == actual.keys()  # pragma: no mutate -- cost only: one test in C for the two below
         for name in itertools.filterfalse(actual.__contains__, expected) if not same_names else ():  # pragma: no mutate -- cost only: with the same names the loop finds none
             self.fail(Code.TENSOR_MISSING, f"tensors.{name}", f"tensor {name!r} is missing", expected[name][_AT],
@@ -338,7 +339,7 @@ class Context:
             if not self._is_excluded(name):
                 self.fail(Code.TENSOR_UNEXPECTED, f"tensors.{name}", f"tensor {name!r} is not in the contract", at_set,
                           "absent", "present", actual[name].offset)
-        for name in _mismatched(expected, self.view, derived, same_names):
+        for name in _mismatched(expected, self.view, change, derived, same_names):
             role, shape, codec, at, _ = expected[name]
             t = actual[name]
             if len(t.shape) != len(shape):
@@ -860,10 +861,12 @@ def _changed_places(table: tuple, base: tuple) -> list[int] | None:
     return at if len(at) <= FEW else None  # pragma: no mutate -- cost only: a table that differs in more places is made whole
 
 
-def _mismatched(expected: dict[str, tuple], view: ArtifactView, derived: tuple | None, same_names: bool) -> list[str]:
+def _mismatched(expected: dict[str, tuple], view: ArtifactView, change: tuple | None, derived: tuple | None,
+                same_names: bool) -> list[str]:
     """The names of `expected` whose (shape, codec) differs from the file's, in contract order (each
     is the file's); from the last comparison where `derived` says this one differs from it only at
-    a few names (_derived), else found in C."""
+    a few names (_derived), else found in C. Kept as the last comparison when both tables name the
+    same tensors and the file is like the first (`change`: _view_change)."""
     pairs = _pairs(view)
     if derived is None:
         wanted, found = map(_PAIR_OF_FACT, expected.values()), map(pairs.__getitem__, expected)
@@ -874,13 +877,12 @@ def _mismatched(expected: dict[str, tuple], view: ArtifactView, derived: tuple |
         names += [n for n in changed if _PAIR_OF_FACT(expected[n]) != pairs[n]]
         if len(names) > 1:  # pragma: no mutate -- cost only: one name is in order
             names.sort(key=_positions(expected).__getitem__)
-    change = _view_change(view)
     if same_names and change is not None:
         _LAST_COMPARED[:] = [(expected, change[0], change[1], tuple(names))]
     return names
 
 
-def _derived(expected: dict[str, tuple], view: ArtifactView) -> tuple[tuple[str, ...], frozenset] | None:
+def _derived(expected: dict[str, tuple], change: tuple | None) -> tuple[tuple[str, ...], frozenset] | None:
     """Note [Derived comparison]
     ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
     A battery's mutant compares an inventory with a file's (shape, codec) pairs that the last
@@ -890,11 +892,11 @@ def _derived(expected: dict[str, tuple], view: ArtifactView) -> tuple[tuple[str,
     sides, and a name can compare otherwise only where either table changed: the last file's and
     this file's changed places, the inventory's patched rows. This gives the last comparison's
     mismatched names and those changed names; None where it does not hold (the comparison is then
-    made whole: a one-off admission, a file whose records moved, an inventory built anew)."""
+    made whole: a one-off admission, a file whose records moved, an inventory built anew). `change`:
+    the file's, _view_change."""
     if not _LAST_COMPARED:
         return None
     last_expected, first, last_changed, mismatched = _LAST_COMPARED[0]
-    change = _view_change(view)
     if change is None or change[0] is not first:
         return None
     if expected is last_expected:
