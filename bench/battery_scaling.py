@@ -15,7 +15,8 @@
    library cache (XDG_CACHE_HOME in a temporary folder, so the cache is this run's own).
 3. Printed per battery: mutants, the battery's own seconds (what `charter mutate` reports: from
    loading the battery to the last verdict; start-up and contract loading excluded), the process's
-   wall time, ms per mutant (battery seconds / mutants), and the verdict line (every battery must
+   wall time, its CPU time and its workers' (user + system, start-up included: for reading, not a
+   target), ms per mutant (battery seconds / mutants), and the verdict line (every battery must
    pass). Then the ratio of the per-mutant cost at the largest size to that at the smallest (target
    about 1x: at most 1.5x), the largest battery against its target (under 30 s), SmolLM2 with the
    Python engine against 3 s and with both engines (cached library) against 1.5x the Python run.
@@ -30,6 +31,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -88,10 +90,11 @@ def mutate(contract: Path, jobs: int, env: dict, extra: tuple[str, ...] = ()) ->
         shutil.rmtree(verdicts)
     with tempfile.TemporaryDirectory(prefix="bench-battery-") as tmp:
         out = Path(tmp) / "battery.json"
-        start = time.perf_counter()
+        start, before = time.perf_counter(), resource.getrusage(resource.RUSAGE_CHILDREN)
         proc = subprocess.run([*CHARTER, "mutate", "--contract", str(contract), "-j", str(jobs), "-q", "--no-cache",
                                "--report", str(out), *extra], env=env, capture_output=True, text=True, cwd=ROOT)
-        wall = time.perf_counter() - start
+        wall, after = time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)  # the process and its workers
         if not out.is_file():
             raise SystemExit(f"bench: charter mutate wrote no result ({proc.returncode}):\n"
                              f"{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
@@ -99,7 +102,7 @@ def mutate(contract: Path, jobs: int, env: dict, extra: tuple[str, ...] = ()) ->
     s = data["config"]["summary"]  # the standard report (docs/mutation.md); it holds no timing
     line = next((ln for ln in proc.stdout.splitlines() if re.search(r"\d+/\d+ mutations", ln)), "")
     seconds = float(re.search(r" in ([0-9.]+)s \(", line)[1])  # the battery's own time, as stdout says it
-    return {"mutants": s["mutants"], "seconds": seconds, "wall": wall, "passed": s["passed"],
+    return {"mutants": s["mutants"], "seconds": seconds, "wall": wall, "cpu": cpu, "passed": s["passed"],
             "line": line.split(" in ")[0], "exit": proc.returncode}
 
 
@@ -116,9 +119,10 @@ def best_of_rounds(batteries: dict[str, tuple[Path, tuple[str, ...]]], repeat: i
 
 
 def print_table(best: dict[str, dict]) -> None:
-    print(f"{'battery':<16} {'mutants':>8} {'battery s':>10} {'wall s':>8} {'ms/mutant':>10}  verdict")
+    """`cpu s`: the process's and its workers' user + system time, start-up included (for reading)."""
+    print(f"{'battery':<16} {'mutants':>8} {'battery s':>10} {'wall s':>8} {'cpu s':>7} {'ms/mutant':>10}  verdict")
     for name, b in best.items():
-        print(f"{name:<16} {b['mutants']:>8} {b['seconds']:>10.2f} {b['wall']:>8.2f} "
+        print(f"{name:<16} {b['mutants']:>8} {b['seconds']:>10.2f} {b['wall']:>8.2f} {b['cpu']:>7.2f} "
               f"{b['seconds'] / b['mutants'] * 1000:>10.3f}  {b['line']}")
 
 
