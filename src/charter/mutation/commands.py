@@ -106,7 +106,7 @@ def _run_mutate(args) -> int:
     from charter.mutation.cache import VerdictCache, run_cached
     from charter.mutation.digests import meta_digests
     from charter.mutation.run import WHOLE_FILE_PASS_MAX, BrokenBaseline, all_mutants, finish_cpp, in_workers, \
-        load_battery, run, stderr_progress
+        load_battery, passes_whole_file, run, stderr_progress
     from charter.mutation.shard import select, shard_meta
     from charter.contract.contractset import load_set
 
@@ -174,7 +174,7 @@ def _run_mutate(args) -> int:
         positions = select(mutants, args.shard)
         # Note [Verdict cache]: its key hashes the whole artifact once per version of the file
         verdicts = (VerdictCache(battery, cache_dir(), args.engine or "python", [mutants[i] for i in positions])
-                    if battery.view.file_size <= WHOLE_FILE_PASS_MAX else None)
+                    if passes_whole_file(battery) else None)
         if not args.quiet:
             part = f" (shard {args.shard}: {len(positions)} of them)" if args.shard else ""
             print(f"battery {plan.id}: {len(mutants)} mutants{part} of {artifact} on {args.jobs} worker(s)",

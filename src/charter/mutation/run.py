@@ -854,8 +854,9 @@ def in_phases(b: Battery, mutants: list[Mutant], one: Callable[[int], object], j
     every worker."""
     chunk = neighbours(len(mutants), jobs)
     later = [i for i, m in enumerate(mutants) if resumes(m)] if b.prefixes is None else []
-    if later and b.view.file_size > WHOLE_FILE_PASS_MAX:
-        b.prefixes, later = {}, []  # no pass over a file this large: each resuming mutant streams its own
+    if later and not passes_whole_file(b):
+        prepare(b, [mutants[i] for i in later])  # no pass, no lead: each resuming mutant streams its own file
+        later = []
     if not later:
         return in_workers(len(mutants), one, jobs, progress, pack, chunk)
     done = [0]
@@ -882,7 +883,13 @@ def prepare(b: Battery, mutants: list[Mutant]) -> None:
     """What the process running `mutants` needs first, worked out once (in_phases: in the worker
     that runs them, while the others run the rest)."""
     if b.prefixes is None and any(map(resumes, mutants)):
-        b.prefixes = verified_prefixes(b, mutants)
+        b.prefixes = verified_prefixes(b, mutants) if passes_whole_file(b) else {}
+
+
+def passes_whole_file(b: Battery) -> bool:
+    """Whether the battery streams its file once, for verified prefixes and the verdict cache's
+    key (WHOLE_FILE_PASS_MAX)."""
+    return b.view.file_size <= WHOLE_FILE_PASS_MAX
 
 
 def resumes(m: Mutant) -> bool:
