@@ -49,6 +49,12 @@ from battery_scaling import SMOLLM2, best_of_rounds, freeze, load, print_table  
 TARGET_RATIO = 1.0
 LAYERS, HIDDEN, FFN, VOCAB, KV = 24, 896, 4864, 151936, 128
 Q8_0_BLOCK, Q8_0_BYTES = 32, 34
+MERGES, MERGE_SIDE = 151387, 389  # the real file's merge count; each merge a pair of short token texts
+FIRST_SPECIAL, NORMAL, CONTROL = 151643, 1, 3  # token types: the vocabulary's last 293 ids are special
+# A ChatML template of the same shape as Qwen2.5's (roles between <|im_start|> and <|im_end|>)
+CHAT_TEMPLATE = ("{%- for message in messages %}{{- '<|im_start|>' + message['role'] + '\\n' + message['content'] "
+                 "+ '<|im_end|>' + '\\n' }}{%- endfor %}{%- if add_generation_prompt %}"
+                 "{{- '<|im_start|>assistant\\n' }}{%- endif %}")
 
 
 def write_gguf(path: Path) -> Path:
@@ -56,19 +62,39 @@ def write_gguf(path: Path) -> Path:
     import gguf
 
     w = gguf.GGUFWriter(str(path), "qwen2")
+    w.add_type("model")
     w.add_name("battery-large-file")
+    w.add_finetune("Instruct")
+    w.add_basename("battery-large-file")
+    w.add_size_label("0.5B")
+    w.add_license("apache-2.0")
+    w.add_license_link("https://example.invalid/LICENSE")
+    w.add_base_model_count(1)
+    w.add_base_model_name(0, "battery-large-file base")
+    w.add_base_model_organization(0, "charter")
+    w.add_base_model_repo_url(0, "https://example.invalid/base")
+    w.add_tags(["chat", "text-generation"])
+    w.add_languages(["en"])
+    w.add_block_count(LAYERS)
     w.add_context_length(32768)
     w.add_embedding_length(HIDDEN)
     w.add_feed_forward_length(FFN)
-    w.add_block_count(LAYERS)
     w.add_head_count(14)
     w.add_head_count_kv(2)
-    w.add_layer_norm_rms_eps(1e-6)
     w.add_rope_freq_base(1e6)
+    w.add_layer_norm_rms_eps(1e-6)
+    w.add_file_type(gguf.LlamaFileType.MOSTLY_Q8_0)
     w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("qwen2")
     w.add_token_list([f"t{i}" for i in range(VOCAB)])
-    w.add_bos_token_id(151643)
+    w.add_token_types([CONTROL if i >= FIRST_SPECIAL else NORMAL for i in range(VOCAB)])
+    w.add_token_merges([f"t{i % MERGE_SIDE} t{i // MERGE_SIDE}" for i in range(MERGES)])
     w.add_eos_token_id(151645)
+    w.add_pad_token_id(151643)
+    w.add_bos_token_id(151643)
+    w.add_add_bos_token(False)
+    w.add_chat_template(CHAT_TEMPLATE)
+    w.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
     def q8_0(name: str, cols: int, rows: int) -> None:
         w.add_tensor(name, np.zeros((rows, cols // Q8_0_BLOCK * Q8_0_BYTES), np.uint8),

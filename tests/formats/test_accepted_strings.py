@@ -93,6 +93,45 @@ def test_the_string_limit_counts_accepted_arrays(header):
     assert [d.to_json() for d in with_memo.value.diagnostics] == [d.to_json() for d in without.value.diagnostics]
 
 
+def _token_types(buf: bytes) -> int:
+    """The offset of tokenizer.ggml.token_type's first element."""
+    key = b"tokenizer.ggml.token_type"
+    return buf.index(key) + len(key) + 4 + 12
+
+
+@pytest.mark.parametrize("name", ["another token type", "the header cut inside the token types"])
+def test_shared_scalar_arrays_read_as_without_them(header, name):
+    buf, size = header
+    at = _token_types(buf) + 4 * 1000
+    variant = {"another token type": buf[:at] + struct.pack("<i", 7) + buf[at + 4:],
+               "the header cut inside the token types": buf[:at]}[name]
+    _reads_as_without_the_memo(buf, size, variant, (size, len(variant)))
+
+
+def test_an_accepted_scalar_array_is_the_kept_one(header):
+    """Its bytes are its value: a parse that finds them again hands back the same object, whose
+    digest (kept by identity) is not worked out again."""
+    buf, size = header
+    accepted = AcceptedStrings()
+    first = parse_gguf(buf, size, accepted=accepted).kvs["tokenizer.ggml.token_type"].value
+    again = parse_gguf(bytes(buf), size, accepted=accepted).kvs["tokenizer.ggml.token_type"].value
+    assert again.raw is first.raw and first.items()[:3] == [3, 3, 3]
+    at = _token_types(buf)
+    other = parse_gguf(buf[:at] + struct.pack("<i", 1) + buf[at + 4:], size, accepted=accepted)
+    assert other.kvs["tokenizer.ggml.token_type"].value.items()[:3] == [1, 3, 3]
+
+
+def test_a_bool_array_like_a_kept_one_is_checked():
+    from tests.mutmut.gguf_bytes import gguf, kv, u32, u64
+
+    accepted = AcceptedStrings()
+    kept = gguf([kv("a", 9, u32(7) + u64(3) + b"\x00\x01\x01")])
+    assert parse_gguf(kept, len(kept), accepted=accepted).kvs["a"].value.items() == [False, True, True]
+    bad = gguf([kv("a", 9, u32(7) + u64(3) + b"\x00\x01\x02")])
+    assert _outcome(bad, len(bad), accepted) == _outcome(bad, len(bad), None)
+    assert _outcome(bad, len(bad), None)[0] == "rejected"
+
+
 def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
     """Headers whose tensor info table differs from the conforming one's in one way each."""
     h = parse_gguf(buf, size)

@@ -40,3 +40,28 @@ def test_offsets_are_where_items_decodes_each_element(arrays):
         for i in {0, 1, n // 2, n - 1} & set(range(n)):
             assert arr.element(at[i]) == items[i], (key, i)
             assert GGUFArray.from_items(arr.elem_type, items[:i]).raw == arr.raw[:at[i]], (key, i)
+
+
+def test_an_integer_array_as_another_type_is_the_one_from_items_writes(arrays):
+    from charter.formats.gguf import GGUFValueType as T
+
+    token_types = arrays["tokenizer.ggml.token_type"]
+    for other in T.INT64, T.UINT32, T.INT8, T.UINT64:
+        got = token_types.as_type(other)
+        assert (got.elem_type, got.count, got.raw) == (other, token_types.count,
+                                                       GGUFArray.from_items(other, token_types.items()).raw)
+
+
+def test_integers_are_retyped_to_the_first_type_that_holds_them_all():
+    from charter.formats.gguf import GGUFValueType as T
+    from charter.mutation.gguf_ops import _retype_elements
+
+    def retyped(t, items):
+        return _retype_elements(GGUFArray.from_items(t, items))
+
+    assert retyped(T.INT32, [1, 3, 3]) == [T.INT64]
+    assert retyped(T.INT64, [1, 2**31]) == [T.UINT32]
+    assert retyped(T.INT64, [-1, 2**31 - 1]) == [T.INT32]
+    assert retyped(T.INT64, [-1, 2**31]) == []
+    assert retyped(T.UINT64, [2**32]) == [T.INT64] and retyped(T.UINT64, [2**63]) == []
+    assert retyped(T.INT32, []) == [T.INT64] and retyped(T.STRING, ["a"]) == []

@@ -250,9 +250,8 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
         these mutants (a worker), not before any forks."""
         return arr.offsets((i, i + 1, n - 1, n))
 
-    def with_items(new_items, elem=None):
-        new = GGUFArray.from_items(elem or arr.elem_type, new_items)
-        return rebuild(h, kvs=_replace_kv(h, kv, value=new))
+    def with_items(new_items):
+        return rebuild(h, kvs=_replace_kv(h, kv, value=GGUFArray.from_items(arr.elem_type, new_items)))
 
     def spliced(start: int, stop: int, new_items: list):
         """with_items(items[:start] + new_items + items[stop:]), the other elements' bytes as held."""
@@ -272,11 +271,10 @@ def _array_mutants(h: GGUFHeader, raw: bytes, kv: KV, own: oracle.Ownership) -> 
             expect = Expect.of(code_for(stage, Finding.ARRAY_DIGEST), f"{stage}.{kv.key}.sha256")
         yield Mutant("artifact", target, f"element [{i}] edit", expect,
                      lambda: spliced(i, i + 1, [_edit_element(arr.elem_type, arr.element(at()[i]))]))
-    items = arr.items() if arr.elem_type in INT_TYPES else []  # only integers are retyped (unpacked in C)
-    for other in _retype_elements(arr.elem_type, items):
+    for other in _retype_elements(arr):
         expect = Expect.of(Code.METADATA_TYPE, f"metadata.{kv.key}.element") if fact else None
         yield Mutant("artifact", target, f"element type {arr.elem_type.name.lower()}->{other.name.lower()}",
-                     expect, lambda o=other: with_items([_convert(o, v) for v in items], o))
+                     expect, lambda o=other: rebuild(h, kvs=_replace_kv(h, kv, value=arr.as_type(o))))
     yield Mutant("artifact", target, "array of arrays", Expect.of(Code.CONTAINER_ARRAY, target),
                  lambda: patch(h, raw, kv.value_offset, struct.pack("<I", int(T.ARRAY))))
 
@@ -296,11 +294,14 @@ def _edit_element(t: GGUFValueType, value):
     return value + 1 if value < hi else value - 1
 
 
-def _retype_elements(t: GGUFValueType, items: list) -> list[GGUFValueType]:
-    if t in INT_TYPES:
-        return [o for o in (T.INT64, T.UINT32, T.INT32) if o != t and all(
-            INT_TYPES[o][0] <= v <= INT_TYPES[o][1] for v in items)][:1]
-    return []
+def _retype_elements(arr: GGUFArray) -> list[GGUFValueType]:
+    """The integer type an integer array's elements are retyped to: the first other that holds them all."""
+    if arr.elem_type not in INT_TYPES:
+        return []
+    values = arr.integers()
+    lo, hi = (int(values.min()), int(values.max())) if arr.count else (0, 0)
+    return [o for o in (T.INT64, T.UINT32, T.INT32) if o != arr.elem_type and INT_TYPES[o][0] <= lo
+            and hi <= INT_TYPES[o][1]][:1]
 
 
 # --- the key set ------------------------------------------------------------------------------
