@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from charter import edits
 from charter.mutation import digests
-from charter.mutation.digests import edit_of, edited, sha256, trailing_zeros
+from charter.edits import edit_of, trailing_zeros
+from charter.mutation.digests import edited, sha256
 
 
 def _by_byte(base: bytes, data: bytes) -> tuple[int, int]:
@@ -26,12 +29,12 @@ _bytes = st.binary(max_size=80).map(lambda b: bytes(x % 3 for x in b))  # few sy
 
 @given(base=_bytes, data=_bytes, run=st.sampled_from([1, 2, 8, 1 << 16]))
 def test_the_edit_is_the_longest_prefix_then_suffix(base, data, run):
-    old = digests._RUN
-    digests._RUN = run
+    old = edits._RUN
+    edits._RUN = run
     try:
         p, s = edit_of(base, data)
     finally:
-        digests._RUN = old
+        edits._RUN = old
     assert (p, s) == _by_byte(base, data)
     assert base[:p] + data[p:len(data) - s] + base[len(base) - s:] == data
 
@@ -94,3 +97,30 @@ def test_a_remembered_file_digest_asks_for_no_pass(tmp_path):
     assert digests.file_content(path, tmp_path / "cache", lambda: None) == "sha256:streamed"  # remembered
     assert digests.file_content(path, tmp_path / "other", lambda: None) == \
         "sha256:ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # hashed: none streamed
+
+
+@given(base=_bytes.map(lambda b: b + bytes(len(b) % 5)), one=_edit, zeros=st.integers(0, 70))
+def test_an_edit_holds_the_base_bytes_it_says(base, one, zeros):
+    """charter.edits: outside the middle, each byte of the data is the base's at the place `held`
+    names; `unchanged` only for the very bytes."""
+    data = _apply(base, one) + bytes(zeros)
+    e = edits.edit(base, data)
+    assert e.unchanged == (data == base)
+    for start in range(len(data) + 1):
+        for length in range(len(data) - start + 1):
+            at = e.held(start, length)
+            if at is not None:
+                assert data[start:start + length] == base[at:at + length], (start, length, at)
+    assert e.held(0, e.prefix) == 0
+    if e.suffix:
+        assert e.held(e.body - e.suffix, e.suffix) == e.base_body - e.suffix
+
+
+def test_the_last_pair_is_compared_once(monkeypatch):
+    base = bytes(range(200)) * 50
+    data = base[:5000] + b"\x01" + base[5001:]
+    first = edits.edit(base, data)
+    monkeypatch.setattr(edits, "edit_of", lambda *a: pytest.fail("compared again"))
+    assert edits.edit(base, data) is first and edited(base, data).startswith("5000+")
+    with pytest.raises(pytest.fail.Exception):
+        edits.edit(base, bytes(bytearray(data)))  # another object: compared

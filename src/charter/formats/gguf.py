@@ -447,7 +447,7 @@ class AcceptedStrings:
     headers that differ from one another in a few bytes (Note [Accepted string arrays]); and the
     memos of what is made from their records (Note [Finished records])."""
 
-    __slots__ = ("_arrays", "_tables", "_memos")
+    __slots__ = ("_arrays", "_tables", "_memos", "_base", "_origins")
 
     PER_COUNT = 4  # arrays kept per element count: a header has a few string arrays, not many
     TABLES = 4  # tensor info tables kept, each of another record count
@@ -455,6 +455,8 @@ class AcceptedStrings:
 
     def __init__(self) -> None:
         self._arrays: dict[tuple[int, int], list[bytes]] = {}  # (element tag, count) -> kept bytes
+        self._base: bytes | None = None  # the conforming header (based_on)
+        self._origins: dict[int, tuple[tuple[int, int], bytes]] = {}  # its arrays: start -> (kind, bytes)
         # count -> (bytes, records where they were read, where each ends from the start, names, the
         # start, each name's place: an accepted table names each tensor once)
         self._tables: dict[int, tuple] = {}
@@ -522,19 +524,39 @@ class AcceptedStrings:
         first = self._tables.get(count)
         return [first, *(t for c, t in self._tables.items() if c != count)] if first else list(self._tables.values())
 
+    def based_on(self, base: bytes) -> None:
+        """The header read first (the conforming one) is `base`: an array of a later header outside
+        its edit of `base` is the one read there, found without comparing its bytes (Note [One
+        comparison per header] in charter.edits). Only arrays whose bytes `base` holds where they
+        were read count."""
+        self._base = base
+        self._origins = {start: (kind, raw) for start, (kind, raw) in self._origins.items()
+                         if start >= 12 and base.startswith(raw, start) and _ARRAY_HEAD.unpack_from(base, start - 12) == kind}
+
     def find(self, buf, start: int, kind: tuple[int, int], end: int) -> bytes | None:
         """The accepted bytes of an array of `kind` (element tag, count) that `buf` holds at `start`,
         ending by `end`."""
+        if self._base is not None and buf is not self._base and type(buf) is bytes:
+            from charter.edits import edit
+
+            e = edit(self._base, buf)
+            for origin in start, start - e.body + e.base_body:  # before the edit, after it
+                there = self._origins.get(origin)
+                if there is not None and there[0] == kind and start + len(there[1]) <= end \
+                        and e.held(start, len(there[1])) == origin:
+                    return there[1]
         held = buf.startswith if isinstance(buf, bytes) else lambda raw, at: buf[at:at + len(raw)] == raw
         for raw in self._arrays.get(kind, ()):
             if start + len(raw) <= end and held(raw, start):  # bytes compared in place: no megabyte copy
                 return raw
         return None
 
-    def add(self, kind: tuple[int, int], raw: bytes) -> None:
+    def add(self, kind: tuple[int, int], raw: bytes, start: int) -> None:
         kept = self._arrays.setdefault(kind, [])
         if len(kept) < self.PER_COUNT:
             kept.append(raw)
+        if self._base is None:
+            self._origins[start] = (kind, raw)
 
 
 class _Cursor:
@@ -820,7 +842,7 @@ def _fast_array(cur: _Cursor, at: int) -> GGUFArray | None:
             if _utf8_error(raw, start, splits) is not None:
                 return None
             if cur.accepted is not None:
-                cur.accepted.add((tag, count), raw)
+                cur.accepted.add((tag, count), raw, start)
         cur.strings_left -= count
     else:
         stop = start + count * _SCALAR_BY_TAG[tag].size
@@ -832,7 +854,7 @@ def _fast_array(cur: _Cursor, at: int) -> GGUFArray | None:
             if tag == _BOOL and raw.translate(None, b"\x00\x01"):
                 return None
             if cur.accepted is not None:
-                cur.accepted.add((tag, count), raw)
+                cur.accepted.add((tag, count), raw, start)
     return GGUFArray(_VTYPES[tag], count, at, raw)
 
 

@@ -75,6 +75,7 @@ from charter.contract import checks
 from charter.diagnostics import ADMISSION_STAGES, Stage
 from charter.memo import IdMemo
 from charter.mutation import facts, run, value_ops
+from charter.edits import forget
 from charter.mutation.digests import charter_sources, edited, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
 
@@ -208,6 +209,7 @@ class VerdictCache:
         # its entry made and written as JSON here, in the worker, unless the C++ half is still to run
         entry = self.entry(b, m, key, outcome, changed) if key is not None and seen.pending is None else None
         entry = json.dumps(entry) if entry is not None else None
+        forget()
         return Looked(key, changed, outcome, False, seen.pending and seen.pending.key, seen.pending, entry)
 
     def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:

@@ -12,65 +12,22 @@ from pathlib import Path
 
 import charter
 from charter import __version__
+from charter.edits import edit
 
 
 def sha256(data: bytes | str) -> str:
     return "sha256:" + hashlib.sha256(data.encode() if isinstance(data, str) else data).hexdigest()
 
 
-_RUN = 1 << 16  # bytes compared at once before halving (memcmp in C; never a Python loop per byte)
-
-
-def edit_of(base: bytes, data, base_end: int | None = None) -> tuple[int, int]:
-    """(p, s), each as large as can be: `data` is `base[:p] + middle + base[base_end - s:base_end]`
-    (all of `base` by default), with p + s at most the shorter length. A battery's mutant header
-    differs from the conforming one in a few bytes: its key hashes that middle, not the whole
-    header (SmolLM2: 1.8 MB)."""
-    view = memoryview(data)
-    end_b = len(base) if base_end is None else base_end
-    end_d = len(view)
-    most = min(end_b, end_d)
-    p = _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most)
-    s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p)
-    return p, s
-
-
-def _matched(equal, most: int) -> int:
-    """The largest k <= most such that equal(0, k), where equal(at, n) says the n bytes from `at`
-    on match: whole runs while they match, then halving the run that does not."""
-    at, step = 0, _RUN
-    while step and at < most:
-        n = min(step, most - at)
-        if equal(at, n):
-            at += n
-        else:
-            step = n // 2
-    return at
-
-
 def edited(base: bytes, data) -> str:
     """A digest of `data` that determines it for a fixed `base`, in time proportional to what
-    changed and a memcmp of the rest: its trailing zero bytes counted, then what precedes them as
-    an edit of what precedes `base`'s (the lengths and the middle's bytes). The zeros first: a
-    header that grows or shrinks ends in less or more alignment padding, and an edit with them
-    would span every byte from the change to the end."""
-    zeros = trailing_zeros(data)
-    if data is base:  # a value mutant's header: the edit below, of nothing, without comparing 2 MB with itself
-        return f"{len(base) - zeros}+{sha256(b'')}+0+{zeros}"
-    body = memoryview(data)[:len(data) - zeros]
-    p, s = edit_of(base, body, len(base) - trailing_zeros(base))
-    return f"{p}+{sha256(body[p:len(body) - s].tobytes())}+{s}+{zeros}"
-
-
-def trailing_zeros(data) -> int:
-    """How many zero bytes `data` ends with (windows doubling from its end: time proportional to them)."""
-    view, n = memoryview(data), 64
-    while True:
-        tail = view[max(0, len(view) - n):].tobytes()
-        zeros = len(tail) - len(tail.rstrip(b"\0"))
-        if zeros < len(tail) or len(tail) == len(view):
-            return zeros
-        n *= 2
+    changed and a memcmp of the rest (charter.edits, compared once per header): its trailing zero
+    bytes counted, then what precedes them as an edit of what precedes `base`'s (the lengths and the
+    middle's bytes). The zeros first: a header that grows or shrinks ends in less or more alignment
+    padding, and an edit with them would span every byte from the change to the end."""
+    e = edit(base, data)
+    middle = memoryview(data)[e.prefix:e.body - e.suffix].tobytes()
+    return f"{e.prefix}+{sha256(middle)}+{e.suffix}+{e.zeros}"
 
 
 def contract_files(sources: list[str]) -> str:

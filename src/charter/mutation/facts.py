@@ -22,6 +22,7 @@ from typing import NamedTuple
 from charter.admission.view import ArtifactView, parse_view
 from charter.contract.checks import EVERYTHING, Fact
 from charter.diagnostics import CharterError
+from charter.edits import edit
 from charter.formats.gguf import GGUFArray
 from charter.memo import IdMemo, changed_at
 
@@ -94,7 +95,7 @@ def changed(conforming: Facts, raw_header: bytes, file_size: int, fmt: str, acce
     header as the admission run parsed it (None: the reader refused it), else parsed here."""
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
-    if size == file_size and (buf is raw_header or buf == raw_header):
+    if size == file_size and (buf is raw_header or edit(raw_header, buf).unchanged):  # compared once per header
         return frozenset({FILE}) if patches else frozenset()
     if view is UNREAD:
         try:

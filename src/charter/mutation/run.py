@@ -142,7 +142,9 @@ def _conforming_header(path: Path, fmt: str, accepted: AcceptedStrings) -> tuple
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
     try:
         view = parse_view(mapped, len(mapped), fmt, accepted)
-        return view, mapped[:view.data_offset]
+        raw = mapped[:view.data_offset]
+        accepted.based_on(raw)
+        return view, raw
     finally:
         with contextlib.suppress(BufferError):  # a live traceback holds a view; freed later
             mapped.close()
