@@ -14,6 +14,12 @@ shorter header ends in) share their first `prefix` bytes and, of what is left, t
 the same place, counted from the start in the prefix and from the end of the body in the suffix
 (`held`). The last pair of bytes objects compared is kept, by identity: the key, the facts and the
 parse of one mutant ask about the same header.
+
+A header that gains or loses a record also changes a count at its start (GGUF's tensor and
+key-value counts, bytes 8 to 24), so its prefix ends there and its middle spans everything up
+to the record (a deleted tensor: 5 MB to hash for the key, and no string array held). So the
+middle starts with at most GAP bytes of its own (`gap`) if the bytes after them are the base's
+at the same places, for as long as they are (`run`), before the rest of the middle.
 """
 
 from __future__ import annotations
@@ -21,14 +27,19 @@ from __future__ import annotations
 from typing import NamedTuple
 
 _RUN = 1 << 16  # bytes compared at once before halving (memcmp in C; never a Python loop per byte)
+GAP = 16  # the most bytes of its own a middle may start with before a run in place (a count field: 8)
+_PROBE = 64  # bytes after a gap that must be the base's for a run to be looked for
 
 
 class Edit(NamedTuple):
     """`data` as an edit of `base`: their bodies share `prefix` bytes at the start and then
-    `suffix` at the end; `body` and `base_body` are the bodies' lengths, `zeros` and `base_zeros`
-    the trailing zero bytes cut from each."""
+    `suffix` at the end; the middle between starts with `gap` bytes of its own and then `run`
+    bytes that are the base's at the same places; `body` and `base_body` are the bodies' lengths,
+    `zeros` and `base_zeros` the trailing zero bytes cut from each."""
 
     prefix: int
+    gap: int
+    run: int
     suffix: int
     body: int
     zeros: int
@@ -42,8 +53,11 @@ class Edit(NamedTuple):
 
     def held(self, start: int, length: int) -> int | None:
         """Where in `base` the `length` bytes of `data` at `start` are, if they are outside the
-        middle: at the same place in the prefix, as far from the body's end in the suffix."""
+        middle's own bytes: at the same place in the prefix or the run, as far from the body's end
+        in the suffix."""
         if start + length <= self.prefix:
+            return start
+        if start >= self.prefix + self.gap and start + length <= self.prefix + self.gap + self.run:
             return start
         if start >= self.body - self.suffix and start + length <= self.body:
             return start - self.body + self.base_body
@@ -56,14 +70,16 @@ def edit(base: bytes, data) -> Edit:
     if last is not None and last[0] is base and last[1] is data:
         return last[2]
     base_zeros = trailing_zeros(base)
+    base_body = len(base) - base_zeros
     if data is base:
-        found = Edit(len(base) - base_zeros, 0, len(base) - base_zeros, base_zeros, len(base) - base_zeros,
-                     base_zeros)
+        found = Edit(base_body, 0, 0, 0, base_body, base_zeros, base_body, base_zeros)
     else:
         zeros = trailing_zeros(data)
         body = len(data) - zeros
-        prefix, suffix = edit_of(base, memoryview(data)[:body], len(base) - base_zeros)
-        found = Edit(prefix, suffix, body, zeros, len(base) - base_zeros, base_zeros)
+        view = memoryview(data)[:body]
+        prefix, suffix = edit_of(base, view, base_body)
+        gap, run = _in_place(base, view, prefix, min(body, base_body) - suffix)
+        found = Edit(prefix, gap, run, suffix, body, zeros, base_body, base_zeros)
     if type(data) is bytes and type(base) is bytes:  # immutable: the same object has the same bytes
         _LAST[0] = (base, data, found)  # the pair kept alive with it: no other object takes their ids
     return found
@@ -75,6 +91,16 @@ _LAST: list[tuple | None] = [None]  # (base, data, their Edit): the last pair co
 def forget() -> None:
     """Let the last pair go: its header's memory serves the next one."""
     _LAST[0] = None
+
+
+def _in_place(base: bytes, view: memoryview, start: int, stop: int) -> tuple[int, int]:
+    """(gap, run): the fewest bytes from `start` (at most GAP) after which `view` holds the base's
+    bytes at the same places, and for how long, up to `stop`; (0, 0) if no run starts so soon."""
+    for gap in range(1, min(GAP, stop - start - 1) + 1):  # a run of at least one byte
+        at = start + gap
+        if base.startswith(view[at:min(at + _PROBE, stop)], at):
+            return gap, _matched(lambda i, n: base.startswith(view[at + i:at + i + n], at + i), stop - at)
+    return 0, 0
 
 
 def edit_of(base: bytes, data, base_end: int | None = None) -> tuple[int, int]:

@@ -77,9 +77,10 @@ def test_equal_digests_are_equal_files_for_one_base():
     longer = base[:5000] + b"\x01\x02\x00" + base[5002:]
     assert len({edited(base, d) for d in (base, one, other, longer, bytearray(one))}) == 4
     assert edited(base, one) == edited(base, bytearray(one))
-    assert edited(base, base) == f"{len(base)}+{sha256(b'')}+0+0"
+    nothing = sha256(b"")
+    assert edited(base, base) == f"{len(base)}+{nothing}+0+{nothing}+0+0"
     padded = base + bytes(40)
-    assert edited(padded, padded[:-8]) == f"{len(base)}+{sha256(b'')}+0+32"
+    assert edited(padded, padded[:-8]) == f"{len(base)}+{nothing}+0+{nothing}+0+32"
 
 
 @given(base=_bytes.map(lambda b: b + bytes(len(b) % 5)))
@@ -124,3 +125,14 @@ def test_the_last_pair_is_compared_once(monkeypatch):
     assert edits.edit(base, data) is first and edited(base, data).startswith("5000+")
     with pytest.raises(pytest.fail.Exception):
         edits.edit(base, bytes(bytearray(data)))  # another object: compared
+
+
+def test_a_count_changed_before_a_deleted_record_leaves_the_bytes_between_in_place():
+    """A header that loses a record changes a count near its start: the bytes between are held in
+    place, and the key hashes the count's byte and what the deletion moved, not the bytes between."""
+    base = b"GGUF" + (3).to_bytes(8, "little") + bytes(range(256)) * 400 + b"record" + b"tail" * 50
+    data = b"GGUF" + (2).to_bytes(8, "little") + bytes(range(256)) * 400 + b"tail" * 50
+    e = edits.edit(base, data)
+    assert (e.prefix, e.gap) == (4, 1) and e.run >= 256 * 400 + 7 - 64
+    assert e.held(12, 256 * 400) == 12 and e.held(4, 1) is None
+    assert e.body - e.suffix - (e.prefix + e.gap + e.run) < 64
