@@ -71,10 +71,10 @@ def _tail(h: GGUFHeader, data_offset: int) -> int:
 
 
 def patch(h: GGUFHeader, raw: bytes, offset: int, data: bytes) -> tuple[bytes, int]:
-    """Overwrite bytes in place (counts and tags that no serializer would write wrong)."""
-    out = bytearray(raw)
-    out[offset:offset + len(data)] = data
-    return bytes(out), h.file_size
+    """Overwrite bytes in place (counts and tags that no serializer would write wrong), copying the
+    header once."""
+    with memoryview(raw) as view:
+        return b"".join((view[:offset], data, view[offset + len(data):])), h.file_size
 
 
 def mutants(h: GGUFHeader, raw: bytes, plan: ArtifactPlan) -> Iterator[Mutant]:
