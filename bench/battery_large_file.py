@@ -176,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             artifact = write_gguf(root / f"{name}.gguf", sparse)
             print(f"wrote {artifact.name}: {artifact.stat().st_size:,} bytes", flush=True)
             contract = with_value_policy(freeze(artifact, root / "specs", name.replace(".", "-"), env))
-            label = f"{"sparse" if sparse else "large"} ({artifact.stat().st_size / 1e6:.0f} MB)"
+            label = f"{'sparse' if sparse else 'large'} ({artifact.stat().st_size / 1e6:.0f} MB)"
             artifacts.append(artifact)
             batteries[label] = (contract, ())
         best = best_of_rounds(batteries, args.repeat, args.jobs, env)
