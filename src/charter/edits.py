@@ -64,8 +64,10 @@ class Edit(NamedTuple):
         return None
 
 
-def edit(base: bytes, data) -> Edit:
-    """`data` as an edit of `base` (Note [One comparison per header]); the last pair's, if asked again."""
+def edit(base: bytes, data, shared: tuple[int, int] = (0, 0)) -> Edit:
+    """`data` as an edit of `base` (Note [One comparison per header]); the last pair's, if asked again.
+    `shared`: bytes the two are known to share at their start and at their end (the caller's word,
+    from how `data` was made: Note [Shared records] in charter.formats.gguf), not compared again."""
     last = _LAST[0]
     if last is not None and last[0] is base and last[1] is data:
         return last[2]
@@ -77,7 +79,8 @@ def edit(base: bytes, data) -> Edit:
         zeros = trailing_zeros(data)
         body = len(data) - zeros
         view = memoryview(data)[:body]
-        prefix, suffix = edit_of(base, view, base_body)
+        tail = shared[1] - zeros if zeros == base_zeros and shared[1] >= zeros else 0  # in the bodies
+        prefix, suffix = edit_of(base, view, base_body, shared[0], tail)
         gap, run = _in_place(base, view, prefix, min(body, base_body) - suffix)
         found = Edit(prefix, gap, run, suffix, body, zeros, base_body, base_zeros)
     if type(data) is bytes and type(base) is bytes:  # immutable: the same object has the same bytes
@@ -103,22 +106,24 @@ def _in_place(base: bytes, view: memoryview, start: int, stop: int) -> tuple[int
     return 0, 0
 
 
-def edit_of(base: bytes, data, base_end: int | None = None) -> tuple[int, int]:
+def edit_of(base: bytes, data, base_end: int | None = None, p_from: int = 0, s_from: int = 0) -> tuple[int, int]:
     """(p, s), each as large as can be: `data` is `base[:p] + middle + base[base_end - s:base_end]`
-    (all of `base` by default), with p + s at most the shorter length."""
+    (all of `base` by default), with p + s at most the shorter length; `p_from` and `s_from` bytes
+    are known to match at each end, and not compared."""
     view = memoryview(data)
     end_b = len(base) if base_end is None else base_end
     end_d = len(view)
     most = min(end_b, end_d)
-    p = _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most)
-    s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p)
+    p = _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most, p_from)
+    s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p, s_from)
     return p, s
 
 
-def _matched(equal, most: int) -> int:
+def _matched(equal, most: int, known: int = 0) -> int:
     """The largest k <= most such that equal(0, k), where equal(at, n) says the n bytes from `at`
-    on match: whole runs while they match, then halving the run that does not."""
-    at, step = 0, _RUN
+    on match, and equal(0, known) is known: whole runs while they match, then halving the run
+    that does not."""
+    at, step = min(known, most), _RUN
     while step and at < most:
         n = min(step, most - at)
         if equal(at, n):

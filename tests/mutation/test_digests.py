@@ -136,3 +136,29 @@ def test_a_count_changed_before_a_deleted_record_leaves_the_bytes_between_in_pla
     assert (e.prefix, e.gap) == (4, 1) and e.run >= 256 * 400 + 7 - 64
     assert e.held(12, 256 * 400) == 12 and e.held(4, 1) is None
     assert e.body - e.suffix - (e.prefix + e.gap + e.run) < 64
+
+
+def test_shared_records_bound_the_edit_that_comparing_finds(smollm2_path):
+    """Note [Shared records]: for every header mutant of SmolLM2's battery, the ends its kept
+    records share with the conforming header are shared bytes, and the edit found from them is
+    the one comparing every byte finds."""
+    from charter.contract.contractset import load_set
+    from charter.formats.gguf import shared_ends
+    from charter.mutation.run import all_mutants, load_battery
+    from tests.mutation.test_incremental import ROOT, SMOLLM2
+
+    b = load_battery(load_set([SMOLLM2], [ROOT / "specs"]), "smollm2-135m-instruct-q4_1", smollm2_path)
+    base, told = b.raw_header, 0
+    for m in all_mutants(b, "artifact"):
+        if m.make is None:
+            continue
+        data = m.make()[0]
+        start, end = shared_ends(b.view.header, base, data)
+        assert data[:start] == base[:start] and (not end or data[-end:] == base[-end:]), m.id
+        told += start + end > 0
+        edits.forget()
+        compared = edits.edit(base, data)
+        edits.forget()
+        assert edits.edit(base, data, (start, end)) == compared, m.id
+    assert told > 400  # most of them are rebuilt from the conforming records (445 of them)
+    assert shared_ends(b.view.header, base, bytes(bytearray(base))) == (0, 0)  # not the last one made

@@ -1321,20 +1321,98 @@ def serialize_gguf_header(header: GGUFHeader) -> bytes:
     arrays from their raw bytes, then zero padding up to the data offset (none without tensors:
     Note [Tensor-less GGUF]). Round-trips byte for byte the header of any parsed file whose
     padding is zero (up to its data offset, so without a tensor-less file's trailing padding)."""
-    out = [
-        MAGIC,
-        _U32.pack(header.version),
-        _U64.pack(header.tensor_count),
-        _U64.pack(header.kv_count),
-    ]
+    out = [MAGIC, _U32.pack(header.version), _U64.pack(header.tensor_count), _U64.pack(header.kv_count)]
     for kv in header.kvs.values():
-        out += [_encode_string(kv.key), _U32.pack(kv.type)]
-        if isinstance(kv.value, GGUFArray):
-            a = kv.value
-            out += [_U32.pack(a.elem_type), _U64.pack(a.count), a.raw]
-        else:
-            out.append(_encode_scalar(kv.type, kv.value))
+        out += _kv_pieces(kv)
     out += _encode_tensor_info.each(header.tensors)
     end = sum(map(len, out))
-    out.append(bytes(data_offset(end, header.alignment, header.tensor_count) - end))
-    return b"".join(out)  # one copy of a header that holds a vocabulary
+    padding = data_offset(end, header.alignment, header.tensor_count) - end
+    out.append(bytes(padding))
+    blob = b"".join(out)  # one copy of a header that holds a vocabulary
+    _SERIALIZED[0] = (blob, header, padding)
+    return blob
+
+
+def _kv_pieces(kv: KV) -> list[bytes]:
+    """A kv pair's bytes, in pieces (an array's raw bytes as held: no copy)."""
+    if isinstance(kv.value, GGUFArray):
+        a = kv.value
+        return [_encode_string(kv.key), _U32.pack(kv.type), _U32.pack(a.elem_type), _U64.pack(a.count), a.raw]
+    return [_encode_string(kv.key), _U32.pack(kv.type), _encode_scalar(kv.type, kv.value)]
+
+
+_SERIALIZED: list[tuple | None] = [None]  # (bytes, header, padding) of the last header serialized
+_BASE: list[tuple | None] = [None]  # (header, its bytes, (its pairs' and infos' lengths, padding) or None)
+_PREAMBLE = ((4, "version"), (8, "tensor_count"), (8, "kv_count"))  # after the magic, in file order
+
+
+def shared_ends(base: GGUFHeader, base_raw: bytes, blob: bytes) -> tuple[int, int]:
+    """Note [Shared records]
+    ~~~~~~~~~~~~~~~~~~~~~~~~
+    How many bytes `blob` shares with `base_raw` at its start and at its end, at least: a mutation
+    battery's header mutant is `base` (the conforming header, whose bytes are `base_raw`)
+    serialized again with a record or a count changed, and the records it kept are `base`'s own
+    objects. A kv pair's bytes are made from its record alone, a tensor info's from its record,
+    and the padding is zeros: records that are the very objects `base` has, in the same places
+    counted from the start (or from the end), are the same bytes there, provided `base_raw` is
+    `base` serialized (compared once). So the leading and trailing runs of shared records (the
+    version and counts compared by value) bound the edit of `base_raw` that `blob` is
+    (charter.edits), which then compares only the bytes between. (0, 0) unless `blob` is the
+    last header serialize_gguf_header made."""
+    last = _SERIALIZED[0]
+    if last is None or last[0] is not blob:
+        return 0, 0
+    kept = _BASE[0]
+    if kept is None or kept[0] is not base or kept[1] is not base_raw:
+        lengths = None
+        if serialize_gguf_header(base) == base_raw:
+            lengths = ([sum(map(len, _kv_pieces(kv))) for kv in base.kvs.values()],
+                       [len(b) for b in _encode_tensor_info.each(base.tensors)], _SERIALIZED[0][2])
+        kept = _BASE[0] = (base, base_raw, lengths)
+        _SERIALIZED[0] = last
+    if kept[2] is None:
+        return 0, 0
+    made, padding = last[1], last[2]
+    kv_lengths, info_lengths, base_padding = kept[2]
+    units = [(f, size, getattr(made, f) == getattr(base, f)) for size, f in _PREAMBLE]
+    start = 4 + _leading(units)
+    if start == 24:
+        kvs, base_kvs = list(made.kvs.values()), list(base.kvs.values())
+        i = _same_objects(kvs, base_kvs)
+        start += sum(kv_lengths[:i])
+        if i == len(kvs) == len(base_kvs):
+            j = _same_objects(made.tensors, base.tensors)
+            start += sum(info_lengths[:j])
+            if j == len(made.tensors) == len(base.tensors):
+                start += min(padding, base_padding)
+    end = min(padding, base_padding)
+    if padding == base_padding:
+        k = _same_objects(made.tensors[::-1], base.tensors[::-1])
+        end += sum(info_lengths[len(info_lengths) - k:])
+        if k == len(made.tensors) == len(base.tensors):
+            kvs, base_kvs = list(made.kvs.values()), list(base.kvs.values())
+            i = _same_objects(kvs[::-1], base_kvs[::-1])
+            end += sum(kv_lengths[len(kv_lengths) - i:])
+            if i == len(kvs) == len(base_kvs):
+                end += _leading(units[::-1])
+    return start, end
+
+
+def _leading(units: list[tuple]) -> int:
+    """The bytes of the leading fields that are equal (field, size, equal)."""
+    total = 0
+    for _, size, equal in units:
+        if not equal:
+            break
+        total += size
+    return total
+
+
+def _same_objects(records, base_records) -> int:
+    """How many leading records are `base_records`' own objects."""
+    n = 0
+    for a, b in zip(records, base_records):
+        if a is not b:
+            break
+        n += 1
+    return n
