@@ -114,9 +114,16 @@ def edit_of(base: bytes, data, base_end: int | None = None, p_from: int = 0, s_f
     end_b = len(base) if base_end is None else base_end
     end_d = len(view)
     most = min(end_b, end_d)
-    p = _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most, p_from)
+    p = common_prefix(base, view, most, p_from, end_b)
     s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p, s_from)
     return p, s
+
+
+def common_prefix(base: bytes, view: memoryview, most: int | None = None, known: int = 0, base_end=None) -> int:
+    """How many leading bytes of `view` are `base`'s (at most `most`; `known` of them are)."""
+    most = min(len(view), len(base)) if most is None else most
+    end_b = len(base) if base_end is None else base_end
+    return _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most, known)
 
 
 def _matched(equal, most: int, known: int = 0) -> int:

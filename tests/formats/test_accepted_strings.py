@@ -93,6 +93,72 @@ def test_the_string_limit_counts_accepted_arrays(header):
     assert [d.to_json() for d in with_memo.value.diagnostics] == [d.to_json() for d in without.value.diagnostics]
 
 
+def _token_texts(buf: bytes) -> tuple[int, int, list[int]]:
+    """The tokens array's count offset, its first element's offset and where each element starts."""
+    first = _tokens(buf)
+    n = struct.unpack_from("<Q", buf, first - 8)[0]
+    starts, p = [], first
+    for _ in range(n):
+        starts.append(p)
+        p += 8 + struct.unpack_from("<Q", buf, p)[0]
+    return first - 8, first, starts + [p]
+
+
+def _token_edit(buf: bytes, at: int, cut: int, put: list[bytes]) -> bytes:
+    """`buf` with `cut` tokens from index `at` replaced by `put` (the count and the header's
+    tensor count fields kept consistent: only the array changes)."""
+    count_at, _, starts = _token_texts(buf)
+    n = len(starts) - 1
+    new = b"".join(struct.pack("<Q", len(t)) + t for t in put)
+    out = buf[:starts[at]] + new + buf[starts[at + cut]:]
+    return out[:count_at] + struct.pack("<Q", n - cut + len(put)) + out[count_at + 8:]
+
+
+_SPLICES = {
+    "the last token dropped": lambda buf, n: _token_edit(buf, n - 1, 1, []),
+    "a token added at the end": lambda buf, n: _token_edit(buf, n, 0, [b"new"]),
+    "a middle token made longer": lambda buf, n: _token_edit(buf, n // 2, 1, [b"x" * 300]),
+    "a middle token made invalid UTF-8": lambda buf, n: _token_edit(buf, n // 2, 1, [b"\xff\xfe"]),
+    "two tokens inserted after the first": lambda buf, n: _token_edit(buf, 1, 0, [b"a", "é".encode()]),
+    "the first two thousand tokens dropped": lambda buf, n: _token_edit(buf, 0, 2000, []),
+    "a token dropped on a mark": lambda buf, n: _token_edit(buf, 3 * 1024, 1, []),
+    "a long run of tokens replaced": lambda buf, n: _token_edit(buf, 100, 3000, [b"y"] * 3000),
+}
+
+
+@pytest.mark.parametrize("name", list(_SPLICES))
+def test_a_spliced_string_array_reads_as_without_the_memo(header, name):
+    """Note [Array marks]: an array that is a kept one with elements changed in one place is read
+    from the kept one's marks, as the walk would read it, at every readable end."""
+    buf, size = header
+    n = len(_token_texts(buf)[2]) - 1
+    variant = _SPLICES[name](buf, n)
+    _reads_as_without_the_memo(buf, size, variant, (size, len(variant), _tokens(buf) + 8 * n + 4096))
+
+
+def test_a_spliced_array_walks_only_near_its_change(header, monkeypatch):
+    from charter.formats import gguf
+
+    buf, size = header
+    n = len(_token_texts(buf)[2]) - 1
+    accepted = AcceptedStrings()
+    parse_gguf(buf, size, accepted=accepted)
+    variant = _SPLICES["a middle token made longer"](buf, n)
+    plain = _outcome(variant, size, None)
+    walks = []
+    monkeypatch.setattr(gguf, "_walk_strings", lambda *a, **k: walks.append(a) or pytest.fail("walked whole"))
+    assert _outcome(variant, size, accepted) == plain
+
+
+def test_marks_give_the_offsets_a_walk_gives(header):
+    buf, size = header
+    marked = parse_gguf(buf, size, accepted=AcceptedStrings()).kvs["tokenizer.ggml.tokens"].value
+    plain = parse_gguf(buf, size).kvs["tokenizer.ggml.tokens"].value
+    assert marked.marks and plain.marks is None and marked == plain
+    asked = [0, 1, 1023, 1024, 1025, 5000, plain.count - 1, plain.count, plain.count + 5]
+    assert marked.offsets(asked) == plain.offsets(asked)
+
+
 def _token_types(buf: bytes) -> int:
     """The offset of tokenizer.ggml.token_type's first element."""
     key = b"tokenizer.ggml.token_type"

@@ -181,6 +181,7 @@ _BOOL, _STRING, _ARRAY, _FLOAT32 = int(_T.BOOL), int(_T.STRING), int(_T.ARRAY), 
 _SCALAR_BY_TAG = {int(t): s for t, s in _SCALARS.items()}
 _ARRAY_HEAD = struct.Struct("<IQ")  # element type, count
 _HIGH_BYTES = 0x8080808080808080  # a length prefix with a byte >= 0x80 is not ASCII
+MARK = 1024  # a walk of a string array records where every MARK-th element starts (Note [Array marks])
 _DIMS_TAIL = {n: struct.Struct(f"<{n}QIQ") for n in range(1, MAX_DIMS + 1)}  # dims, ggml type, offset
 _TAIL_READERS = {n: (s.unpack_from, s.size) for n, s in _DIMS_TAIL.items()}  # by rank, for the fast path
 _UTF8_CHUNK = 1 << 20
@@ -207,6 +208,8 @@ class GGUFArray:
     count: int
     offset: int  # the element-type tag; the u64 count follows at +4, the elements at +12
     raw: bytes = field(repr=False)
+    # where every MARK-th string element starts in `raw`, if a walk recorded it (Note [Array marks])
+    marks: tuple[int, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def count_offset(self) -> int:
@@ -283,9 +286,12 @@ class GGUFArray:
         if self.elem_type is not _T.STRING:
             size = _SCALARS[self.elem_type].size
             return {i: min(i, self.count) * size for i in wanted}
-        out, pos, walked, raw = {}, 0, 0, self.raw
+        out, pos, walked, raw, marks = {}, 0, 0, self.raw, self.marks or (0,)
         for j in wanted:
             stop = min(j, self.count)
+            mark = min(stop // MARK, len(marks) - 1)
+            if mark * MARK > walked:  # the walk resumes at the last mark before `stop`
+                pos, walked = marks[mark], mark * MARK
             for _ in repeat(None, stop - walked):
                 pos += 8 + _U64.unpack_from(raw, pos)[0]
             out[j], walked = pos, stop
@@ -530,12 +536,13 @@ class AcceptedStrings:
         comparison per header] in charter.edits). Only arrays whose bytes `base` holds where they
         were read count."""
         self._base = base
-        self._origins = {start: (kind, raw) for start, (kind, raw) in self._origins.items()
-                         if start >= 12 and base.startswith(raw, start) and _ARRAY_HEAD.unpack_from(base, start - 12) == kind}
+        self._origins = {start: kept for start, kept in self._origins.items()
+                         if start >= 12 and base.startswith(kept[1], start)
+                         and _ARRAY_HEAD.unpack_from(base, start - 12) == kept[0]}
 
-    def find(self, buf, start: int, kind: tuple[int, int], end: int) -> bytes | None:
+    def find(self, buf, start: int, kind: tuple[int, int], end: int) -> tuple[bytes, tuple | None] | None:
         """The accepted bytes of an array of `kind` (element tag, count) that `buf` holds at `start`,
-        ending by `end`."""
+        ending by `end`, and their marks (Note [Array marks])."""
         if self._base is not None and buf is not self._base and type(buf) is bytes:
             from charter.edits import edit
 
@@ -544,19 +551,68 @@ class AcceptedStrings:
                 there = self._origins.get(origin)
                 if there is not None and there[0] == kind and start + len(there[1]) <= end \
                         and e.held(start, len(there[1])) == origin:
-                    return there[1]
+                    return there[1], there[2]
         held = buf.startswith if isinstance(buf, bytes) else lambda raw, at: buf[at:at + len(raw)] == raw
-        for raw in self._arrays.get(kind, ()):
+        for raw, marks in self._arrays.get(kind, ()):
             if start + len(raw) <= end and held(raw, start):  # bytes compared in place: no megabyte copy
-                return raw
+                return raw, marks
         return None
 
-    def add(self, kind: tuple[int, int], raw: bytes, start: int) -> None:
+    def add(self, kind: tuple[int, int], raw: bytes, start: int, marks: list[int] | None = None) -> None:
+        marks = tuple(marks) if marks else None
         kept = self._arrays.setdefault(kind, [])
         if len(kept) < self.PER_COUNT:
-            kept.append(raw)
+            kept.append((raw, marks))
         if self._base is None:
-            self._origins[start] = (kind, raw)
+            self._origins[start] = (kind, raw, marks)
+
+    def spliced(self, buf, start: int, count: int, end: int) -> tuple[int, int, int, list[int]] | None:
+        """A string array of `count` elements at `start` that is an accepted one with a few elements
+        changed, added or removed in one place (Note [Array marks]): (where it ends, where the
+        elements walked start and end, the walked length prefixes with a high byte), or None."""
+        from charter.edits import common_prefix
+
+        with memoryview(buf) as view:
+            # the kept array that shares the most leading bytes with these
+            shared, n, raw, marks = max(((common_prefix(raw, view[start:min(end, start + len(raw))]), n, raw, marks)
+                                         for (tag, n), kept in self._arrays.items() if tag == _STRING
+                                         for raw, marks in kept if marks is not None),
+                                        key=lambda c: c[0], default=(0, 0, b"", None))
+        if marks is None:
+            return None
+        first = min(bisect.bisect_right(marks, shared) - 1, count // MARK)  # a mark within the shared bytes
+        return _walk_to_tail(buf, start, count, end, raw, n, marks, first)
+
+
+def _walk_to_tail(buf, start: int, count: int, end: int, raw: bytes, n: int, marks: tuple, first: int
+                  ) -> tuple[int, int, int, list[int]] | None:
+    """Walk `count` strings at `start` whose first `first * MARK` are those of `raw` (n elements,
+    `marks`), until what is left is the rest of `raw` from one of its marks: at most 2 * MARK
+    elements (Note [Array marks]); None if none is found so soon, or an element overruns `end`."""
+    unpack, high, splits = _U64.unpack_from, _HIGH_BYTES, []
+    done = first * MARK
+    walked_from = p = start + marks[first]
+    with memoryview(buf) as whole, whole[:end] as view:
+        for _ in repeat(None, min(count - done, 2 * MARK)):
+            if done == count:
+                break
+            try:
+                (size,) = unpack(view, p)
+            except (struct.error, OverflowError):
+                return None
+            if size & high:
+                splits.append(p)
+            p += 8 + size
+            done += 1
+            left = n - (count - done)  # the element of `raw` the rest would start at
+            if p > end:
+                return None
+            if left % MARK == 0 and 0 <= left // MARK < len(marks):
+                tail = memoryview(raw)[marks[left // MARK]:]
+                if p + len(tail) <= end and (buf.startswith(tail, p) if isinstance(buf, bytes)
+                                             else view[p:p + len(tail)].tobytes() == tail):
+                    return p + len(tail), walked_from, p, splits
+    return (p, walked_from, p, splits) if done == count and p <= end else None
 
 
 class _Cursor:
@@ -829,33 +885,41 @@ def _fast_array(cur: _Cursor, at: int) -> GGUFArray | None:
     if tag >= len(_VTYPES) or tag == _ARRAY:
         return None
     start = at + 12
+    accepted, marks = cur.accepted, None
     if tag == _STRING:
         if count > cur.strings_left or count * 8 > end - start:
             return None
-        raw = cur.accepted.find(buf, start, (tag, count), end) if cur.accepted is not None else None
-        if raw is None:
-            walked = _walk_strings(buf, start, count, end)
+        found = accepted.find(buf, start, (tag, count), end) if accepted is not None else None
+        if found is None:
+            walked = accepted.spliced(buf, start, count, end) if accepted is not None else None
+            if walked is None:
+                marks = [] if accepted is not None else None
+                whole = _walk_strings(buf, start, count, end, marks)
+                walked = None if whole is None else (whole[0], start, whole[0], whole[1])
             if walked is None:
                 return None
-            stop, splits = walked
+            stop, checked, checked_end, splits = walked
             raw = bytes(buf[start:stop])
-            if _utf8_error(raw, start, splits) is not None:
+            region = raw if checked == start and checked_end == stop else raw[checked - start:checked_end - start]
+            if _utf8_error(region, checked, splits) is not None:
                 return None
-            if cur.accepted is not None:
-                cur.accepted.add((tag, count), raw, start)
+            if accepted is not None:
+                accepted.add((tag, count), raw, start, marks)
+        else:
+            raw, marks = found
         cur.strings_left -= count
     else:
         stop = start + count * _SCALAR_BY_TAG[tag].size
         if stop > end:
             return None
-        raw = cur.accepted.find(buf, start, (tag, count), end) if cur.accepted is not None else None
-        if raw is None:
-            raw = bytes(buf[start:stop])
+        found = accepted.find(buf, start, (tag, count), end) if accepted is not None else None
+        raw = found[0] if found is not None else bytes(buf[start:stop])
+        if found is None:
             if tag == _BOOL and raw.translate(None, b"\x00\x01"):
                 return None
-            if cur.accepted is not None:
-                cur.accepted.add((tag, count), raw, start)
-    return GGUFArray(_VTYPES[tag], count, at, raw)
+            if accepted is not None:
+                accepted.add((tag, count), raw, start)
+    return GGUFArray(_VTYPES[tag], count, at, raw, tuple(marks) if marks else None)
 
 
 def _read_kv(cur: _Cursor, i: int, kvs: dict[str, KV]) -> None:
@@ -970,20 +1034,25 @@ def _read_array(cur: _Cursor, field: str) -> GGUFArray:
     return GGUFArray(etype, count, at, raw)
 
 
-def _walk_strings(buf, start: int, count: int, end: int) -> tuple[int, list[int]] | None:
+def _walk_strings(buf, start: int, count: int, end: int, marks: list[int] | None = None
+                  ) -> tuple[int, list[int]] | None:
     """Bounds-check `count` length-prefixed strings at `start`: (end of the last, offsets of the
     length prefixes holding a byte >= 0x80), or None if one overruns `end`. No list of every
     element: a header's 2**20 of them would cost more memory than the header; a prefix with a high
     byte stands for a string of at least 128 bytes, so there are at most 1/136 as many offsets as
-    the header has bytes. One walk (a prefix past `end` fails the read of the view cut at `end`)."""
+    the header has bytes. One walk (a prefix past `end` fails the read of the view cut at `end`).
+    `marks`, if given, gets where every MARK-th element starts, from `start` (Note [Array marks])."""
     unpack, p, high, splits = _U64.unpack_from, start, _HIGH_BYTES, []
     with memoryview(buf) as whole, whole[:end] as view:
         try:
-            for _ in repeat(None, count):
-                (n,) = unpack(view, p)
-                if n & high:
-                    splits.append(p)
-                p += 8 + n
+            for block in range(0, count, MARK):
+                if marks is not None:
+                    marks.append(p - start)
+                for _ in repeat(None, min(MARK, count - block)):
+                    (n,) = unpack(view, p)
+                    if n & high:
+                        splits.append(p)
+                    p += 8 + n
         except (struct.error, OverflowError):  # a length prefix starts past end - 8
             return None
     return (p, splits) if p <= end else None
