@@ -80,7 +80,10 @@ the end) is walked as without the memo; the string-element limit is counted eith
 checked path never consults it. An array of scalars is kept too, under its element type and
 count: its bytes are its value, so one that holds a kept array's bytes is that array, the same
 object, and what is worked out of it by identity is found again (its digest, `_bytes_digest`: a
-151,936-entry token type array costs 0.3 ms of sha256 per parse otherwise).
+151,936-entry token type array costs 0.3 ms of sha256 per parse otherwise). Once the battery
+says which header it read first (`based_on`), an array of a later header that lies outside that
+header's edit of the first is the first one's, found by where it lies without comparing its
+bytes (Note [One comparison per header] in charter.edits).
 
 The tensor info table is kept the same way (1,000 records cost about 2.5 ms of Python steps):
 the bytes of a table the fast loop read whole (no record went to the checked path), from its first
@@ -99,6 +102,20 @@ that follow are a kept table's last records', as many as the table still has to 
 deleted or added shifts the rest by one), ending within the readable header, and none of their
 names is one the loop has seen, the loop would accept each of them again, so they are those
 records moved to where they now start. Nothing is consulted without the fast paths (FAST_PATHS).
+
+Note [Array marks]
+~~~~~~~~~~~~~~~~~~
+A battery's array mutants drop, add or edit one element of a 151,936-token vocabulary, and such
+an array, equal to no kept one, was walked whole (about 7 ms). A walk that fills the memo records
+where every MARK-th (1,024th) element starts (`marks`, kept with the bytes and on the GGUFArray).
+An array of a later header is then read from the kept one that shares the most leading bytes with
+it: its elements up to the last mark within those bytes are the kept array's (the same bytes,
+bounded by the same end, walk the same way and were valid UTF-8); from there it is walked one
+element at a time until the elements it has left are the kept array's from one of its marks on
+(their bytes follow, within the readable end), and those are the kept array's too. At most
+2 * MARK elements are walked, and only they are checked for UTF-8; without such a mark so soon,
+or on an overrun, the whole array is walked as before. GGUFArray.offsets resumes its walk at the
+last mark before each place it is asked for.
 """
 
 from __future__ import annotations
