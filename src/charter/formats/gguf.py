@@ -1444,8 +1444,8 @@ def shared_ends(base: GGUFHeader, base_raw: bytes, blob: bytes) -> tuple[int, in
     `base` serialized (compared once). So the leading and trailing runs of shared records (the
     version and counts compared by value) bound the edit of `base_raw` that `blob` is
     (charter.edits), which then compares only the bytes between. (0, 0) unless `blob` is the
-    last header serialize_gguf_header made."""
-    last = _SERIALIZED[0]
+    last header serialize_gguf_header made, and not asked about since."""
+    last, _SERIALIZED[0] = _SERIALIZED[0], None  # asked once (the key's): the header's memory serves the next
     if last is None or last[0] is not blob:
         return 0, 0
     kept = _BASE[0]
@@ -1455,7 +1455,7 @@ def shared_ends(base: GGUFHeader, base_raw: bytes, blob: bytes) -> tuple[int, in
             lengths = ([sum(map(len, _kv_pieces(kv))) for kv in base.kvs.values()],
                        [len(b) for b in _encode_tensor_info.each(base.tensors)], _SERIALIZED[0][2])
         kept = _BASE[0] = (base, base_raw, lengths)
-        _SERIALIZED[0] = last
+        _SERIALIZED[0] = None
     if kept[2] is None:
         return 0, 0
     made, padding = last[1], last[2]
