@@ -29,6 +29,7 @@ from typing import NamedTuple
 _RUN = 1 << 20  # bytes compared at once before halving (memcmp in C; 64 KiB runs spent more on calls)
 GAP = 16  # the most bytes of its own a middle may start with before a run in place (a count field: 8)
 _PROBE = 64  # bytes after a gap that must be the base's for a run to be looked for
+WORTH = 1 << 16  # the shortest middle a run is looked for in
 
 
 class Edit(NamedTuple):
@@ -98,7 +99,10 @@ def forget() -> None:
 
 def _in_place(base: bytes, view: memoryview, start: int, stop: int) -> tuple[int, int]:
     """(gap, run): the fewest bytes from `start` (at most GAP) after which `view` holds the base's
-    bytes at the same places, and for how long, up to `stop`; (0, 0) if no run starts so soon."""
+    bytes at the same places, and for how long, up to `stop`; (0, 0) if no run starts so soon, or
+    the middle is under WORTH bytes (hashed faster than looked through)."""
+    if stop - start < WORTH:
+        return 0, 0
     for gap in range(1, min(GAP, stop - start - 1) + 1):  # a run of at least one byte
         at = start + gap
         if base.startswith(view[at:min(at + _PROBE, stop)], at):

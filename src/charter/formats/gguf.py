@@ -1429,6 +1429,7 @@ def _kv_pieces(kv: KV) -> list[bytes]:
 _SERIALIZED: list[tuple | None] = [None]  # (bytes, header, padding) of the last header serialized
 _BASE: list[tuple | None] = [None]  # (header, its bytes, (its pairs' and infos' lengths, padding) or None)
 _PREAMBLE = ((4, "version"), (8, "tensor_count"), (8, "kv_count"))  # after the magic, in file order
+SHARED_FROM = 1 << 20  # a smaller header is compared whole faster than its records are (1,000 tensors: 60 KB)
 
 
 def shared_ends(base: GGUFHeader, base_raw: bytes, blob: bytes) -> tuple[int, int]:
@@ -1443,9 +1444,10 @@ def shared_ends(base: GGUFHeader, base_raw: bytes, blob: bytes) -> tuple[int, in
     `base` serialized (compared once). So the leading and trailing runs of shared records (the
     version and counts compared by value) bound the edit of `base_raw` that `blob` is
     (charter.edits), which then compares only the bytes between. (0, 0) unless `blob` is the
-    last header serialize_gguf_header made, and not asked about since."""
+    last header serialize_gguf_header made, and not asked about since, and `base_raw` is at
+    least SHARED_FROM bytes."""
     last, _SERIALIZED[0] = _SERIALIZED[0], None  # asked once (the key's): the header's memory serves the next
-    if last is None or last[0] is not blob:
+    if last is None or last[0] is not blob or len(base_raw) < SHARED_FROM:
         return 0, 0
     kept = _BASE[0]
     if kept is None or kept[0] is not base or kept[1] is not base_raw:
