@@ -23,9 +23,9 @@ def edited(base: bytes, data, shared: tuple[int, int] = (0, 0)) -> str:
     """A digest of `data` that determines it for a fixed `base`, in time proportional to what
     changed and a memcmp of the rest (charter.edits, compared once per header): its trailing zero
     bytes counted, then what precedes them as an edit of what precedes `base`'s (the lengths, the
-    gap's and the middle's bytes). The zeros first: a header that grows or shrinks ends in less or more alignment
-    padding, and an edit with them would span every byte from the change to the end. `shared`:
-    charter.edits.edit's."""
+    gap's and the middle's bytes). The zeros first: a header that grows or shrinks ends in less or
+    more alignment padding, and an edit with them would span every byte from the change to the
+    end. `shared`: charter.edits.edit's."""
     e = edit(base, data, shared)
     view, rest = memoryview(data), e.prefix + e.gap + e.run
     gap, middle = view[e.prefix:e.prefix + e.gap].tobytes(), view[rest:e.body - e.suffix].tobytes()
