@@ -19,7 +19,15 @@ A header that gains or loses a record also changes a count at its start (GGUF's 
 key-value counts, bytes 8 to 24), so its prefix ends there and its middle spans everything up
 to the record (a deleted tensor: 5 MB to hash for the key, and no string array held). So the
 middle starts with at most GAP bytes of its own (`gap`) if the bytes after them are the base's
-at the same places, for as long as they are (`run`), before the rest of the middle.
+at the same places, for as long as they are (`run`), before the rest of the middle (looked for in
+a middle of WORTH bytes or more: a shorter one is hashed faster). And the bytes a caller knows
+the two share at either end (`shared`: a header rebuilt from the conforming header's own records,
+Note [Shared records] in charter.formats.gguf) are not compared: only those between are. Each
+shortcut finds the edit that comparing every byte finds, sooner.
+
+The last pair is let go when its mutant is done (`forget`, charter.mutation.cache): held, the
+5 MB header kept the allocator from serving the next mutant's header from its memory (0.06 s over
+a battery of 2,000 mutants).
 """
 
 from __future__ import annotations
