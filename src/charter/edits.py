@@ -88,7 +88,8 @@ def edit(base: bytes, data, shared: tuple[int, int] = (0, 0)) -> Edit:
         zeros = trailing_zeros(data)
         body = len(data) - zeros
         view = memoryview(data)[:body]
-        tail = shared[1] - zeros if zeros == base_zeros and shared[1] >= zeros else 0  # in the bodies
+        # in the bodies: a shared end past both paddings (which then are as long) less the zeros
+        tail = max(0, shared[1] - zeros)
         prefix, suffix = edit_of(base, view, base_body, shared[0], tail)
         gap, run = _in_place(base, view, prefix, min(body, base_body) - suffix)
         found = Edit(prefix, gap, run, suffix, body, zeros, base_body, base_zeros)
@@ -126,16 +127,15 @@ def edit_of(base: bytes, data, base_end: int | None = None, p_from: int = 0, s_f
     end_b = len(base) if base_end is None else base_end
     end_d = len(view)
     most = min(end_b, end_d)
-    p = common_prefix(base, view, most, p_from, end_b)
+    p = common_prefix(base, view, most, p_from)
     s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p, s_from)
     return p, s
 
 
-def common_prefix(base: bytes, view: memoryview, most: int | None = None, known: int = 0, base_end=None) -> int:
+def common_prefix(base: bytes, view: memoryview, most: int | None = None, known: int = 0) -> int:
     """How many leading bytes of `view` are `base`'s (at most `most`; `known` of them are)."""
     most = min(len(view), len(base)) if most is None else most
-    end_b = len(base) if base_end is None else base_end
-    return _matched(lambda at, n: base.startswith(view[at:at + n], at, end_b), most, known)
+    return _matched(lambda at, n: base.startswith(view[at:at + n], at), most, known)
 
 
 def _matched(equal, most: int, known: int = 0) -> int:
