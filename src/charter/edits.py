@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-_RUN = 1 << 20  # bytes compared at once before halving (memcmp in C; 64 KiB runs spent more on calls)
+_RUN = 1 << 20  # pragma: no mutate -- cost only: bytes compared at once; _matched finds the longest match with any
 GAP = 16  # the most bytes of its own a middle may start with before a run in place (a count field: 8)
 _PROBE = 64  # bytes after a gap that must be the base's for a run to be looked for
 WORTH = 1 << 16  # the shortest middle a run is looked for in
@@ -112,38 +112,42 @@ def _in_place(base: bytes, view: memoryview, start: int, stop: int) -> tuple[int
     the middle is under WORTH bytes (hashed faster than looked through)."""
     if stop - start < WORTH:
         return 0, 0
-    for gap in range(1, min(GAP, stop - start - 1) + 1):  # a run of at least one byte
+    for gap in range(min(GAP, stop - start - 1)):  # a gap of 1 to GAP bytes, before a run of one at least
+        gap += 1
         at = start + gap
-        if base.startswith(view[at:min(at + _PROBE, stop)], at):
-            return gap, _matched(lambda i, n: base.startswith(view[at + i:at + i + n], at + i), stop - at)
+        probe = min(at + _PROBE, stop)
+        if base.startswith(view[at:probe], at):
+            return gap, _matched(lambda i, n: base.startswith(view[at + i:at + i + n], at + i), stop - at, probe - at)
     return 0, 0
 
 
-def edit_of(base: bytes, data, base_end: int | None = None, p_from: int = 0, s_from: int = 0) -> tuple[int, int]:
+def edit_of(base: bytes, data, base_end: int | None, p_from: int, s_from: int) -> tuple[int, int]:
     """(p, s), each as large as can be: `data` is `base[:p] + middle + base[base_end - s:base_end]`
-    (all of `base` by default), with p + s at most the shorter length; `p_from` and `s_from` bytes
-    are known to match at each end, and not compared."""
+    (all of `base` if `base_end` is None), with p + s at most the shorter length; `p_from` and
+    `s_from` bytes are known to match at each end, and not compared."""
     view = memoryview(data)
     end_b = len(base) if base_end is None else base_end
     end_d = len(view)
     most = min(end_b, end_d)
     p = common_prefix(base, view, most, p_from)
-    s = _matched(lambda at, n: base.endswith(view[end_d - at - n:end_d - at], 0, end_b - at), most - p, s_from)
+    s = _matched(lambda at, n: base.startswith(view[end_d - at - n:][:n], end_b - at - n), most - p, s_from)
     return p, s
 
 
-def common_prefix(base: bytes, view: memoryview, most: int | None = None, known: int = 0) -> int:
-    """How many leading bytes of `view` are `base`'s (at most `most`; `known` of them are)."""
+def common_prefix(base: bytes, view: memoryview, most: int | None, known: int) -> int:
+    """How many leading bytes of `view` are `base`'s (at most `most`, if given; `known` of them are)."""
     most = min(len(view), len(base)) if most is None else most
     return _matched(lambda at, n: base.startswith(view[at:at + n], at), most, known)
 
 
-def _matched(equal, most: int, known: int = 0) -> int:
+def _matched(equal, most: int, known: int) -> int:
     """The largest k <= most such that equal(0, k), where equal(at, n) says the n bytes from `at`
     on match, and equal(0, known) is known: whole runs while they match, then halving the run
     that does not."""
     at, step = min(known, most), _RUN
-    while step and at < most:
+    for _ in range(most // _RUN + 2 * _RUN.bit_length() + 2):  # pragma: no mutate -- cost only: more rounds than the search takes (a run per _RUN bytes, two per halving at most)
+        if not step or at >= most:  # pragma: no mutate -- cost only: past either a round compares nothing and changes nothing
+            break
         n = min(step, most - at)
         if equal(at, n):
             at += n
@@ -154,10 +158,11 @@ def _matched(equal, most: int, known: int = 0) -> int:
 
 def trailing_zeros(data) -> int:
     """How many zero bytes `data` ends with (windows doubling from its end: time proportional to them)."""
-    view, n = memoryview(data), 64
-    while True:
+    view, n, zeros = memoryview(data), 64, 0  # pragma: no mutate -- cost only: the first window's size
+    for _ in range(len(view).bit_length() + 1):  # pragma: no mutate -- cost only: more windows than it takes to cover `data`
         tail = view[max(0, len(view) - n):].tobytes()
         zeros = len(tail) - len(tail.rstrip(b"\0"))
-        if zeros < len(tail) or len(tail) == len(view):
-            return zeros
-        n *= 2
+        if zeros < len(tail) or len(tail) == len(view):  # pragma: no mutate -- cost only: a larger window ends in as many zeros
+            break
+        n *= 2  # pragma: no mutate -- cost only: how fast the window grows
+    return zeros

@@ -590,12 +590,11 @@ class AcceptedStrings:
         elements walked start and end, the walked length prefixes with a high byte), or None."""
         from charter.edits import common_prefix
 
-        with memoryview(buf) as view:
-            # the kept array that shares the most leading bytes with these
-            shared, n, raw, marks = max(((common_prefix(raw, view[start:min(end, start + len(raw))]), n, raw, marks)
-                                         for (tag, n), kept in self._arrays.items() if tag == _STRING
-                                         for raw, marks in kept if marks is not None),
-                                        key=lambda c: c[0], default=(0, 0, b"", None))
+        with memoryview(buf) as view:  # the kept array that shares the most leading bytes with these
+            best = max(((common_prefix(raw, view[start:min(end, start + len(raw))], None, 0), n, raw, marks)
+                        for (tag, n), arrays in self._arrays.items() if tag == _STRING
+                        for raw, marks in arrays if marks is not None), key=lambda c: c[0], default=(0, 0, b"", None))
+        shared, n, raw, marks = best
         if marks is None:
             return None
         first = min(bisect.bisect_right(marks, shared) - 1, count // MARK)  # a mark within the shared bytes

@@ -1,6 +1,7 @@
 """charter.edits (Note [One comparison per header]): the edit of a base that a header is, found by
 memcmp runs, with the places it holds the base's bytes; what a caller knows the two share, the
-last pair kept and a run in place after a changed count only make it sooner, never other."""
+last pair kept and a run in place after a changed count only make it sooner, never other. In the
+code-mutation gate's selection (tests/mutmut): each edit is compared whole."""
 
 from __future__ import annotations
 
@@ -50,7 +51,7 @@ def test_the_edit_is_the_longest_prefix_then_suffix(base, data, run):
     old = edits._RUN
     edits._RUN = run
     try:
-        p, s = edit_of(base, data)
+        p, s = edit_of(base, data, None, 0, 0)
     finally:
         edits._RUN = old
     assert (p, s) == _by_byte(base, data)
@@ -61,7 +62,7 @@ def test_the_edit_is_the_longest_prefix_then_suffix(base, data, run):
 def test_an_edit_of_a_base_is_found_back(base, at, cut, put):
     at = min(at, len(base))
     data = base[:at] + put + base[at + cut:]
-    p, s = edit_of(base, data)
+    p, s = edit_of(base, data, None, 0, 0)
     assert base[:p] + data[p:len(data) - s] + base[len(base) - s:] == data
     assert len(data) - s - p <= len(put)
 
@@ -82,9 +83,9 @@ def test_an_edit_holds_the_base_bytes_it_says(base, one, zeros):
     assert (e.body, e.base_body) == (len(data) - e.zeros, len(base) - e.base_zeros)
     assert (e.prefix, e.suffix) == _by_byte(base[:e.base_body], data[:e.body])
     assert e.prefix + e.gap + e.run + e.suffix <= e.body
-    for start in range(len(data) + 1):
-        for length in range(len(data) - start + 1):
-            at = e.held(start, length)
+    for start in range(len(data) + 1):  # every byte, and every stretch up to where a region ends
+        for length in {1, 2, e.prefix - start, e.prefix + e.gap + e.run - start, e.body - start}:
+            at = e.held(start, length) if length >= 0 else None
             if at is not None:
                 assert data[start:start + length] == base[at:at + length], (start, length, at)
     assert e.held(0, e.prefix) == 0
@@ -158,11 +159,18 @@ def test_a_run_starts_after_the_fewest_bytes_of_its_own():
 
 def test_common_prefix_is_bounded_by_both_and_by_most():
     base = bytes(range(100))
-    assert common_prefix(base, memoryview(base[:40] + b"x")) == 40
-    assert common_prefix(base, memoryview(base + b"more")) == 100  # at most the shorter
-    assert common_prefix(base, memoryview(base[:60])) == 60
-    assert common_prefix(base, memoryview(base), 30) == 30 and common_prefix(base, memoryview(base), 30, 10) == 30
-    assert common_prefix(base, memoryview(b"")) == 0
+    assert common_prefix(base, memoryview(base[:40] + b"x"), None, 0) == 40
+    assert common_prefix(base, memoryview(base + b"more"), None, 0) == 100  # at most the shorter
+    assert common_prefix(base, memoryview(base[:60]), None, 0) == 60
+    assert common_prefix(base, memoryview(base), 30, 0) == 30 == common_prefix(base, memoryview(base), 30, 10)
+    assert common_prefix(base, memoryview(b""), None, 0) == 0 == common_prefix(b"abc", memoryview(b"xbc"), None, 0)
+    assert common_prefix(base, memoryview(base[:40] + b"x"), None, 39) == 40  # known: compared from there
+
+
+def test_edit_of_reaches_both_starts():
+    assert edit_of(b"abc", b"xabc", None, 0, 0) == (0, 3) and edit_of(b"xabc", b"abc", None, 0, 0) == (0, 3)
+    assert edit_of(b"abcabc", b"abc", None, 0, 0) == (3, 0) and edit_of(b"abc", b"abcabc", None, 0, 0) == (3, 0)
+    assert edit_of(b"abcd", b"abXd", 3, 0, 0) == (2, 0)  # the base's end
 
 
 def test_a_known_shared_end_counts_the_zeros_both_end_in():
@@ -175,3 +183,77 @@ def test_a_known_shared_end_counts_the_zeros_both_end_in():
     assert _fresh(base, data).suffix == whole[1] - 16
     shorter = base[:100] + b"\0" + base[101:-4]  # other padding: nothing known of the bodies' ends
     assert _fresh(base, shorter, (100, 12)) == _fresh(base, shorter)
+
+
+def test_trailing_zeros_past_every_window():
+    assert [trailing_zeros(b"\1" + bytes(n)) for n in (0, 63, 64, 65, 100, 300)] == [0, 63, 64, 65, 100, 300]
+    assert trailing_zeros(bytes(200)) == 200 and trailing_zeros(b"") == 0
+
+
+def test_a_short_middle_is_hashed_not_looked_through():
+    """Under WORTH bytes no run is looked for, even where one is there."""
+    base = bytes(range(256)) * 1000
+    data = bytearray(base)
+    data[100_000] ^= 1
+    data[100_071] ^= 1
+    data = bytes(data)
+    assert _fresh(base, data)[:4] == (100_000, 0, 0, len(base) - 100_072)
+    assert _fresh(base, data, worth=0)[:4] == (100_000, 1, 70, len(base) - 100_072)
+    assert _fresh(base, data, worth=72)[:3] == (100_000, 1, 70) and _fresh(base, data, worth=73)[:3] == (100_000, 0, 0)
+
+
+def test_a_run_is_looked_for_after_at_most_gap_bytes():
+    base = bytes(range(256)) * 400
+    for own, found in (1, True), (15, True), (16, True), (17, False):
+        data = base[:1000] + bytes(b ^ 0xFF for b in base[1000:1000 + own]) + base[1000 + own:5000] + b"!" + base[5001:]
+        e = _fresh(base, data, worth=0)
+        assert e[:3] == ((1000, own, 4000 - own) if found else (1000, 0, 0)), own
+
+
+def test_a_run_may_end_where_the_bases_middle_does():
+    """A byte added after the change: the middle's own bytes reach past the base's, and the bytes
+    of the base's middle kept in place are a run, up to its last one (never past it)."""
+    head, tail = bytes(range(256)) * 40, bytes(range(255, 0, -1)) * 40  # no trailing zero
+    base = head + b"ABCD" + tail
+    for middle, want in (b"QBCDE", (1, 3)), (b"QRSDE", (3, 1)), (b"QRSXE", (0, 0)):
+        e = _fresh(base, head + middle + tail, worth=0)
+        assert (e.prefix, e.suffix) == (len(head), len(tail)) and (e.gap, e.run) == want, middle
+
+
+def test_a_run_is_kept_only_if_its_first_probe_bytes_are_the_bases():
+    base = bytes(range(256)) * 400
+    for equal, found in (64, True), (63, False):
+        data = bytearray(base)
+        data[1000] ^= 1
+        data[1001 + equal] ^= 1
+        data[5000] ^= 1
+        e = _fresh(base, bytes(data), worth=0)
+        assert e[:3] == ((1000, 1, equal) if found else (1000, 0, 0)), equal
+
+
+def test_runs_are_looked_for_from_a_middle_of_worth_bytes():
+    base = bytes(range(256)) * 1000
+    for size, found in (edits.WORTH, True), (edits.WORTH - 1, False):
+        data = bytearray(base)
+        data[1000] ^= 1
+        data[1000 + size - 1] ^= 1  # the middle: [1000, 1000 + size)
+        e = _fresh(base, bytes(data))
+        assert (e.prefix, e.body - e.suffix) == (1000, 1000 + size)
+        assert e[1:3] == ((1, size - 2) if found else (0, 0)), size
+
+
+def test_a_run_in_place_stops_where_the_middle_does():
+    """Periodic bytes after an insertion match in place past the middle's end: the run is cut
+    there, so the gap, run, middle and suffix never overlap."""
+    base = b"HHHHHA" + b"aba" * 45 + b"T"
+    data = base[:5] + b"B" + base[6:103] + b"bb" + base[103:]
+    e = _fresh(base, data, worth=0)
+    assert e == Edit(5, 1, 97, 39, 144, 0, 142, 0)
+    assert e.prefix + e.gap + e.run + e.suffix <= e.body
+
+
+def test_nothing_known_claims_nothing():
+    """Known shared ends of (0, 0), or under the zeros both end in, claim no byte of the bodies."""
+    assert _fresh(b"abc", b"abd")[:4] == (2, 0, 0, 0)
+    assert _fresh(b"abc" + bytes(4), b"abd" + bytes(4), (2, 4))[:4] == (2, 0, 0, 0)
+    assert _fresh(b"abc" + bytes(4), b"abd" + bytes(4), (2, 3))[:4] == (2, 0, 0, 0)
