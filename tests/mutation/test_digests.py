@@ -3,24 +3,13 @@ tests/mutmut/test_edits.py), and the remembered file digests."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from charter import edits
 from charter.mutation import digests
 from charter.mutation.digests import edited, sha256
-
-_bytes = st.binary(max_size=80).map(lambda b: bytes(x % 3 for x in b))  # few symbols: long matches
-
-
-_edit = st.tuples(st.integers(0, 80), st.integers(0, 4), st.binary(max_size=4).map(lambda b: bytes(x % 2 for x in b)))
-
-
-def _apply(base: bytes, edit) -> bytes:
-    at, cut, put = edit
-    at = min(at, len(base))
-    return base[:at] + put + base[at + cut:]
+from tests.mutmut.test_edits import _apply, _bytes, _edit
 
 
 @given(base=_bytes.map(lambda b: b + bytes(len(b) % 5)), one=_edit, other=_edit,
