@@ -570,9 +570,8 @@ class AcceptedStrings:
                 if there is not None and there[0] == kind and start + len(there[1]) <= end \
                         and e.held(start, len(there[1])) == origin:
                     return there[1], there[2]
-        held = buf.startswith if isinstance(buf, bytes) else lambda raw, at: buf[at:at + len(raw)] == raw
         for raw, marks in self._arrays.get(kind, ()):
-            if start + len(raw) <= end and held(raw, start):  # bytes compared in place: no megabyte copy
+            if start + len(raw) <= end and _holds(buf, start, raw):
                 return raw, marks
         return None
 
@@ -605,29 +604,34 @@ def _walk_to_tail(buf, start: int, count: int, end: int, raw: bytes, n: int, mar
                   ) -> tuple[int, int, int, list[int]] | None:
     """Walk `count` strings at `start` whose first `first * MARK` are those of `raw` (n elements,
     `marks`), until what is left is the rest of `raw` from one of its marks: at most 2 * MARK
-    elements (Note [Array marks]); None if none is found so soon, or an element overruns `end`."""
-    unpack, high, splits = _U64.unpack_from, _HIGH_BYTES, []
-    done = first * MARK
+    elements, in walks from one such mark to the next (Note [Array marks]); None if none is found
+    so soon, or an element overruns `end`."""
+    done, splits = first * MARK, []
     walked_from = p = start + marks[first]
-    with memoryview(buf) as whole, whole[:end] as view:
-        for _ in repeat(None, min(count - done, 2 * MARK)):
-            try:
-                (size,) = unpack(view, p)
-            except (struct.error, OverflowError):
-                return None
-            if size & high:
-                splits.append(p)
-            p += 8 + size
-            done += 1
-            left = n - (count - done)  # the element of `raw` the rest would start at
-            if p > end:
-                return None
-            if left % MARK == 0 and 0 <= left // MARK < len(marks):
-                tail = memoryview(raw)[marks[left // MARK]:]
-                if p + len(tail) <= end and (buf.startswith(tail, p) if isinstance(buf, bytes)
-                                             else view[p:p + len(tail)].tobytes() == tail):
-                    return p + len(tail), walked_from, p, splits
-    return (p, walked_from, p, splits) if done == count and p <= end else None
+    limit = min(count, done + 2 * MARK)
+    while True:
+        left = n - (count - done)  # the element of `raw` the rest would start at
+        if left % MARK == 0 and 0 <= left // MARK < len(marks):
+            tail = memoryview(raw)[marks[left // MARK]:]
+            if p + len(tail) <= end and _holds(buf, p, tail):
+                return p + len(tail), walked_from, p, splits
+        if done >= limit:
+            return (p, walked_from, p, splits) if done == count else None
+        step = min(-left % MARK or MARK, limit - done)  # to where the rest starts at a mark of `raw`
+        walked = _walk_strings(buf, p, step, end)
+        if walked is None:
+            return None
+        p, more = walked
+        splits += more
+        done += step
+
+
+def _holds(buf, at: int, raw) -> bool:
+    """Whether `buf` holds the bytes `raw` at `at` (compared in place for bytes: no megabyte copy)."""
+    if isinstance(buf, bytes):
+        return buf.startswith(raw, at)
+    with memoryview(buf) as view:
+        return view[at:at + len(raw)].tobytes() == raw
 
 
 class _Cursor:
