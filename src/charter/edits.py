@@ -21,9 +21,9 @@ to the record (a deleted tensor: 5 MB to hash for the key, and no string array h
 middle starts with at most GAP bytes of its own (`gap`) if the bytes after them are the base's
 at the same places, for as long as they are (`run`), before the rest of the middle (looked for in
 a middle of WORTH bytes or more: a shorter one is hashed faster). And the bytes a caller knows
-the two share at either end (`shared`: a header rebuilt from the conforming header's own records,
-Note [Shared records] in charter.formats.gguf) are not compared: only those between are. Each
-shortcut finds the edit that comparing every byte finds, sooner.
+the two share at either end (`shared`: a header rebuilt from the conforming header's own
+records, Note [Shared records] in charter.mutation.shared_records) are not compared: only those
+between are. Each shortcut finds the edit that comparing every byte finds, sooner.
 
 The last pair is let go when its mutant is done (`forget`, charter.mutation.cache): held, the
 5 MB header kept the allocator from serving the next mutant's header from its memory (0.06 s over
@@ -76,7 +76,8 @@ class Edit(NamedTuple):
 def edit(base: bytes, data, shared: tuple[int, int] = (0, 0)) -> Edit:
     """`data` as an edit of `base` (Note [One comparison per header]); the last pair's, if asked again.
     `shared`: bytes the two are known to share at their start and at their end (the caller's word,
-    from how `data` was made: Note [Shared records] in charter.formats.gguf), not compared again."""
+    from how `data` was made: Note [Shared records] in charter.mutation.shared_records), not
+    compared again."""
     last = _LAST[0]
     if last is not None and last[0] is base and last[1] is data:
         return last[2]

@@ -55,8 +55,8 @@ def test_shared_records_bound_the_edit_that_comparing_finds(smollm2_path):
     records share with the conforming header are shared bytes, and the edit found from them is
     the one comparing every byte finds."""
     from charter.contract.contractset import load_set
-    from charter.formats.gguf import shared_ends
     from charter.mutation.run import all_mutants, load_battery
+    from charter.mutation.shared_records import shared_bytes
     from tests.mutation.test_incremental import ROOT, SMOLLM2
 
     b = load_battery(load_set([SMOLLM2], [ROOT / "specs"]), "smollm2-135m-instruct-q4_1", smollm2_path)
@@ -65,7 +65,7 @@ def test_shared_records_bound_the_edit_that_comparing_finds(smollm2_path):
         if m.make is None:
             continue
         data = m.make()[0]
-        start, end = shared_ends(b.view.header, base, data)
+        start, end = shared_bytes(b.view.header, base, data)
         assert data[:start] == base[:start] and (not end or data[-end:] == base[-end:]), m.id
         told += start + end > 0
         edits.forget()
@@ -73,4 +73,4 @@ def test_shared_records_bound_the_edit_that_comparing_finds(smollm2_path):
         edits.forget()
         assert edits.edit(base, data, (start, end)) == compared, m.id
     assert told > 400  # most of them are rebuilt from the conforming records (445 of them)
-    assert shared_ends(b.view.header, base, bytes(bytearray(base))) == (0, 0)  # not the last one made
+    assert shared_bytes(b.view.header, base, bytes(bytearray(base))) == (0, 0)  # not the last one made

@@ -127,7 +127,6 @@ import hashlib
 import itertools
 import math
 import mmap
-import operator
 import os
 import struct
 from collections.abc import Callable, Iterable
@@ -1409,6 +1408,11 @@ def serialize_gguf_header(header: GGUFHeader) -> bytes:
     arrays from their raw bytes, then zero padding up to the data offset (none without tensors:
     Note [Tensor-less GGUF]). Round-trips byte for byte the header of any parsed file whose
     padding is zero (up to its data offset, so without a tensor-less file's trailing padding)."""
+    return serialized(header)[0]
+
+
+def serialized(header: GGUFHeader) -> tuple[bytes, int]:
+    """serialize_gguf_header's bytes, and how many zero bytes of padding end them."""
     out = [MAGIC, _U32.pack(header.version), _U64.pack(header.tensor_count), _U64.pack(header.kv_count)]
     for kv in header.kvs.values():
         out += _kv_pieces(kv)
@@ -1416,9 +1420,13 @@ def serialize_gguf_header(header: GGUFHeader) -> bytes:
     end = sum(map(len, out))
     padding = data_offset(end, header.alignment, header.tensor_count) - end
     out.append(bytes(padding))
-    blob = b"".join(out)  # one copy of a header that holds a vocabulary
-    _SERIALIZED[0] = (blob, header, padding)
-    return blob
+    return b"".join(out), padding  # one copy of a header that holds a vocabulary
+
+
+def record_lengths(header: GGUFHeader) -> tuple[list[int], list[int]]:
+    """How many bytes each kv pair and each tensor info of `header` is written as, in file order."""
+    return ([sum(map(len, _kv_pieces(kv))) for kv in header.kvs.values()],
+            [len(b) for b in _encode_tensor_info.each(header.tensors)])
 
 
 def _kv_pieces(kv: KV) -> list[bytes]:
@@ -1427,74 +1435,3 @@ def _kv_pieces(kv: KV) -> list[bytes]:
         a = kv.value
         return [_encode_string(kv.key), _U32.pack(kv.type), _U32.pack(a.elem_type), _U64.pack(a.count), a.raw]
     return [_encode_string(kv.key), _U32.pack(kv.type), _encode_scalar(kv.type, kv.value)]
-
-
-_SERIALIZED: list[tuple | None] = [None]  # (bytes, header, padding) of the last header serialized
-_BASE: list[tuple | None] = [None]  # (header, its bytes, (its pairs' and infos' lengths, padding) or None)
-_PREAMBLE = ((4, "version"), (8, "tensor_count"), (8, "kv_count"))  # after the magic, in file order
-SHARED_FROM = 1 << 20  # a smaller header is compared whole faster than its records are (1,000 tensors: 54 KB)
-
-
-def shared_ends(base: GGUFHeader, base_raw: bytes, blob: bytes) -> tuple[int, int]:
-    """Note [Shared records]
-    ~~~~~~~~~~~~~~~~~~~~~~~~
-    How many bytes `blob` shares with `base_raw` at its start and at its end, at least: a mutation
-    battery's header mutant is `base` (the conforming header, whose bytes are `base_raw`)
-    serialized again with a record or a count changed, and the records it kept are `base`'s own
-    objects. A kv pair's bytes are made from its record alone, a tensor info's from its record,
-    and the padding is zeros: records that are the very objects `base` has, in the same places
-    counted from the start (or from the end), are the same bytes there, provided `base_raw` is
-    `base` serialized (compared once). So the leading and trailing runs of shared records (the
-    version and counts compared by value) bound the edit of `base_raw` that `blob` is
-    (charter.edits), which then compares only the bytes between. (0, 0) unless `blob` is the
-    last header serialize_gguf_header made, and not asked about since, and `base_raw` is at
-    least SHARED_FROM bytes."""
-    last, _SERIALIZED[0] = _SERIALIZED[0], None  # asked once (the key's): the header's memory serves the next
-    if last is None or last[0] is not blob or len(base_raw) < SHARED_FROM:
-        return 0, 0
-    kept = _BASE[0]
-    if kept is None or kept[0] is not base or kept[1] is not base_raw:
-        lengths = None
-        if serialize_gguf_header(base) == base_raw:
-            lengths = ([sum(map(len, _kv_pieces(kv))) for kv in base.kvs.values()],
-                       [len(b) for b in _encode_tensor_info.each(base.tensors)], _SERIALIZED[0][2])
-        kept = _BASE[0] = (base, base_raw, lengths)
-        _SERIALIZED[0] = None
-    if kept[2] is None:
-        return 0, 0
-    made, padding = last[1], last[2]
-    kv_lengths, info_lengths, base_padding = kept[2]
-    equal = [(size, getattr(made, f) == getattr(base, f)) for size, f in _PREAMBLE]
-    kvs, base_kvs, infos, base_infos = list(made.kvs.values()), list(base.kvs.values()), made.tensors, base.tensors
-    # from the start: the magic, the fields, the pairs, the tensor infos, the padding, while each is base's
-    start, whole = 4 + _leading(equal), all(e for _, e in equal)
-    for records, base_records, lengths in (kvs, base_kvs, kv_lengths), (infos, base_infos, info_lengths):
-        if whole:
-            n = _same_objects(records, base_records)
-            start += sum(lengths[:n])
-            whole = n == len(records) == len(base_records)
-    start += min(padding, base_padding) if whole else 0
-    # from the end: the padding, the tensor infos, the pairs, the fields
-    end, whole = min(padding, base_padding), padding == base_padding
-    for records, base_records, lengths in (infos, base_infos, info_lengths), (kvs, base_kvs, kv_lengths):
-        if whole:
-            n = _same_objects(records[::-1], base_records[::-1])
-            end += sum(lengths[len(lengths) - n:])
-            whole = n == len(records) == len(base_records)
-    return start, end + (_leading(equal[::-1]) if whole else 0)
-
-
-def _leading(fields: list[tuple[int, bool]]) -> int:
-    """The bytes of the leading fields (size, equal) that are equal."""
-    total = 0
-    for size, equal in fields:
-        if not equal:
-            break
-        total += size
-    return total
-
-
-def _same_objects(records, base_records) -> int:
-    """How many leading records are `base_records`' own objects (compared in C: a table of 1,000)."""
-    return next(itertools.compress(itertools.count(), map(operator.is_not, records, base_records)),
-                min(len(records), len(base_records)))

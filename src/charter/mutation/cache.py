@@ -74,11 +74,11 @@ from charter import __version__, atomic
 from charter.contract import checks
 from charter.diagnostics import ADMISSION_STAGES, Stage
 from charter.edits import forget
-from charter.formats.gguf import shared_ends
 from charter.memo import IdMemo
 from charter.mutation import facts, run, value_ops
 from charter.mutation.digests import charter_sources, edited, file_content, native_sources, sha256
 from charter.mutation.mutant import Mutant, Outcome, Verdict
+from charter.mutation.shared_records import shared_bytes
 
 _FORMAT = 6
 _RUNS = 8  # the runs whose keys are remembered: a few shards, an edit and its revert
@@ -350,7 +350,7 @@ def _file_pieces(b: run.Battery, made: tuple) -> list[str]:
     buf, size = made[0], made[1]
     patches = made[2] if len(made) > 2 else {}
     patched = (f"{at}:{sha256(bytes(patch))}" for at, patch in sorted(patches.items()))
-    shared = shared_ends(b.view.header, b.raw_header, buf) if b.plan.format == "gguf" else (0, 0)
+    shared = shared_bytes(b.view.header, b.raw_header, buf) if b.plan.format == "gguf" else (0, 0)
     return [str(size), edited(b.raw_header, buf, shared), *patched]
 
 

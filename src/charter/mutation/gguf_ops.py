@@ -27,9 +27,9 @@ from charter.formats.gguf import (
     GGUFHeader,
     GGUFValueType,
     TensorInfo,
-    serialize_gguf_header,
 )
 from charter.mutation import oracle
+from charter.mutation.shared_records import rebuilt
 from charter.language import INT_RANGES, align_up
 from charter.mutation.mutant import Expect, Mutant
 from charter.contract.plan import ArtifactPlan, value_of
@@ -46,7 +46,8 @@ CODEC_SWAP = {"F32": "F16", "F16": "F32", "BF16": "F16", "Q4_0": "Q4_1", "Q4_1":
 
 def rebuild(h: GGUFHeader, *, kvs=None, tensors=None, kv_count=None, tensor_count=None, alignment=None,
             version=None) -> tuple[bytes, int]:
-    """Serialize a modified header; the data section keeps its size after the new data offset."""
+    """Serialize a modified header (kept for Note [Shared records]); the data section keeps its
+    size after the new data offset."""
     kvs = h.kvs if kvs is None else kvs
     tensors = h.tensors if tensors is None else tensors
     changed = dataclasses.replace(
@@ -55,7 +56,7 @@ def rebuild(h: GGUFHeader, *, kvs=None, tensors=None, kv_count=None, tensor_coun
         tensor_count=len(tensors) if tensor_count is None else tensor_count,
         alignment=h.alignment if alignment is None else alignment,
         version=h.version if version is None else version)
-    blob = serialize_gguf_header(changed)
+    blob = rebuilt(changed)
     return blob, len(blob) + _tail(h, len(blob))
 
 
