@@ -8,7 +8,8 @@ import struct
 import pytest
 
 from charter.diagnostics import CharterError
-from charter.formats.gguf import AcceptedStrings, parse_gguf
+from charter.formats.accepted_strings import AcceptedStrings
+from charter.formats.gguf import parse_gguf
 
 
 @pytest.fixture(scope="module")

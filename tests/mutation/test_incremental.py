@@ -23,7 +23,7 @@ from charter.contract.contractset import load_set
 from charter.contract.load import contract_from_document
 from charter.contract.resolve import resolve_artifact, resolve_model
 from charter.diagnostics import CharterError, Code, Diagnostic
-from charter.formats.gguf import AcceptedStrings, SeenAfter
+from charter.formats.accepted_strings import AcceptedStrings, SeenAfter
 from charter.admission.view import parse_view, read_view
 from charter.mutation import expect, facts, run as run_module, value_ops
 from charter.mutation.assemble import Pieces

@@ -12,13 +12,13 @@ from itertools import repeat
 from operator import add, itemgetter
 from typing import TYPE_CHECKING, NamedTuple
 
-from charter.formats.gguf import MAX_HEADER_BYTES, AcceptedStrings, GGUFHeader, GGUFValueType, parse_gguf, \
-    read_gguf
+from charter.formats.gguf import MAX_HEADER_BYTES, GGUFHeader, GGUFValueType, parse_gguf, read_gguf
 from charter.formats.records import gc_paused
 from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
 from charter.memo import BaseMemo
 
 if TYPE_CHECKING:  # the safetensors reader is imported by the views that need it, never for a GGUF
+    from charter.formats.accepted_strings import AcceptedStrings
     from charter.formats.safetensors import SafetensorsHeader
 
 
@@ -97,7 +97,7 @@ def read_view(path: str, fmt: str, max_header_bytes: int = MAX_HEADER_BYTES) -> 
 
 def parse_view(buf, file_size: int, fmt: str, accepted=None) -> ArtifactView:
     """The same view from header bytes held in memory (the mutation battery's mutants); `accepted`
-    (a charter.formats.gguf.AcceptedStrings) shares string arrays between such parses."""
+    (a charter.formats.accepted_strings.AcceptedStrings) shares string arrays between such parses."""
     require_format(buf[:SNIFF_BYTES], file_size, fmt)
     if fmt == "gguf":
         return gguf_view(parse_gguf(buf, file_size, accepted=accepted), accepted)

@@ -38,7 +38,7 @@ from charter.admission.runtime import PrefixRecorder, VerifiedPrefix, admit, adm
 from charter.admission.view import ArtifactView, parse_view
 from charter.codegen.driver import render_checker_text
 from charter.diagnostics import CharterError, Stage
-from charter.formats.gguf import AcceptedStrings
+from charter.formats.accepted_strings import AcceptedStrings
 from charter.formats.records import gc_paused
 from charter.memo import IdMemo, changed_at, shared_ends
 from charter.mutation import contract_ops, gguf_ops, locations, safetensors_ops, store_ops, value_ops
