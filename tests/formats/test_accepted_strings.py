@@ -208,6 +208,7 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
     middle, last = h.tensors[len(h.tensors) // 2], h.tensors[-1]
     twin = next(t for t in h.tensors[:len(h.tensors) // 2] if len(t.name) == len(middle.name))
     later = next(t for t in h.tensors[len(h.tensors) // 2 + 1:] if len(t.name) == len(middle.name))
+    after = h.tensors[len(h.tensors) // 2 + 1]
     dim = first.dims_offset
     name = first.info_offset + 8
     last_offset = last.n_dims_offset + 4 + 8 * len(last.dims) + 4
@@ -245,6 +246,11 @@ def _table_variants(buf: bytes, size: int) -> dict[str, bytes]:
                                               _renamed(buf[middle.info_offset:_end(h, middle)])),
         "a record added, named as the next": _records(buf, len(h.tensors) + 1, (middle.info_offset,) * 2,
                                                       buf[middle.info_offset:_end(h, middle)]),
+        "a middle record named as the next one": buf[:middle.info_offset] + struct.pack("<Q", len(after.name))
+                                                 + after.name.encode() + buf[middle.n_dims_offset:],
+        "a new record and a copy of the second after the second": _records(
+            buf, len(h.tensors) + 2, (second.info_offset + (_end(h, second) - second.info_offset),) * 2,
+            _renamed(buf[middle.info_offset:_end(h, middle)]) + buf[second.info_offset:_end(h, second)]),
         "a record deleted, the next named as it": _records(
             buf, len(h.tensors) - 1, (middle.info_offset, _end(h, h.tensors[len(h.tensors) // 2 + 1])),
             buf[middle.info_offset:_end(h, middle)]),
@@ -276,13 +282,40 @@ def _records(buf: bytes, count: int, span: tuple[int, int], new: bytes) -> bytes
                                   "the table shifted back by a shorter name", "a middle record deleted",
                                   "the first record deleted", "the last record deleted",
                                   "a record added after the middle", "a record added at the end",
-                                  "a record added, named as the next", "a record deleted, the next named as it"])
+                                  "a record added, named as the next", "a record deleted, the next named as it",
+                                  "a middle record named as the next one",
+                                  "a new record and a copy of the second after the second"])
 def test_a_shared_tensor_table_reads_as_without_it(header, name):
     """An accepted tensor info table is reused only where the loop would read the same records."""
     buf, size = header
     variant = _table_variants(buf, size)[name]
     cut = parse_gguf(buf, size).tensors[-1].info_offset  # a file that ends inside the table
     _reads_as_without_the_memo(buf, size, variant, (size, len(variant), cut))
+
+
+@pytest.mark.parametrize("added", ["a new name", "the name of a record after it"])
+def test_a_table_read_from_two_kept_tables_reads_as_without_them(header, added):
+    """Records found in one kept table (the conforming one, of N records) and the rest in another
+    (one that gained a record X, of N + 1, read whole and kept): a table of N + 2 that gained a
+    record after X as well reads as without the memo, its new record's name a new one or a
+    duplicate of a record after it (in both kept tables' tails)."""
+    buf, size = header
+    size += 1 << 16  # room for the data of a longer header
+    h = parse_gguf(buf, size)
+    n, third = len(h.tensors), h.tensors[len(h.tensors) // 3]
+    with_x = _records(buf, n + 1, (third.info_offset,) * 2, _renamed(buf[third.info_offset:_end(h, third)]))
+    h_x = parse_gguf(with_x, size)
+    later = h_x.tensors[2 * n // 3]
+    record = with_x[later.info_offset:_end(h_x, later)]
+    name = h_x.tensors[2 * n // 3 + 5].name.encode()
+    y = _renamed(record) if added == "a new name" else \
+        struct.pack("<Q", len(name)) + name + record[8 + len(later.name.encode()):]
+    variant = _records(with_x, n + 2, (later.info_offset,) * 2, y)
+    accepted = AcceptedStrings()
+    for read in buf, with_x:
+        assert _outcome(read, size, accepted)[0] == "read"
+    assert _outcome(variant, size, accepted) == _outcome(variant, size, None)
+    assert (_outcome(variant, size, None)[0] == "rejected") is (added != "a new name")
 
 
 def test_an_accepted_table_is_not_read_again(header, monkeypatch):
