@@ -17,7 +17,8 @@ from charter.formats.records import gc_paused
 from charter.formats.sniff import SNIFF_BYTES, read_head, require_format
 from charter.memo import BaseMemo
 
-if TYPE_CHECKING:  # the safetensors reader is imported by the views that need it, never for a GGUF
+if TYPE_CHECKING:  # the safetensors reader is imported by the views that need it, never for a GGUF;
+    # a battery's parse memo is handed in, never imported by an admission
     from charter.formats.accepted_strings import AcceptedStrings
     from charter.formats.safetensors import SafetensorsHeader
 
