@@ -38,8 +38,8 @@ and that floor alone is a larger part of the large battery's time. Two figures s
 ratio with each pass's share taken out (the pass is one worker's task, pass / jobs of the time),
 and the ratio the large battery would have if each of its mutants cost SmolLM2's average and only
 its larger pass were added (the target's floor on this machine, given one pass per battery). The
-load average is printed before and after. What it does not prove: the real file's token texts and merges (real ones
-are UTF-8 of several bytes), its longer chat template and its K-quant codecs.
+load average is printed before and after. What it does not prove: the real file's token texts and
+merges (real ones are UTF-8 of several bytes), its longer chat template and its K-quant codecs.
 
 A plain script, never part of the test suite; the exit code is 0 only when the target passes.
 """
