@@ -122,16 +122,15 @@ def _in_place(base: bytes, view: memoryview, start: int, stop: int) -> tuple[int
     return 0, 0
 
 
-def edit_of(base: bytes, data, base_end: int | None, p_from: int, s_from: int) -> tuple[int, int]:
-    """(p, s), each as large as can be: `data` is `base[:p] + middle + base[base_end - s:base_end]`
-    (all of `base` if `base_end` is None), with p + s at most the shorter length; `p_from` and
-    `s_from` bytes are known to match at each end, and not compared."""
+def edit_of(base: bytes, data, base_end: int, p_from: int, s_from: int) -> tuple[int, int]:
+    """(p, s), each as large as can be: `data` is `base[:p] + middle + base[base_end - s:base_end]`,
+    with p + s at most the shorter length; `p_from` and `s_from` bytes are known to match at each
+    end, and not compared."""
     view = memoryview(data)
-    end_b = len(base) if base_end is None else base_end
     end_d = len(view)
-    most = min(end_b, end_d)
+    most = min(base_end, end_d)
     p = common_prefix(base, view, most, p_from)
-    s = _matched(lambda at, n: base.startswith(view[end_d - at - n:][:n], end_b - at - n), most - p, s_from)
+    s = _matched(lambda at, n: base.startswith(view[end_d - at - n:][:n], base_end - at - n), most - p, s_from)
     return p, s
 
 

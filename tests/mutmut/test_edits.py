@@ -51,7 +51,7 @@ def test_the_edit_is_the_longest_prefix_then_suffix(base, data, run):
     old = edits._RUN
     edits._RUN = run
     try:
-        p, s = edit_of(base, data, None, 0, 0)
+        p, s = edit_of(base, data, len(base), 0, 0)
     finally:
         edits._RUN = old
     assert (p, s) == _by_byte(base, data)
@@ -62,7 +62,7 @@ def test_the_edit_is_the_longest_prefix_then_suffix(base, data, run):
 def test_an_edit_of_a_base_is_found_back(base, at, cut, put):
     at = min(at, len(base))
     data = base[:at] + put + base[at + cut:]
-    p, s = edit_of(base, data, None, 0, 0)
+    p, s = edit_of(base, data, len(base), 0, 0)
     assert base[:p] + data[p:len(data) - s] + base[len(base) - s:] == data
     assert len(data) - s - p <= len(put)
 
@@ -168,8 +168,8 @@ def test_common_prefix_is_bounded_by_both_and_by_most():
 
 
 def test_edit_of_reaches_both_starts():
-    assert edit_of(b"abc", b"xabc", None, 0, 0) == (0, 3) and edit_of(b"xabc", b"abc", None, 0, 0) == (0, 3)
-    assert edit_of(b"abcabc", b"abc", None, 0, 0) == (3, 0) and edit_of(b"abc", b"abcabc", None, 0, 0) == (3, 0)
+    assert edit_of(b"abc", b"xabc", 3, 0, 0) == (0, 3) and edit_of(b"xabc", b"abc", 4, 0, 0) == (0, 3)
+    assert edit_of(b"abcabc", b"abc", 6, 0, 0) == (3, 0) and edit_of(b"abc", b"abcabc", 3, 0, 0) == (3, 0)
     assert edit_of(b"abcd", b"abXd", 3, 0, 0) == (2, 0)  # the base's end
 
 

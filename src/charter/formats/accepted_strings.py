@@ -148,17 +148,14 @@ class AcceptedStrings:
         are that table's first records'), moved to `start`; where they stop; and their names, as
         `_read_tensor_infos` keeps those it has read (SeenAfter)."""
         best, best_stop = None, start
-        for kept in self._candidates(count):
-            raw, _, ends, _, _, _ = kept
-            lo, hi = 0, min(count, bisect.bisect_right(ends, end - start))  # hi: the records that end by `end`
-            while lo < hi:  # the most leading records with the kept bytes (equal prefixes nest)
-                mid = (lo + hi + 1) // 2
-                if buf[start:start + ends[mid - 1]] == raw[:ends[mid - 1]]:
-                    lo = mid
-                else:
-                    hi = mid - 1
-            if lo > (best[1] if best else 0):
-                best, best_stop = (kept, lo), start + ends[lo - 1]
+        with memoryview(buf) as view:
+            for kept in self._candidates(count):
+                raw, _, ends, _, _, _ = kept
+                hi = min(count, bisect.bisect_right(ends, end - start))  # the records that end by `end`
+                shared = common_prefix(raw, view[start:start + ends[hi - 1]], None, 0) if hi else 0
+                lo = bisect.bisect_right(ends, shared, 0, hi)  # the most leading records with the kept bytes
+                if lo > (best[1] if best else 0):
+                    best, best_stop = (kept, lo), start + ends[lo - 1]
         if best is None:
             return [], start, SeenAfter(None, 0, [])
         (_, records, _, _, origin, _), lo = best
@@ -184,7 +181,7 @@ class AcceptedStrings:
             if j < 1:
                 continue
             at = ends[j - 1]
-            if pos + len(raw) - at <= end and buf[pos:pos + len(raw) - at] == raw[at:] and seen.disjoint(kept, j):
+            if pos + len(raw) - at <= end and _holds(buf, pos, memoryview(raw)[at:]) and seen.disjoint(kept, j):
                 return _moved(records[j:], pos - at - origin), pos + len(raw) - at
         return None
 

@@ -196,22 +196,24 @@ class VerdictCache:
         and, if `run_miss`, its fresh outcome, run with what computing the key made; with `cpp`
         (both engines), a contract mutant's C++ half is left to run.finish_cpp, or, if it is not
         run, the C++ checker key of its plan is worked out (run.prepare_cpp)."""
-        key, made, step = self._key(b, m)
-        hit = self.stored(b, m, key) if read else None
-        if hit is not None:
-            return Looked(key, None, hit, True)
-        if not run_miss:
-            checker = run.checker_key_of(step) if cpp and step is not None else None
-            return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False, checker)
-        seen = run.run_seen(b, m, made, step, defer_cpp=cpp)
-        ran = made is not None and seen.outcome.verdict is not Verdict.ERROR  # an error is never stored
-        changed = _frozen(self.changed(b, made, seen.view)) if ran else None
-        outcome = run.picklable(seen.outcome)
-        # its entry made and written as JSON here, in the worker, unless the C++ half is still to run
-        entry = self.entry(b, m, key, outcome, changed) if key is not None and seen.pending is None else None
-        entry = json.dumps(entry) if entry is not None else None
-        forget()
-        return Looked(key, changed, outcome, False, seen.pending and seen.pending.key, seen.pending, entry)
+        try:
+            key, made, step = self._key(b, m)
+            hit = self.stored(b, m, key) if read else None
+            if hit is not None:
+                return Looked(key, None, hit, True)
+            if not run_miss:
+                checker = run.checker_key_of(step) if cpp and step is not None else None
+                return Looked(key, _frozen(self.changed(b, made)) if made is not None else None, None, False, checker)
+            seen = run.run_seen(b, m, made, step, defer_cpp=cpp)
+            ran = made is not None and seen.outcome.verdict is not Verdict.ERROR  # an error is never stored
+            changed = _frozen(self.changed(b, made, seen.view)) if ran else None
+            outcome = run.picklable(seen.outcome)
+            # its entry made and written as JSON here, in the worker, unless the C++ half is still to run
+            entry = self.entry(b, m, key, outcome, changed) if key is not None and seen.pending is None else None
+            entry = json.dumps(entry) if entry is not None else None
+            return Looked(key, changed, outcome, False, seen.pending and seen.pending.key, seen.pending, entry)
+        finally:
+            forget()  # the mutant's header compared (charter.edits): its memory serves the next one
 
     def stored(self, b: run.Battery, m: Mutant, key: str | None) -> Outcome | None:
         """The stored outcome of `key`, if it is valid for `m`."""
