@@ -33,12 +33,15 @@ diagnostic after which the C++ engine asks for more bytes.
 from __future__ import annotations
 
 import os
+import re
 
 from charter.diagnostics import CharterError, Code, Diagnostic
 
 SNIFF_BYTES = 16
 READABLE = ("gguf", "safetensors")
 _JSON_WS = b" \t\n\r"
+_NOT_IN_JSON = frozenset(range(0x20)).difference(_JSON_WS)  # the control bytes JSON text never holds
+_JSON_START = re.compile(b"[" + re.escape(_JSON_WS) + rb"]*[{\[]")  # whitespace, then an object or an array
 _BOM = b"\xef\xbb\xbf"
 
 _WHAT = {
@@ -68,9 +71,7 @@ def sniff(head: bytes) -> str:
 
 def _json_text(head: bytes) -> bool:
     text = head[len(_BOM):] if head.startswith(_BOM) else head
-    if any(b < 0x20 and b not in _JSON_WS for b in text):
-        return False
-    return text.lstrip(_JSON_WS)[:1] in (b"{", b"[")
+    return _NOT_IN_JSON.isdisjoint(text) and _JSON_START.match(text) is not None
 
 
 def require_format(head, file_size: int, expected: str | None = None) -> str:
