@@ -1,7 +1,6 @@
 #!/usr/bin/env python3
-"""Code-mutation gate: run mutmut 3 on the files [tool.mutmut] in pyproject.toml names (the
-admission runtime and view, the committed generated checker, ...: docs/mutation.md), then fail
-unless the tests detect every mutant.
+"""Code-mutation gate: run mutmut 3 on the files [tool.mutmut] in pyproject.toml names
+(docs/mutation.md says which), then fail unless the tests detect every mutant.
 
     .venv/bin/python tools/mutmut_gate.py [--timeout 900] [--max-children N] [--threshold 1.0]
                                           [--only GLOB ...] [--json FILE] [--show-diffs]

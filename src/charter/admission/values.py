@@ -172,7 +172,7 @@ class TensorBounds:
     def finding(self, bad: OutOfBounds, start: int) -> tuple:
         """Context.fail's arguments for `bad`: the bound it breaks is the fact it cites."""
         offset = start + bad.index * self.block_bytes
-        below = bad.value < self.lo
+        below = bad.value < self.lo  # pragma: no mutate -- a value at its bound is never out of bounds: < and <= agree
         side, bound, at = ("min", self.lo, self.min_at) if below else ("max", self.hi, self.max_at)
         message = (f"{self.name}: element {bad.index} ({self.codec}) is {bad.value} at byte {offset}, "
                    f"{'below' if below else 'above'} the bound {side} {bound}")
