@@ -9,17 +9,16 @@ import struct
 
 from charter.admission.view import LazyMeta, MetaEntry, TensorEntry, parse_view, read_view
 from charter.formats.accepted_strings import AcceptedStrings
+from charter.formats.gguf import GGUFValueType as T
 from tests.mutmut.gguf_bytes import error, gguf, gstr, kv, tinfo, u32
-
-F32, STRING, ARRAY, F32_TYPE = 6, 8, 9, 0
 
 # Offsets, for the header below: the fixed part is 24 bytes (magic, version, two counts).
 # "a.n" (a u32) starts at 24: its tag at 35, its value at 39; "a.s" (a string) at 43: tag 54,
 # value 58; "a.v" (an array of two f32) at 68: tag 79, value 83. The tensor info record "w" at 103.
 HEADER = gguf(
-    kvs=[kv("a.n", 4, u32(7)), kv("a.s", STRING, gstr("hi")),
-         kv("a.v", ARRAY, u32(F32) + struct.pack("<Q", 2) + struct.pack("<2f", 1.5, 2.5))],
-    tensors=[tinfo("w", (4, 2), F32_TYPE, 0)])
+    kvs=[kv("a.n", T.UINT32, u32(7)), kv("a.s", T.STRING, gstr("hi")),
+         kv("a.v", T.ARRAY, u32(T.FLOAT32) + struct.pack("<Q", 2) + struct.pack("<2f", 1.5, 2.5))],
+    tensors=[tinfo("w", (4, 2))])  # ggml type 0: F32
 DATA_AT = -len(HEADER) % 32 + len(HEADER)  # the default alignment
 FILE = HEADER + bytes(DATA_AT - len(HEADER)) + bytes(32)
 
