@@ -10,6 +10,7 @@ import struct
 import pytest
 
 from charter import _native
+from charter.admission.runtime import block_bytes_of
 from charter.admission.values import (BOTH, BadValue, OutOfBounds, ScannersDisagree, TensorBounds, TensorValues,
                                       tensor_bounds, tensor_rules)
 from charter.diagnostics import Code
@@ -17,8 +18,14 @@ from charter.formats.values import INTEGER_ELEMENTS, VALUE_FIELDS
 from tests.mutmut.views import tensor
 
 GGUF = VALUE_FIELDS["gguf"]
+BLOCK_BYTES = block_bytes_of("gguf")  # codec -> bytes per block, as Context.payload passes it
 I8, I16 = INTEGER_ELEMENTS["gguf"]["I8"], INTEGER_ELEMENTS["gguf"]["I16"]
 F32_INF = struct.pack("<3f", 1.0, float("inf"), 2.0)  # element 1 is +Inf
+
+
+def scan(codec: str, native=None, compare: bool = False, name: str = "t", at: str | None = "V:1:1") -> TensorValues:
+    """The value scan of a tensor of `codec` whose every value field must be finite."""
+    return TensorValues(name, codec, GGUF[codec], BLOCK_BYTES(codec), at, native, compare)
 
 
 def iq1m_block(words: tuple[int, int, int, int]) -> bytes:
@@ -31,27 +38,24 @@ def test_an_iq1m_scale_is_the_top_nibble_of_each_of_its_four_words():
     finite = iq1m_block((0x1234, 0x0567, 0x389A, 0x3BCD))  # scale 0x3301
     nan = iq1m_block((0xA123, 0x5F45, 0xE9B7, 0x7ABD))  # scale 0x7E5A
     field = GGUF["IQ1_M"][0]
-    scan = TensorValues("t", "IQ1_M", GGUF["IQ1_M"], 56, "V:1:1")
-    assert scan.first_bad(finite + nan + finite, 10) == BadValue(11, field, 0x7E5A)
-    assert scan.bad_blocks(finite + nan + finite).tolist() == [False, True, False]
-    assert scan.first_bad(finite * 3, 0) is None
+    iq1m = scan("IQ1_M")
+    assert iq1m.first_bad(finite + nan + finite, 10) == BadValue(11, field, 0x7E5A)
+    assert iq1m.bad_blocks(finite + nan + finite).tolist() == [False, True, False]
+    assert iq1m.first_bad(finite * 3, 0) is None
 
 
 def test_the_verdict_per_block_is_any_of_its_fields():
     d_bad, m_bad, fine = (struct.pack("<2H", 0x7C00, 0) + bytes(16), struct.pack("<2H", 0, 0xFE00) + bytes(16),
                           bytes(20))
-    scan = TensorValues("q", "Q4_1", GGUF["Q4_1"], 20, None)
-    assert scan.bad_blocks(d_bad + fine + m_bad).tolist() == [True, False, True]
-    assert scan.first_bad(fine + m_bad + d_bad, 0) == BadValue(1, GGUF["Q4_1"][1], 0xFE00)
-    assert scan.first_bad(b"\x00", 0) is None  # less than a block: no field is read
+    q = scan("Q4_1")
+    assert q.bad_blocks(d_bad + fine + m_bad).tolist() == [True, False, True]
+    assert q.first_bad(fine + m_bad + d_bad, 0) == BadValue(1, GGUF["Q4_1"][1], 0xFE00)
+    assert q.first_bad(b"\x00", 0) is None  # less than a block: no field is read
 
 
 def test_a_single_field_codec_still_names_its_blocks():
-    q8 = TensorValues("q", "Q8_0", GGUF["Q8_0"], 34, "V:1:1")
-    bad = BadValue(3, GGUF["Q8_0"][0], 0x7C00)
-    assert q8.field_path(bad) == "values.q.blocks[3].d"
-    f32 = TensorValues("f", "F32", GGUF["F32"], 4, "V:1:1")
-    assert f32.field_path(BadValue(3, GGUF["F32"][0], 0x7F800000)) == "values.f[3]"
+    assert scan("Q8_0", name="q").field_path(BadValue(3, GGUF["Q8_0"][0], 0x7C00)) == "values.q.blocks[3].d"
+    assert scan("F32", name="f").field_path(BadValue(3, GGUF["F32"][0], 0x7F800000)) == "values.f[3]"
 
 
 def lying_values(*_):
@@ -61,12 +65,11 @@ def lying_values(*_):
 def test_values_are_the_native_scanners_word_unless_both_are_compared():
     field = GGUF["F32"][0]
     for native, compare in ((None, False), (_native.first_bad_value, False), (_native.first_bad_value, True)):
-        assert TensorValues("t", "F32", GGUF["F32"], 4, None, native, compare).first_bad(F32_INF, 5) == \
-            BadValue(6, field, 0x7F800000)
+        assert scan("F32", native, compare).first_bad(F32_INF, 5) == BadValue(6, field, 0x7F800000)
     assert TensorValues("t", "F32", GGUF["F32"], 4, None, lying_values).first_bad(F32_INF, 5) == \
-        BadValue(5, field, 0x7FC00000)
+        BadValue(5, field, 0x7FC00000)  # `compare` left at its default
     with pytest.raises(ScannersDisagree) as raised:
-        TensorValues("t", "F32", GGUF["F32"], 4, None, lying_values, True).first_bad(F32_INF, 5)
+        scan("F32", lying_values, True).first_bad(F32_INF, 5)
     assert str(raised.value) == (f"engines disagree on the values of t: python {BadValue(6, field, 0x7F800000)} / "
                                  f"c++ {BadValue(5, field, 0x7FC00000)}")
 
@@ -109,18 +112,14 @@ TENSORS = [tensor("i", (2,), "I8", 64, 66), tensor("n1", (2,), "F32", 66, 74), t
 RULES = (("norms", ("n*",), False, "V:3:3"), ("finite", ("q", "z"), True, "V:4:4"))
 
 
-def block_bytes(codec: str) -> int:
-    return {"F32": 4, "Q4_1": 20}[codec]
-
-
 def test_the_first_matching_rule_decides_which_tensors_are_scanned(monkeypatch):
     monkeypatch.setattr(_native, "first_bad_value", lying_values)
-    scans = tensor_rules(TENSORS, RULES, "gguf", block_bytes)  # i: no float field; n1: excepted; x: no rule
+    scans = tensor_rules(TENSORS, RULES, "gguf", BLOCK_BYTES)  # i: no float field; n1: excepted; x: no rule
     assert list(scans) == ["q", "z"] and scans["z"].at == "V:4:4" and scans["q"].block_bytes == 20
     assert scans["z"].first_bad(F32_INF, 0) == BadValue(1, GGUF["F32"][0], 0x7F800000)  # numpy by default
-    assert tensor_rules(TENSORS, RULES, "gguf", block_bytes, True)["z"].first_bad(F32_INF, 0).index == 0
+    assert tensor_rules(TENSORS, RULES, "gguf", BLOCK_BYTES, True)["z"].first_bad(F32_INF, 0).index == 0
     with pytest.raises(ScannersDisagree):
-        tensor_rules(TENSORS, RULES, "gguf", block_bytes, BOTH)["z"].first_bad(F32_INF, 0)
+        tensor_rules(TENSORS, RULES, "gguf", BLOCK_BYTES, BOTH)["z"].first_bad(F32_INF, 0)
 
 
 def test_bounds_apply_to_integer_tensors_their_first_rule_matches(monkeypatch):

@@ -10,7 +10,9 @@ import struct
 from charter.admission.view import LazyMeta, MetaEntry, TensorEntry, parse_view, read_view
 from charter.formats.accepted_strings import AcceptedStrings
 from charter.formats.gguf import GGUFValueType as T
+from charter.language import align_up
 from tests.mutmut.gguf_bytes import error, gguf, gstr, kv, tinfo, u32
+from tests.mutmut.test_safetensors_diagnostics import header
 
 # Offsets, for the header below: the fixed part is 24 bytes (magic, version, two counts).
 # "a.n" (a u32) starts at 24: its tag at 35, its value at 39; "a.s" (a string) at 43: tag 54,
@@ -19,15 +21,14 @@ HEADER = gguf(
     kvs=[kv("a.n", T.UINT32, u32(7)), kv("a.s", T.STRING, gstr("hi")),
          kv("a.v", T.ARRAY, u32(T.FLOAT32) + struct.pack("<Q", 2) + struct.pack("<2f", 1.5, 2.5))],
     tensors=[tinfo("w", (4, 2))])  # ggml type 0: F32
-DATA_AT = -len(HEADER) % 32 + len(HEADER)  # the default alignment
+DATA_AT = align_up(len(HEADER), 32)  # the default alignment
 FILE = HEADER + bytes(DATA_AT - len(HEADER)) + bytes(32)
 
 
 def safetensors_file() -> bytes:
-    text = json.dumps({"__metadata__": {"k": "v", "j": "w"}, "t": {"dtype": "U8", "shape": [3],
-                                                                       "data_offsets": [0, 3]}})
-    raw = text.encode() + b" " * (-len(text) % 8)
-    return struct.pack("<Q", len(raw)) + raw + b"abc"
+    raw, _ = header(json.dumps({"__metadata__": {"k": "v", "j": "w"},
+                                "t": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]}}))
+    return raw + b"abc"
 
 
 def test_a_gguf_view_states_every_entry_and_offset():
